@@ -1,0 +1,5 @@
+"""The ``loci`` command."""
+
+from loci.cli.app import main
+
+__all__ = ["main"]

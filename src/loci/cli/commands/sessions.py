@@ -1,0 +1,99 @@
+"""Session commands: add, log, sessions, import, export."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from loci.cli.app import cli, json_option, one_line, print_json, scoped
+from loci.engine import Loci
+from loci.models import ROLES
+from loci.timeutil import format_timestamp
+
+
+@cli.command()
+@click.argument("session")
+@click.argument("role", type=click.Choice(ROLES), metavar="ROLE")
+@click.argument("text")
+@json_option
+@scoped
+def add(loci: Loci, session: str, role: str, text: str, as_json: bool) -> None:
+    """Append a message with ROLE (user, assistant, system, tool) to SESSION."""
+    event = loci.add(session, role, text)
+    if as_json:
+        print_json(event)
+    else:
+        click.echo(f"added event {event.id} to {session} ({event.tokens} tokens)")
+
+
+@cli.command()
+@click.argument("session")
+@click.option("--active", is_flag=True, help="Hide archived (compacted) events.")
+@json_option
+@scoped
+def log(loci: Loci, session: str, active: bool, as_json: bool) -> None:
+    """Show the event log of SESSION."""
+    events = loci.events(session, include_archived=not active)
+    if as_json:
+        print_json(events)
+        return
+    for e in events:
+        who = e.role if e.type == "message" else f"{e.type}:{e.tool_name or e.tool_call_id or ''}"
+        flag = " [archived]" if e.archived else ""
+        click.echo(f"#{e.id} {format_timestamp(e.timestamp)} {who}{flag}: {one_line(e.content)}")
+
+
+@cli.command()
+@json_option
+@scoped
+def sessions(loci: Loci, as_json: bool) -> None:
+    """List sessions with their message and token counts."""
+    infos = loci.sessions()
+    if as_json:
+        print_json(infos)
+        return
+    for s in infos:
+        click.echo(
+            f"{s.id}: {s.message_count} messages, {s.event_count} events, "
+            f"{s.token_count} tokens ({s.active_token_count} active), "
+            f"updated {format_timestamp(s.updated_at)}"
+        )
+
+
+@cli.command(name="import")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--session", help="Session to import into (default: the file name).")
+@json_option
+@scoped
+def import_(loci: Loci, file: str, session: str | None, as_json: bool) -> None:
+    """Import a JSONL session log (one event per line; '-' reads stdin).
+
+    The whole file is checked first: a bad line names its number and nothing is stored.
+    """
+    if file == "-":
+        lines = sys.stdin.read().splitlines()
+        session = session or "stdin"
+    else:
+        lines = Path(file).read_text(encoding="utf-8").splitlines()
+        session = session or Path(file).stem
+    events = loci.import_jsonl(lines, session)
+    if as_json:
+        print_json({"session": session, "imported": len(events)})
+    else:
+        click.echo(f"imported {len(events)} events into {session}")
+
+
+@cli.command()
+@click.argument("session")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to a file.")
+@scoped
+def export(loci: Loci, session: str, output: str | None) -> None:
+    """Export SESSION as JSONL (the format `loci import` reads)."""
+    lines = list(loci.export_jsonl(session))
+    text = "".join(line + "\n" for line in lines)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)

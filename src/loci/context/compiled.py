@@ -1,0 +1,115 @@
+"""The result of compiling context: layers, the rendered prompt, and the explain view."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class LayerReport:
+    """What one layer contributed: tokens against its budget, items kept and dropped."""
+
+    name: str
+    section: str
+    budget: int
+    used: int = 0
+    included: list[str] = field(default_factory=list)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "section": self.section,
+            "budget": self.budget,
+            "used": self.used,
+            "included": self.included,
+            "dropped": [{"item": item, "reason": why} for item, why in self.dropped],
+        }
+
+
+@dataclass(frozen=True)
+class CompiledContext:
+    """Context for one LLM call: a byte-stable static prefix, a dynamic system message,
+    history messages and the current message."""
+
+    model: str
+    window: int
+    budget: int
+    static_prefix: str
+    dynamic: str
+    history: list[dict[str, Any]]
+    message: str | None
+    layers: list[LayerReport]
+    total_tokens: int
+    token_method: str
+
+    @property
+    def prefix_hash(self) -> str:
+        """Version hash of the static prefix: equal hashes mean a reusable cache."""
+        return hashlib.sha256(self.static_prefix.encode()).hexdigest()[:16]
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """OpenAI chat messages: two system messages, history, then the message."""
+        messages: list[dict[str, Any]] = [{"role": "system", "content": self.static_prefix}]
+        if self.dynamic:
+            messages.append({"role": "system", "content": self.dynamic})
+        messages.extend(self.history)
+        if self.message is not None:
+            messages.append({"role": "user", "content": self.message})
+        return messages
+
+    def to_text(self) -> str:
+        parts = [f"[system]\n{self.static_prefix}"]
+        if self.dynamic:
+            parts.append(f"[system]\n{self.dynamic}")
+        for m in self.history:
+            parts.append(f"[{m['role']}]\n{_message_text(m)}")
+        if self.message is not None:
+            parts.append(f"[user]\n{self.message}")
+        return "\n\n".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "window": self.window,
+            "budget": self.budget,
+            "total_tokens": self.total_tokens,
+            "token_method": self.token_method,
+            "prefix_hash": self.prefix_hash,
+            "messages": self.to_openai(),
+            "layers": [layer.to_dict() for layer in self.layers],
+        }
+
+    def explain(self) -> str:
+        """A human-readable account of every layer: tokens, budget, kept and dropped."""
+        lines = [
+            f"model {self.model}: window {self.window:,} tokens, budget {self.budget:,}, "
+            f"used {self.total_tokens:,} ({self.token_method})",
+            f"static prefix hash {self.prefix_hash}",
+        ]
+        for layer in self.layers:
+            lines.append(
+                f"- {layer.section}/{layer.name}: {layer.used:,}/{layer.budget:,} tokens, "
+                f"{len(layer.included)} included, {len(layer.dropped)} dropped"
+            )
+            lines.extend(f"    + {item}" for item in layer.included)
+            lines.extend(f"    - {item} ({why})" for item, why in layer.dropped)
+        return "\n".join(lines)
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    if message.get("tool_calls"):
+        calls = [
+            f"{c['function']['name']}({c['function']['arguments']})"
+            for c in message["tool_calls"]
+        ]
+        return "calls " + ", ".join(calls)
+    return str(message.get("content") or "")
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON for anything that goes into a cacheable prefix."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

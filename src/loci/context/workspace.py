@@ -1,0 +1,38 @@
+"""Workspace files (seeds/001): looked up in the current directory, then the
+``--workspace`` directory, then ``$LOCI_HOME``; for each file the first match wins."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+IDENTITY_FILES = ("SOUL.md", "IDENTITY.md")
+MAX_FILE_CHARS = 200_000
+
+
+@dataclass(frozen=True)
+class WorkspaceFile:
+    name: str
+    path: Path
+    text: str
+
+
+class Workspace:
+    """Finds workspace files across an ordered list of directories."""
+
+    def __init__(self, directories: Sequence[Path]) -> None:
+        self.directories = list(dict.fromkeys(d.expanduser() for d in directories))
+
+    def find(self, *names: str) -> WorkspaceFile | None:
+        """The first existing file among ``names`` in the first directory holding one."""
+        for directory in self.directories:
+            for name in names:
+                path = directory / name
+                if path.is_file():
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                    return WorkspaceFile(name, path, text[:MAX_FILE_CHARS].strip())
+        return None
+
+    def identity(self) -> WorkspaceFile | None:
+        return self.find(*IDENTITY_FILES)

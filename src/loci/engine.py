@@ -1,0 +1,217 @@
+"""The ``Loci`` facade: the one object that the CLI, the server and users call.
+
+A ``Loci`` binds settings, a store and a scope (user → agent). It validates input,
+stamps time from an injectable clock, counts tokens once on write, and delegates
+storage to the store and prompt assembly to the context compiler.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from loci.context.compiled import CompiledContext
+from loci.context.compiler import Budgets, CompileRequest, ContextCompiler
+from loci.context.workspace import Workspace
+from loci.errors import NotFoundError, ValidationError
+from loci.eventlog import dump_jsonl, new_event, parse_jsonl
+from loci.memory.types import check_type, expiry_for, new_memory_id
+from loci.models import Event, Memory, Scope, SearchHit, SessionInfo, StateItem
+from loci.settings import Settings, load_settings
+from loci.store import SearchFilters, Store, open_store
+from loci.timeutil import Clock, utc_now
+from loci.tokens import TokenCounter, context_window, token_counter
+
+_NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
+MAX_MEMORY_CHARS = 100_000
+
+
+def check_name(kind: str, value: str) -> str:
+    """Session, user, agent and state-key names: 1-200 printable characters."""
+    if not isinstance(value, str) or not _NAME.match(value) or not value.strip():
+        raise ValidationError(f"invalid {kind} {value!r}: use 1-200 printable characters")
+    return value
+
+
+class Loci:
+    """Context and memory for one user's agent.
+
+    >>> with Loci.open(store="sqlite:///:memory:") as loci:
+    ...     _ = loci.add("s1", "user", "I live in Lisbon.")
+    ...     loci.compile("s1", "Where do I live?").to_openai()[-1]["content"]
+    'Where do I live?'
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        store: Store | None = None,
+        clock: Clock = utc_now,
+    ) -> None:
+        self.settings = settings or load_settings()
+        self.scope = Scope(
+            check_name("user", self.settings.user), check_name("agent", self.settings.agent)
+        )
+        self.store = store or open_store(self.settings.store_url)
+        self._owns_store = store is None
+        self.clock = clock
+        self.counter: TokenCounter = token_counter(self.settings.model, self.settings.tokenizer)
+
+    @classmethod
+    def open(cls, *, clock: Clock = utc_now, **settings: Any) -> Loci:
+        """Open with settings loaded from files and environment, plus ``settings``."""
+        return cls(load_settings(**settings), clock=clock)
+
+    def for_scope(self, user: str | None = None, agent: str | None = None) -> Loci:
+        """The same store seen as another user or agent."""
+        settings = self.settings.with_overrides(user=user, agent=agent)
+        return Loci(settings, store=self.store, clock=self.clock)
+
+    def close(self) -> None:
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Loci:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- sessions and events ------------------------------------------------------
+    def add(self, session: str, role: str, content: str, **metadata: Any) -> Event:
+        """Append a chat message to a session's log."""
+        return self.add_event(session, type="message", role=role, content=content,
+                              metadata=metadata)
+
+    def add_event(self, session: str, **fields: Any) -> Event:
+        """Append one event (``type``, ``role``, ``content``, ``tool_name``, ...)."""
+        return self.add_events(session, [fields])[0]
+
+    def add_events(self, session: str, events: Sequence[dict[str, Any]]) -> list[Event]:
+        """Append several events atomically: all are validated before any is stored."""
+        check_name("session", session)
+        now = self.clock()
+        batch = [new_event(self.counter, **{"timestamp": now, **fields}) for fields in events]
+        return self.store.append_events(self.scope, session, batch)
+
+    def events(self, session: str, *, include_archived: bool = True) -> list[Event]:
+        self.session(session)
+        return self.store.list_events(self.scope, session, include_archived=include_archived)
+
+    def session(self, session: str) -> SessionInfo:
+        info = self.store.session_info(self.scope, check_name("session", session))
+        if info is None:
+            raise NotFoundError(f"no session {session!r} for user {self.scope.tenant!r}")
+        return info
+
+    def sessions(self) -> list[SessionInfo]:
+        return self.store.list_sessions(self.scope)
+
+    def import_jsonl(self, lines: Iterable[str], session: str) -> list[Event]:
+        """Import a seeds/002 JSONL log into ``session``; a bad line stores nothing."""
+        check_name("session", session)
+        events = parse_jsonl(lines, self.counter, self.clock())
+        return self.store.append_events(self.scope, session, events)
+
+    def export_jsonl(self, session: str) -> Iterator[str]:
+        return dump_jsonl(self.events(session))
+
+    # -- memories -----------------------------------------------------------------
+    def remember(
+        self, content: str, type: str = "project_context", tags: Sequence[str] = (),
+        source: str | None = None,
+    ) -> Memory:
+        """Store a typed fact; its expiry follows from its type."""
+        content = content.strip()
+        if not content:
+            raise ValidationError("a memory needs some text")
+        if len(content) > MAX_MEMORY_CHARS:
+            raise ValidationError(f"a memory is limited to {MAX_MEMORY_CHARS:,} characters")
+        memory_type = check_type(type)
+        now = self.clock()
+        memory = Memory(
+            id=new_memory_id(), type=memory_type, content=content,
+            tags=tuple(dict.fromkeys(t.strip() for t in tags if t.strip())),
+            created_at=now, updated_at=now,
+            expires_at=expiry_for(memory_type, now, self.settings.memory_types),
+            source=source,
+        )
+        self.store.put_memory(self.scope, memory)
+        return memory
+
+    def memories(self, type: str | None = None, *, include_expired: bool = False) -> list[Memory]:
+        types = (check_type(type),) if type else ()
+        now = None if include_expired else self.clock()
+        return self.store.list_memories(self.scope, types=types, now=now)
+
+    def memory(self, memory_id: str) -> Memory:
+        memory = self.store.get_memory(self.scope, memory_id)
+        if memory is None:
+            raise NotFoundError(f"no memory {memory_id!r}")
+        return memory
+
+    def forget(self, memory_id: str) -> None:
+        if not self.store.delete_memory(self.scope, memory_id):
+            raise NotFoundError(f"no memory {memory_id!r}")
+
+    def search(
+        self, query: str, limit: int = 10, *, kinds: Sequence[str] = ("memory", "event"),
+        session: str | None = None,
+    ) -> list[SearchHit]:
+        """Keyword search over memories and conversations, best first."""
+        if limit < 1:
+            raise ValidationError("limit must be at least 1")
+        hits: list[SearchHit] = []
+        if "memory" in kinds:
+            filters = SearchFilters(now=self.clock())
+            hits += self.store.search_memories(self.scope, query, limit=limit, filters=filters)
+        if "event" in kinds:
+            filters = SearchFilters(session=session)
+            hits += self.store.search_events(self.scope, query, limit=limit, filters=filters)
+        return sorted(hits, key=lambda h: h.score, reverse=True)[:limit]
+
+    # -- state --------------------------------------------------------------------
+    def state_set(self, key: str, value: str) -> StateItem:
+        return self.store.set_state(self.scope, check_name("key", key), str(value), self.clock())
+
+    def state_get(self, key: str) -> StateItem:
+        item = self.store.get_state(self.scope, key)
+        if item is None:
+            raise NotFoundError(f"no state key {key!r}")
+        return item
+
+    def state(self) -> list[StateItem]:
+        return self.store.list_state(self.scope)
+
+    # -- context ------------------------------------------------------------------
+    def workspace(self) -> Workspace:
+        dirs = [Path.cwd()]
+        if self.settings.workspace is not None:
+            dirs.append(self.settings.workspace)
+        dirs.append(self.settings.home)
+        return Workspace(dirs)
+
+    def compile(
+        self, session: str | None, message: str | None = None, *, model: str | None = None
+    ) -> CompiledContext:
+        """Compile the context for the next LLM call of ``session``."""
+        if session is not None:
+            check_name("session", session)
+        model = model or self.settings.model
+        counter = token_counter(model, self.settings.tokenizer)
+        window = context_window(model, self.settings.models)
+        budgets = Budgets(history=self.settings.history_budget)
+        compiler = ContextCompiler(self.store, self.workspace(), counter, budgets)
+        request = CompileRequest(
+            scope=self.scope, session=session, message=message, model=model, window=window,
+            budget=int(window * self.settings.context_target), now=self.clock(),
+            user_name=self.scope.tenant,
+        )
+        return compiler.compile(request)
+

@@ -1,0 +1,129 @@
+"""Building validated events and the JSONL session format of seeds/002.
+
+One event per line::
+
+    {"type":"message","role":"user","content":"Hello","timestamp":"..."}
+    {"type":"tool_call","toolName":"read","toolCallId":"tc_1","args":{...},"timestamp":"..."}
+    {"type":"tool_result","toolCallId":"tc_1","toolName":"read","result":"...","timestamp":"..."}
+
+Optional keys: ``metadata`` (object), ``archived`` (export only). Parsing validates the
+whole file before anything is stored, and errors name the line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from loci.errors import ValidationError
+from loci.models import DEFAULT_ROLE, EVENT_TYPES, ROLES, Event, NewEvent
+from loci.timeutil import format_timestamp, parse_timestamp
+from loci.tokens import TokenCounter
+
+MAX_CONTENT_CHARS = 10_000_000
+
+
+def new_event(
+    counter: TokenCounter,
+    *,
+    type: str = "message",
+    role: str | None = None,
+    content: str = "",
+    timestamp: datetime,
+    tool_name: str | None = None,
+    tool_call_id: str | None = None,
+    args: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> NewEvent:
+    """Validate one event and count its tokens."""
+    if type not in EVENT_TYPES:
+        raise ValidationError(f"unknown event type {type!r}; expected one of {EVENT_TYPES}")
+    role = role or DEFAULT_ROLE.get(type)
+    if role not in ROLES:
+        raise ValidationError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+    if not isinstance(content, str):
+        raise ValidationError("content must be a string")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise ValidationError(f"content is longer than {MAX_CONTENT_CHARS:,} characters")
+    if type == "tool_call" and not tool_name:
+        raise ValidationError("a tool_call needs a tool name")
+    return NewEvent(
+        type=type, role=role, content=content, timestamp=timestamp,
+        tokens=counter.count_message(role, content), tool_name=tool_name,
+        tool_call_id=tool_call_id, args=args, metadata=dict(metadata or {}),
+    )
+
+
+def parse_jsonl(
+    lines: Iterable[str], counter: TokenCounter, default_timestamp: datetime
+) -> list[NewEvent]:
+    """Parse a whole JSONL session; any bad line raises before anything is returned."""
+    events = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValidationError("expected a JSON object")
+            events.append(_from_record(record, counter, default_timestamp))
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"line {number}: malformed JSON: {exc.msg}") from exc
+        except ValidationError as exc:
+            raise ValidationError(f"line {number}: {exc}") from exc
+    return events
+
+
+def _from_record(
+    record: dict[str, Any], counter: TokenCounter, default_timestamp: datetime
+) -> NewEvent:
+    kind = record.get("type", "message")
+    content = record.get("result") if kind == "tool_result" else record.get("content")
+    if content is None:
+        content = record.get("content", "")
+    if not isinstance(content, str):
+        content = json.dumps(content, sort_keys=True, ensure_ascii=False)
+    args = record.get("args")
+    if args is not None and not isinstance(args, dict):
+        raise ValidationError("args must be an object")
+    metadata = record.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ValidationError("metadata must be an object")
+    stamp = record.get("timestamp")
+    return new_event(
+        counter, type=str(kind), role=record.get("role"), content=content,
+        timestamp=parse_timestamp(stamp) if stamp else default_timestamp,
+        tool_name=record.get("toolName"), tool_call_id=record.get("toolCallId"),
+        args=args, metadata=metadata,
+    )
+
+
+def to_record(event: Event) -> dict[str, Any]:
+    """The seeds/002 JSON object of an event."""
+    record: dict[str, Any] = {"type": event.type}
+    if event.type in ("message", "summary") or event.role != DEFAULT_ROLE.get(event.type):
+        record["role"] = event.role
+    if event.tool_name is not None:
+        record["toolName"] = event.tool_name
+    if event.tool_call_id is not None:
+        record["toolCallId"] = event.tool_call_id
+    if event.args is not None:
+        record["args"] = event.args
+    if event.type == "tool_result":
+        record["result"] = event.content
+    elif event.content or event.type != "tool_call":
+        record["content"] = event.content
+    record["timestamp"] = format_timestamp(event.timestamp)
+    if event.metadata:
+        record["metadata"] = event.metadata
+    if event.archived:
+        record["archived"] = True
+    return record
+
+
+def dump_jsonl(events: Iterable[Event]) -> Iterator[str]:
+    """One JSON line (without newline) per event."""
+    for event in events:
+        yield json.dumps(to_record(event), ensure_ascii=False)

@@ -1,0 +1,53 @@
+"""Memory types and their time-to-live (seeds/000).
+
+``sticky`` never expires; ``user_preference`` lasts 90 days; ``project_context`` and
+``learned_pattern`` 30 days. Custom types get a TTL from settings (``[memory_types]``,
+0 meaning never). A type that is neither built in nor configured is kept with the
+default TTL of 30 days rather than rejected, so that an agent's new type is not lost.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+
+from loci.errors import ValidationError
+
+DEFAULT_TTL_DAYS: dict[str, int | None] = {
+    "sticky": None,
+    "user_preference": 90,
+    "project_context": 30,
+    "learned_pattern": 30,
+}
+FALLBACK_TTL_DAYS = 30
+_TYPE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def check_type(name: str) -> str:
+    """Normalise a memory type name; reject anything but snake_case words."""
+    normal = name.strip().lower()
+    if not _TYPE_NAME.match(normal):
+        raise ValidationError(
+            f"invalid memory type {name!r}: use lowercase letters, digits and underscores"
+        )
+    return normal
+
+
+def ttl_days(memory_type: str, custom: Mapping[str, int] | None = None) -> int | None:
+    if custom and memory_type in custom:
+        return custom[memory_type] or None
+    return DEFAULT_TTL_DAYS.get(memory_type, FALLBACK_TTL_DAYS)
+
+
+def expiry_for(
+    memory_type: str, now: datetime, custom: Mapping[str, int] | None = None
+) -> datetime | None:
+    """When a fact of ``memory_type`` written at ``now`` expires (None: never)."""
+    days = ttl_days(memory_type, custom)
+    return None if days is None else now + timedelta(days=days)
+
+
+def new_memory_id() -> str:
+    return f"mem_{secrets.token_hex(8)}"

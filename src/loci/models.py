@@ -1,0 +1,158 @@
+"""Frozen dataclasses of the data model: scope, events, memories, state, documents,
+skills, compactions and search hits. No I/O lives here.
+
+Everything is scoped tenant (user) → agent → session; a ``Scope`` names the first two
+and every store call takes one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+EventType = Literal["message", "tool_call", "tool_result", "summary"]
+Role = Literal["user", "assistant", "system", "tool"]
+
+EVENT_TYPES: tuple[str, ...] = ("message", "tool_call", "tool_result", "summary")
+ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+#: The role an event of each non-message type is stored with.
+DEFAULT_ROLE: dict[str, str] = {
+    "tool_call": "assistant",
+    "tool_result": "tool",
+    "summary": "system",
+}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Who owns the data: a tenant (the user) and one of their agents."""
+
+    tenant: str = "default"
+    agent: str = "default"
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to append; the store assigns ``id`` and ``tokens`` is precomputed."""
+
+    type: str
+    role: str
+    content: str
+    timestamp: datetime
+    tokens: int = 0
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    args: dict[str, Any] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of a session's append-only log."""
+
+    id: int
+    session: str
+    type: str
+    role: str
+    content: str
+    timestamp: datetime
+    tokens: int
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    args: dict[str, Any] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    archived: bool = False
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """Session metadata, derived from the log (seeds/002 metadata.json)."""
+
+    id: str
+    event_count: int
+    message_count: int
+    token_count: int
+    active_token_count: int
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A typed fact. ``expires_at`` None means it never expires (sticky)."""
+
+    id: str
+    type: str
+    content: str
+    tags: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None = None
+    source: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def is_expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+
+@dataclass(frozen=True)
+class StateItem:
+    """A key/value pair, overwritten in place."""
+
+    key: str
+    value: str
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Document:
+    """A knowledge-base entry at a hierarchical path such as ``/profile/identity.md``."""
+
+    path: str
+    content: str
+    tags: tuple[str, ...]
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A markdown skill injected when its triggers score above zero on a message."""
+
+    slug: str
+    name: str
+    body: str
+    keywords: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """A record of one compaction of a session's span of events."""
+
+    id: int
+    session: str
+    strategy: str
+    first_event_id: int
+    last_event_id: int
+    summary_event_id: int | None
+    summary: str
+    tokens_before: int
+    tokens_after: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result. ``score`` is in [0, 1]; higher is better."""
+
+    kind: Literal["event", "memory", "document"]
+    id: str
+    score: float
+    text: str
+    timestamp: datetime
+    session: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)

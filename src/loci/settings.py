@@ -1,0 +1,148 @@
+"""Settings, in one place.
+
+Sources, lowest precedence first: built-in defaults, ``$LOCI_HOME/loci.toml``, the
+workspace's ``loci.toml``, ``LOCI_*`` environment variables, then explicit overrides
+(CLI flags, keyword arguments). A TOML table such as ``[embedding]`` maps to the fields
+that start with its name (``provider`` → ``embedding_provider``, environment variable
+``LOCI_EMBEDDING_PROVIDER``); ``[models]`` and ``[memory_types]`` are whole tables.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from loci.errors import ConfigError
+
+SETTINGS_FILE = "loci.toml"
+_TABLE_FIELDS = ("models", "memory_types")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every tunable of Loci. Build with :func:`load_settings`."""
+
+    home: Path = field(default_factory=lambda: Path("~/.loci").expanduser())
+    #: Store URL; empty means ``sqlite:///$LOCI_HOME/loci.db``.
+    store: str = ""
+    #: Where workspace files (SOUL.md, skills/, memory/) are looked up; None = cwd.
+    workspace: Path | None = None
+    user: str = "default"
+    agent: str = "default"
+    #: The model that context is compiled for; picks the window and the tokenizer.
+    model: str = "gpt-4.1"
+    #: "auto" (exact where known), "heuristic", or an encoding name (cl100k_base, ...).
+    tokenizer: str = "auto"
+    #: Share of the model's window that compiled context targets (seeds/000: 75%).
+    context_target: float = 0.75
+    #: Extra or overriding context windows, model name (or glob) → tokens.
+    models: dict[str, int] = field(default_factory=dict)
+    #: Custom memory types, name → TTL in days (0 = never expires).
+    memory_types: dict[str, int] = field(default_factory=dict)
+    embedding_provider: str = "local"
+    embedding_model: str = ""
+    embedding_base_url: str = ""
+    embedding_api_key: str = ""
+    search_vector_weight: float = 0.7
+    search_keyword_weight: float = 0.3
+    history_budget: int = 10_000
+
+    @property
+    def store_url(self) -> str:
+        return self.store or f"sqlite:///{self.home / 'loci.db'}"
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        """A copy with the given non-None fields replaced (values are checked)."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        return replace(self, **_coerce_all(given, "override"))
+
+
+def load_settings(
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Load settings from files and environment, then apply ``overrides``."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    home = Path(overrides.get("home") or env.get("LOCI_HOME") or "~/.loci").expanduser()
+    values["home"] = home
+    workspace = overrides.get("workspace") or env.get("LOCI_WORKSPACE")
+    workspace_dir = Path(workspace).expanduser() if workspace else (cwd or Path.cwd())
+    for path in _settings_files(home, workspace_dir):
+        values.update(_read_toml(path))
+    values.update(_from_env(env))
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    if workspace:
+        values["workspace"] = workspace_dir
+    return Settings(**_coerce_all(values, "settings"))
+
+
+def _settings_files(home: Path, workspace: Path) -> list[Path]:
+    candidates = [home / SETTINGS_FILE, workspace / SETTINGS_FILE]
+    unique = list(dict.fromkeys(p.resolve() for p in candidates))
+    return [p for p in unique if p.is_file()]
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read settings: {exc}") from exc
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and key not in _TABLE_FIELDS:
+            for sub, sub_value in value.items():
+                flat[f"{key}_{sub}"] = sub_value
+        else:
+            flat[key] = value
+    unknown = sorted(set(flat) - _FIELD_TYPES.keys())
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s): {', '.join(unknown)}")
+    return flat
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for name in _FIELD_TYPES:
+        if name in _TABLE_FIELDS or name == "home":
+            continue
+        raw = env.get(f"LOCI_{name.upper()}")
+        if raw is not None and raw != "":
+            found[name] = raw
+    return found
+
+
+_FIELD_TYPES: dict[str, str] = {f.name: str(f.type) for f in fields(Settings)}
+
+
+def _coerce_all(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    return {key: _coerce(key, value, origin) for key, value in values.items()}
+
+
+def _coerce(key: str, value: Any, origin: str) -> Any:
+    kind = _FIELD_TYPES.get(key)
+    if kind is None:
+        raise ConfigError(f"{origin}: unknown setting {key!r}")
+    try:
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            number = float(value)
+            if key == "context_target" and not 0 < number <= 1:
+                raise ValueError("must be a fraction in (0, 1]")
+            return number
+        if kind in ("Path", "Path | None"):
+            return Path(value).expanduser()
+        if kind.startswith("dict"):
+            if not isinstance(value, dict):
+                raise ValueError("must be a table")
+            return {str(k): int(v) for k, v in value.items()}
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{origin}: setting {key!r} = {value!r}: {exc}") from exc

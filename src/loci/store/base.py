@@ -1,0 +1,185 @@
+"""The storage contract that every backend implements unchanged.
+
+A backend stores five things per scope (tenant → agent): the append-only event log of
+each session, memories, key/value state, knowledge documents and compaction records.
+Every method takes the caller's :class:`~loci.models.Scope` and must never read or
+write outside it. Backends own their SQL; nothing outside ``loci.store`` branches on
+which backend is in use.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from loci.models import (
+    Compaction,
+    Document,
+    Event,
+    Memory,
+    NewEvent,
+    Scope,
+    SearchHit,
+    SessionInfo,
+    StateItem,
+)
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Narrow a search. Unset fields do not filter."""
+
+    types: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+    session: str | None = None
+    path_prefix: str | None = None
+    include_archived: bool = True
+    #: Memories whose expiry is at or before this instant are left out.
+    now: datetime | None = None
+
+
+NO_FILTERS = SearchFilters()
+
+
+@dataclass(frozen=True)
+class NewCompaction:
+    """A compaction to record; the store assigns ``id``."""
+
+    session: str
+    strategy: str
+    first_event_id: int
+    last_event_id: int
+    summary_event_id: int | None
+    summary: str
+    tokens_before: int
+    tokens_after: int
+    created_at: datetime
+
+
+class Store(ABC):
+    """Abstract storage backend. Implementations must be safe to share between threads."""
+
+    url: str
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    # -- metadata about the store itself (schema, embedding model) ----------------
+    @abstractmethod
+    def get_meta(self, key: str) -> str | None: ...
+
+    @abstractmethod
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    # -- events -------------------------------------------------------------------
+    @abstractmethod
+    def append_events(
+        self, scope: Scope, session: str, events: Sequence[NewEvent]
+    ) -> list[Event]:
+        """Append all of ``events`` in one transaction (all or nothing), in order."""
+
+    @abstractmethod
+    def list_events(
+        self,
+        scope: Scope,
+        session: str,
+        *,
+        include_archived: bool = True,
+        after_id: int = 0,
+        limit: int | None = None,
+    ) -> list[Event]:
+        """Events of a session in log order, optionally only those after ``after_id``."""
+
+    @abstractmethod
+    def tail_events(
+        self, scope: Scope, session: str, limit: int, *, include_archived: bool = False
+    ) -> list[Event]:
+        """The last ``limit`` events of a session, in log order."""
+
+    @abstractmethod
+    def set_archived(self, scope: Scope, session: str, ids: Sequence[int]) -> int:
+        """Mark events archived (never deleted); returns how many changed."""
+
+    @abstractmethod
+    def session_info(self, scope: Scope, session: str) -> SessionInfo | None: ...
+
+    @abstractmethod
+    def list_sessions(self, scope: Scope) -> list[SessionInfo]: ...
+
+    @abstractmethod
+    def search_events(
+        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
+    ) -> list[SearchHit]:
+        """Keyword search over event content; ``query`` is user text, never syntax."""
+
+    # -- memories -----------------------------------------------------------------
+    @abstractmethod
+    def put_memory(self, scope: Scope, memory: Memory) -> None:
+        """Insert the memory, or replace the one with the same id in this scope."""
+
+    @abstractmethod
+    def get_memory(self, scope: Scope, memory_id: str) -> Memory | None: ...
+
+    @abstractmethod
+    def list_memories(
+        self,
+        scope: Scope,
+        *,
+        types: Sequence[str] = (),
+        now: datetime | None = None,
+        expired_only: bool = False,
+        limit: int | None = None,
+    ) -> list[Memory]:
+        """Memories newest first. With ``now``, expired ones are left out (or, with
+        ``expired_only``, only they are returned)."""
+
+    @abstractmethod
+    def delete_memory(self, scope: Scope, memory_id: str) -> bool: ...
+
+    @abstractmethod
+    def search_memories(
+        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
+    ) -> list[SearchHit]: ...
+
+    # -- state --------------------------------------------------------------------
+    @abstractmethod
+    def set_state(self, scope: Scope, key: str, value: str, now: datetime) -> StateItem: ...
+
+    @abstractmethod
+    def get_state(self, scope: Scope, key: str) -> StateItem | None: ...
+
+    @abstractmethod
+    def list_state(self, scope: Scope) -> list[StateItem]: ...
+
+    @abstractmethod
+    def delete_state(self, scope: Scope, key: str) -> bool: ...
+
+    # -- documents ----------------------------------------------------------------
+    @abstractmethod
+    def put_document(self, scope: Scope, document: Document) -> None:
+        """Insert or replace the document at ``document.path``."""
+
+    @abstractmethod
+    def get_document(self, scope: Scope, path: str) -> Document | None: ...
+
+    @abstractmethod
+    def list_documents(self, scope: Scope, prefix: str = "/") -> list[Document]: ...
+
+    @abstractmethod
+    def delete_document(self, scope: Scope, path: str) -> bool: ...
+
+    @abstractmethod
+    def search_documents(
+        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
+    ) -> list[SearchHit]: ...
+
+    # -- compactions --------------------------------------------------------------
+    @abstractmethod
+    def add_compaction(self, scope: Scope, compaction: NewCompaction) -> Compaction: ...
+
+    @abstractmethod
+    def list_compactions(self, scope: Scope, session: str) -> list[Compaction]: ...

@@ -1,0 +1,41 @@
+"""Conversions between model values and the plain column values backends store."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def to_micros(value: datetime) -> int:
+    """Microseconds since the epoch: exact, sortable, and the same in every backend."""
+    delta = value.astimezone(UTC) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(value: int) -> datetime:
+    return datetime.fromtimestamp(value // 1_000_000, UTC).replace(
+        microsecond=value % 1_000_000
+    )
+
+
+def dump_json(value: Any) -> str | None:
+    """Canonical JSON (sorted keys) or None for empty values."""
+    if value is None or value == {}:
+        return None
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def load_json(text: str | None) -> Any:
+    return json.loads(text) if text else None
+
+
+def dump_tags(tags: tuple[str, ...]) -> str:
+    """Tags as one space-separated string: indexable by full-text search as words."""
+    return " ".join(tags)
+
+
+def load_tags(text: str) -> tuple[str, ...]:
+    return tuple(text.split()) if text else ()

@@ -1,0 +1,536 @@
+"""The SQLite backend: the embedded default.
+
+One connection per store, shared by threads under a lock; WAL journal so readers in
+other processes never block; every write in an explicit ``BEGIN IMMEDIATE``
+transaction so a killed process leaves nothing half-written. Full-text search uses FTS5
+external-content tables kept in sync by triggers.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from loci.errors import ConfigError, StoreError
+from loci.models import (
+    Compaction,
+    Document,
+    Event,
+    Memory,
+    NewEvent,
+    Scope,
+    SearchHit,
+    SessionInfo,
+    StateItem,
+)
+from loci.search import bm25_to_score, fts_query
+from loci.store.base import NO_FILTERS, NewCompaction, SearchFilters, Store
+from loci.store.codec import (
+    dump_json,
+    dump_tags,
+    from_micros,
+    load_json,
+    load_tags,
+    to_micros,
+)
+from loci.store.sqlite_schema import migrate
+from loci.timeutil import utc_now
+
+_EVENT_COLUMNS = (
+    "id, session, type, role, content, ts, tokens, tool_name, tool_call_id, args, "
+    "metadata, archived"
+)
+_MEMORY_COLUMNS = "id, type, content, tags, created, updated, expires, source, metadata"
+_DOCUMENT_COLUMNS = "path, content, tags, version, created, updated, metadata"
+_COMPACTION_COLUMNS = (
+    "id, session, strategy, first_event_id, last_event_id, summary_event_id, summary, "
+    "tokens_before, tokens_after, created"
+)
+
+
+def sqlite_path(url: str) -> str:
+    """The file path of a ``sqlite:///path`` URL (``sqlite:///:memory:`` for memory)."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or len(url) == len(prefix):
+        raise ConfigError(f"not a SQLite URL: {url!r} (expected sqlite:///path/to/loci.db)")
+    return url[len(prefix) :]
+
+
+class SQLiteStore(Store):
+    """Storage in one SQLite file (or in memory for ``sqlite:///:memory:``)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        path = sqlite_path(url)
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            migrate(self._db, to_micros(utc_now()))
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed on success, rolled back on any error."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    # -- meta ---------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    # -- events -------------------------------------------------------------------
+    def append_events(
+        self, scope: Scope, session: str, events: Sequence[NewEvent]
+    ) -> list[Event]:
+        rows = [
+            (
+                scope.tenant, scope.agent, session, e.type, e.role, e.content,
+                to_micros(e.timestamp), e.tokens, e.tool_name, e.tool_call_id,
+                dump_json(e.args), dump_json(e.metadata),
+            )
+            for e in events
+        ]
+        with self._write() as db:
+            # AUTOINCREMENT hands out sqlite_sequence + 1, + 2, ... and never reuses ids.
+            seq = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+            first = (seq[0] if seq else 0) + 1
+            db.executemany(
+                "INSERT INTO events (tenant, agent, session, type, role, content, ts, "
+                "tokens, tool_name, tool_call_id, args, metadata) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            db.execute(
+                "INSERT INTO events_fts (rowid, content) SELECT id, content FROM events "
+                "WHERE id >= ?",
+                (first,),
+            )
+        # Under BEGIN IMMEDIATE no other writer interleaves, so ids are consecutive.
+        return [
+            Event(
+                id=first + i, session=session, type=e.type, role=e.role,
+                content=e.content, timestamp=e.timestamp, tokens=e.tokens,
+                tool_name=e.tool_name, tool_call_id=e.tool_call_id, args=e.args,
+                metadata=dict(e.metadata),
+            )
+            for i, e in enumerate(events)
+        ]
+
+    def list_events(
+        self,
+        scope: Scope,
+        session: str,
+        *,
+        include_archived: bool = True,
+        after_id: int = 0,
+        limit: int | None = None,
+    ) -> list[Event]:
+        sql = (
+            f"SELECT {_EVENT_COLUMNS} FROM events WHERE tenant = ? AND agent = ? "
+            "AND session = ? AND id > ?"
+        )
+        if not include_archived:
+            sql += " AND archived = 0"
+        sql += " ORDER BY id LIMIT ?"
+        params = (scope.tenant, scope.agent, session, after_id, -1 if limit is None else limit)
+        return [_event(row) for row in self._query(sql, params)]
+
+    def tail_events(
+        self, scope: Scope, session: str, limit: int, *, include_archived: bool = False
+    ) -> list[Event]:
+        archived = "" if include_archived else " AND archived = 0"
+        rows = self._query(
+            f"SELECT {_EVENT_COLUMNS} FROM events WHERE tenant = ? AND agent = ? "
+            f"AND session = ?{archived} ORDER BY id DESC LIMIT ?",
+            (scope.tenant, scope.agent, session, limit),
+        )
+        return [_event(row) for row in reversed(rows)]
+
+    def set_archived(self, scope: Scope, session: str, ids: Sequence[int]) -> int:
+        with self._write() as db:
+            cursor = db.executemany(
+                "UPDATE events SET archived = 1 WHERE tenant = ? AND agent = ? "
+                "AND session = ? AND id = ? AND archived = 0",
+                [(scope.tenant, scope.agent, session, i) for i in ids],
+            )
+            return cursor.rowcount
+
+    def session_info(self, scope: Scope, session: str) -> SessionInfo | None:
+        rows = self._session_rows(scope, "AND session = ?", (session,))
+        return rows[0] if rows else None
+
+    def list_sessions(self, scope: Scope) -> list[SessionInfo]:
+        return self._session_rows(scope, "", ())
+
+    def _session_rows(
+        self, scope: Scope, where: str, params: tuple[Any, ...]
+    ) -> list[SessionInfo]:
+        rows = self._query(
+            "SELECT session, COUNT(*), SUM(type = 'message'), SUM(tokens), "
+            "SUM(CASE WHEN archived = 0 THEN tokens ELSE 0 END), MIN(ts), MAX(ts) "
+            f"FROM events WHERE tenant = ? AND agent = ? {where} "
+            "GROUP BY session ORDER BY MAX(id) DESC",
+            (scope.tenant, scope.agent, *params),
+        )
+        return [
+            SessionInfo(
+                id=r[0], event_count=r[1], message_count=r[2], token_count=r[3],
+                active_token_count=r[4], created_at=from_micros(r[5]),
+                updated_at=from_micros(r[6]),
+            )
+            for r in rows
+        ]
+
+    def search_events(
+        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
+    ) -> list[SearchHit]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = _event_filters(filters)
+        # Rank on ids only, then read the content of the top hits: reading every
+        # matching row's content before sorting costs about twice as much.
+        rows = self._query(
+            "SELECT e.id, e.session, e.content, e.ts, e.role, e.type, r.rank FROM ("
+            "SELECT f.rowid AS id, f.rank AS rank FROM events_fts f "
+            "JOIN events e ON e.id = f.rowid "
+            f"WHERE events_fts MATCH ? AND e.tenant = ? AND e.agent = ?{where} "
+            "ORDER BY f.rank LIMIT ?) r JOIN events e ON e.id = r.id ORDER BY r.rank",
+            (match, scope.tenant, scope.agent, *params, limit),
+        )
+        return [
+            SearchHit(
+                kind="event", id=str(r[0]), score=bm25_to_score(r[6]), text=r[2],
+                timestamp=from_micros(r[3]), session=r[1],
+                metadata={"role": r[4], "type": r[5]},
+            )
+            for r in rows
+        ]
+
+    # -- memories -----------------------------------------------------------------
+    def put_memory(self, scope: Scope, memory: Memory) -> None:
+        row = (
+            memory.id, scope.tenant, scope.agent, memory.type, memory.content,
+            dump_tags(memory.tags), to_micros(memory.created_at),
+            to_micros(memory.updated_at),
+            None if memory.expires_at is None else to_micros(memory.expires_at),
+            memory.source, dump_json(memory.metadata),
+        )
+        with self._write() as db:
+            owner = db.execute(
+                "SELECT tenant, agent FROM memories WHERE id = ?", (memory.id,)
+            ).fetchone()
+            if owner is not None and tuple(owner) != (scope.tenant, scope.agent):
+                raise StoreError(f"memory id {memory.id} is taken")
+            db.execute(
+                "INSERT INTO memories (id, tenant, agent, type, content, tags, created, "
+                "updated, expires, source, metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT (id) DO UPDATE SET type = excluded.type, "
+                "content = excluded.content, tags = excluded.tags, "
+                "created = excluded.created, updated = excluded.updated, "
+                "expires = excluded.expires, source = excluded.source, "
+                "metadata = excluded.metadata",
+                row,
+            )
+
+    def get_memory(self, scope: Scope, memory_id: str) -> Memory | None:
+        rows = self._query(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ? AND tenant = ? AND agent = ?",
+            (memory_id, scope.tenant, scope.agent),
+        )
+        return _memory(rows[0]) if rows else None
+
+    def list_memories(
+        self,
+        scope: Scope,
+        *,
+        types: Sequence[str] = (),
+        now: datetime | None = None,
+        expired_only: bool = False,
+        limit: int | None = None,
+    ) -> list[Memory]:
+        where, params = _memory_filters(SearchFilters(types=tuple(types), now=now), expired_only)
+        rows = self._query(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE tenant = ? AND agent = ?{where} "
+            "ORDER BY updated DESC, rowid DESC LIMIT ?",
+            (scope.tenant, scope.agent, *params, -1 if limit is None else limit),
+        )
+        return [_memory(r) for r in rows]
+
+    def delete_memory(self, scope: Scope, memory_id: str) -> bool:
+        with self._write() as db:
+            cursor = db.execute(
+                "DELETE FROM memories WHERE id = ? AND tenant = ? AND agent = ?",
+                (memory_id, scope.tenant, scope.agent),
+            )
+            return cursor.rowcount > 0
+
+    def search_memories(
+        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
+    ) -> list[SearchHit]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = _memory_filters(filters, expired_only=False)
+        rows = self._query(
+            "SELECT m.id, m.type, m.content, m.tags, m.updated, r.rank FROM ("
+            "SELECT f.rowid AS id, f.rank AS rank FROM memories_fts f "
+            "JOIN memories m ON m.rowid = f.rowid "
+            f"WHERE memories_fts MATCH ? AND m.tenant = ? AND m.agent = ?{where} "
+            "ORDER BY f.rank LIMIT ?) r JOIN memories m ON m.rowid = r.id ORDER BY r.rank",
+            (match, scope.tenant, scope.agent, *params, limit),
+        )
+        return [
+            SearchHit(
+                kind="memory", id=r[0], score=bm25_to_score(r[5]), text=r[2],
+                timestamp=from_micros(r[4]),
+                metadata={"type": r[1], "tags": list(load_tags(r[3]))},
+            )
+            for r in rows
+        ]
+
+    # -- state --------------------------------------------------------------------
+    def set_state(self, scope: Scope, key: str, value: str, now: datetime) -> StateItem:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO state (tenant, agent, key, value, updated) VALUES (?,?,?,?,?) "
+                "ON CONFLICT (tenant, agent, key) DO UPDATE SET value = excluded.value, "
+                "updated = excluded.updated",
+                (scope.tenant, scope.agent, key, value, to_micros(now)),
+            )
+        return StateItem(key=key, value=value, updated_at=now)
+
+    def get_state(self, scope: Scope, key: str) -> StateItem | None:
+        rows = self._query(
+            "SELECT key, value, updated FROM state WHERE tenant = ? AND agent = ? AND key = ?",
+            (scope.tenant, scope.agent, key),
+        )
+        return _state(rows[0]) if rows else None
+
+    def list_state(self, scope: Scope) -> list[StateItem]:
+        rows = self._query(
+            "SELECT key, value, updated FROM state WHERE tenant = ? AND agent = ? ORDER BY key",
+            (scope.tenant, scope.agent),
+        )
+        return [_state(r) for r in rows]
+
+    def delete_state(self, scope: Scope, key: str) -> bool:
+        with self._write() as db:
+            cursor = db.execute(
+                "DELETE FROM state WHERE tenant = ? AND agent = ? AND key = ?",
+                (scope.tenant, scope.agent, key),
+            )
+            return cursor.rowcount > 0
+
+    # -- documents ----------------------------------------------------------------
+    def put_document(self, scope: Scope, document: Document) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO documents (tenant, agent, path, content, tags, version, "
+                "created, updated, metadata) VALUES (?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT (tenant, agent, path) DO UPDATE SET "
+                "content = excluded.content, tags = excluded.tags, "
+                "version = excluded.version, updated = excluded.updated, "
+                "metadata = excluded.metadata",
+                (
+                    scope.tenant, scope.agent, document.path, document.content,
+                    dump_tags(document.tags), document.version,
+                    to_micros(document.created_at), to_micros(document.updated_at),
+                    dump_json(document.metadata),
+                ),
+            )
+
+    def get_document(self, scope: Scope, path: str) -> Document | None:
+        rows = self._query(
+            f"SELECT {_DOCUMENT_COLUMNS} FROM documents "
+            "WHERE tenant = ? AND agent = ? AND path = ?",
+            (scope.tenant, scope.agent, path),
+        )
+        return _document(rows[0]) if rows else None
+
+    def list_documents(self, scope: Scope, prefix: str = "/") -> list[Document]:
+        rows = self._query(
+            f"SELECT {_DOCUMENT_COLUMNS} FROM documents WHERE tenant = ? AND agent = ? "
+            "AND substr(path, 1, ?) = ? ORDER BY path",
+            (scope.tenant, scope.agent, len(prefix), prefix),
+        )
+        return [_document(r) for r in rows]
+
+    def delete_document(self, scope: Scope, path: str) -> bool:
+        with self._write() as db:
+            cursor = db.execute(
+                "DELETE FROM documents WHERE tenant = ? AND agent = ? AND path = ?",
+                (scope.tenant, scope.agent, path),
+            )
+            return cursor.rowcount > 0
+
+    def search_documents(
+        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
+    ) -> list[SearchHit]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = "", list[Any]()
+        if filters.path_prefix:
+            where = " AND substr(d.path, 1, ?) = ?"
+            params = [len(filters.path_prefix), filters.path_prefix]
+        rows = self._query(
+            "SELECT d.path, d.content, d.updated, d.tags, r.rank FROM ("
+            "SELECT f.rowid AS id, f.rank AS rank FROM documents_fts f "
+            "JOIN documents d ON d.rowid = f.rowid "
+            f"WHERE documents_fts MATCH ? AND d.tenant = ? AND d.agent = ?{where} "
+            "ORDER BY f.rank LIMIT ?) r JOIN documents d ON d.rowid = r.id ORDER BY r.rank",
+            (match, scope.tenant, scope.agent, *params, limit),
+        )
+        return [
+            SearchHit(
+                kind="document", id=r[0], score=bm25_to_score(r[4]), text=r[1],
+                timestamp=from_micros(r[2]), metadata={"tags": list(load_tags(r[3]))},
+            )
+            for r in rows
+        ]
+
+    # -- compactions --------------------------------------------------------------
+    def add_compaction(self, scope: Scope, compaction: NewCompaction) -> Compaction:
+        c = compaction
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO compactions (tenant, agent, session, strategy, first_event_id, "
+                "last_event_id, summary_event_id, summary, tokens_before, tokens_after, "
+                "created) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    scope.tenant, scope.agent, c.session, c.strategy, c.first_event_id,
+                    c.last_event_id, c.summary_event_id, c.summary, c.tokens_before,
+                    c.tokens_after, to_micros(c.created_at),
+                ),
+            )
+            new_id = cursor.lastrowid
+        assert new_id is not None
+        return Compaction(
+            id=new_id, session=c.session, strategy=c.strategy,
+            first_event_id=c.first_event_id, last_event_id=c.last_event_id,
+            summary_event_id=c.summary_event_id, summary=c.summary,
+            tokens_before=c.tokens_before, tokens_after=c.tokens_after,
+            created_at=c.created_at,
+        )
+
+    def list_compactions(self, scope: Scope, session: str) -> list[Compaction]:
+        rows = self._query(
+            f"SELECT {_COMPACTION_COLUMNS} FROM compactions "
+            "WHERE tenant = ? AND agent = ? AND session = ? ORDER BY id",
+            (scope.tenant, scope.agent, session),
+        )
+        return [
+            Compaction(
+                id=r[0], session=r[1], strategy=r[2], first_event_id=r[3],
+                last_event_id=r[4], summary_event_id=r[5], summary=r[6],
+                tokens_before=r[7], tokens_after=r[8], created_at=from_micros(r[9]),
+            )
+            for r in rows
+        ]
+
+
+def _event_filters(filters: SearchFilters) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if filters.session is not None:
+        clauses.append("e.session = ?")
+        params.append(filters.session)
+    if not filters.include_archived:
+        clauses.append("e.archived = 0")
+    if filters.since is not None:
+        clauses.append("e.ts >= ?")
+        params.append(to_micros(filters.since))
+    if filters.until is not None:
+        clauses.append("e.ts <= ?")
+        params.append(to_micros(filters.until))
+    return "".join(f" AND {c}" for c in clauses), params
+
+
+def _memory_filters(filters: SearchFilters, expired_only: bool) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if filters.types:
+        clauses.append(f"m.type IN ({', '.join('?' * len(filters.types))})")
+        params.extend(filters.types)
+    for tag in filters.tags:
+        clauses.append("(' ' || m.tags || ' ') LIKE ?")
+        params.append(f"% {tag.replace('%', '').replace('_', '')} %")
+    if filters.now is not None:
+        if expired_only:
+            clauses.append("(m.expires IS NOT NULL AND m.expires <= ?)")
+        else:
+            clauses.append("(m.expires IS NULL OR m.expires > ?)")
+        params.append(to_micros(filters.now))
+    if filters.since is not None:
+        clauses.append("m.updated >= ?")
+        params.append(to_micros(filters.since))
+    if filters.until is not None:
+        clauses.append("m.updated <= ?")
+        params.append(to_micros(filters.until))
+    return "".join(f" AND {c}" for c in clauses), params
+
+
+def _event(r: tuple[Any, ...]) -> Event:
+    return Event(
+        id=r[0], session=r[1], type=r[2], role=r[3], content=r[4],
+        timestamp=from_micros(r[5]), tokens=r[6], tool_name=r[7], tool_call_id=r[8],
+        args=load_json(r[9]), metadata=load_json(r[10]) or {}, archived=bool(r[11]),
+    )
+
+
+def _memory(r: tuple[Any, ...]) -> Memory:
+    return Memory(
+        id=r[0], type=r[1], content=r[2], tags=load_tags(r[3]),
+        created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
+        expires_at=None if r[6] is None else from_micros(r[6]), source=r[7],
+        metadata=load_json(r[8]) or {},
+    )
+
+
+def _state(r: tuple[Any, ...]) -> StateItem:
+    return StateItem(key=r[0], value=r[1], updated_at=from_micros(r[2]))
+
+
+def _document(r: tuple[Any, ...]) -> Document:
+    return Document(
+        path=r[0], content=r[1], tags=load_tags(r[2]), version=r[3],
+        created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
+        metadata=load_json(r[6]) or {},
+    )

@@ -1,0 +1,160 @@
+"""SQLite schema migrations: numbered functions, each recorded in ``migrations``.
+
+A migration runs inside the caller's transaction; append new ones at the end and never
+edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+def run_script(db: sqlite3.Connection, script: str) -> None:
+    """Execute a multi-statement script inside the current transaction.
+
+    ``executescript`` would commit the open transaction first; splitting on complete
+    statements (which keeps trigger bodies whole) keeps the migration atomic.
+    """
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                db.execute(pending)
+            pending = ""
+
+
+def _v1_initial(db: sqlite3.Connection) -> None:
+    run_script(
+        db,
+        f"""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            tenant TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL,
+            type TEXT NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL,
+            ts INTEGER NOT NULL, tokens INTEGER NOT NULL,
+            tool_name TEXT, tool_call_id TEXT, args TEXT, metadata TEXT,
+            archived INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX events_by_session ON events (tenant, agent, session, id);
+        CREATE VIRTUAL TABLE events_fts USING fts5(
+            content, content='events', content_rowid='id', tokenize='{FTS_TOKENIZER}');
+        -- No insert trigger: append_events indexes each batch with one statement,
+        -- about five times faster than a per-row trigger.
+        CREATE TRIGGER events_ad AFTER DELETE ON events BEGIN
+            INSERT INTO events_fts (events_fts, rowid, content)
+            VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER events_au AFTER UPDATE OF content ON events BEGIN
+            INSERT INTO events_fts (events_fts, rowid, content)
+            VALUES ('delete', old.id, old.content);
+            INSERT INTO events_fts (rowid, content) VALUES (new.id, new.content);
+        END;
+
+        CREATE TABLE memories (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            tenant TEXT NOT NULL, agent TEXT NOT NULL,
+            type TEXT NOT NULL, content TEXT NOT NULL, tags TEXT NOT NULL,
+            created INTEGER NOT NULL, updated INTEGER NOT NULL, expires INTEGER,
+            source TEXT, metadata TEXT
+        );
+        CREATE INDEX memories_by_scope ON memories (tenant, agent, updated);
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, tags, content='memories', content_rowid='rowid',
+            tokenize='{FTS_TOKENIZER}');
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts (rowid, content, tags)
+            VALUES (new.rowid, new.content, new.tags);
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, content, tags)
+            VALUES ('delete', old.rowid, old.content, old.tags);
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, content, tags)
+            VALUES ('delete', old.rowid, old.content, old.tags);
+            INSERT INTO memories_fts (rowid, content, tags)
+            VALUES (new.rowid, new.content, new.tags);
+        END;
+
+        CREATE TABLE state (
+            tenant TEXT NOT NULL, agent TEXT NOT NULL, key TEXT NOT NULL,
+            value TEXT NOT NULL, updated INTEGER NOT NULL,
+            PRIMARY KEY (tenant, agent, key)
+        );
+
+        CREATE TABLE documents (
+            rowid INTEGER PRIMARY KEY,
+            tenant TEXT NOT NULL, agent TEXT NOT NULL, path TEXT NOT NULL,
+            content TEXT NOT NULL, tags TEXT NOT NULL, version INTEGER NOT NULL,
+            created INTEGER NOT NULL, updated INTEGER NOT NULL, metadata TEXT,
+            UNIQUE (tenant, agent, path)
+        );
+        CREATE VIRTUAL TABLE documents_fts USING fts5(
+            path, content, content='documents', content_rowid='rowid',
+            tokenize='{FTS_TOKENIZER}');
+        CREATE TRIGGER documents_ai AFTER INSERT ON documents BEGIN
+            INSERT INTO documents_fts (rowid, path, content)
+            VALUES (new.rowid, new.path, new.content);
+        END;
+        CREATE TRIGGER documents_ad AFTER DELETE ON documents BEGIN
+            INSERT INTO documents_fts (documents_fts, rowid, path, content)
+            VALUES ('delete', old.rowid, old.path, old.content);
+        END;
+        CREATE TRIGGER documents_au AFTER UPDATE ON documents BEGIN
+            INSERT INTO documents_fts (documents_fts, rowid, path, content)
+            VALUES ('delete', old.rowid, old.path, old.content);
+            INSERT INTO documents_fts (rowid, path, content)
+            VALUES (new.rowid, new.path, new.content);
+        END;
+
+        CREATE TABLE compactions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            tenant TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL,
+            strategy TEXT NOT NULL, first_event_id INTEGER NOT NULL,
+            last_event_id INTEGER NOT NULL, summary_event_id INTEGER,
+            summary TEXT NOT NULL, tokens_before INTEGER NOT NULL,
+            tokens_after INTEGER NOT NULL, created INTEGER NOT NULL
+        );
+        CREATE INDEX compactions_by_session ON compactions (tenant, agent, session, id);
+        """
+    )
+
+
+Migration = Callable[[sqlite3.Connection], None]
+
+#: Version → (name, function). Append only.
+MIGRATIONS: dict[int, tuple[str, Migration]] = {
+    1: ("initial schema", _v1_initial),
+}
+
+
+def migrate(db: sqlite3.Connection, applied_at: int) -> list[int]:
+    """Apply pending migrations, each in its own transaction; returns those applied."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS migrations ("
+        "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+    )
+    done = {row[0] for row in db.execute("SELECT version FROM migrations")}
+    applied = []
+    for version in sorted(set(MIGRATIONS) - done):
+        name, function = MIGRATIONS[version]
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            function(db)
+            db.execute(
+                "INSERT INTO migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (version, name, applied_at),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        applied.append(version)
+    return applied

@@ -1,0 +1,171 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+
+from loci.cli.app import cli, main
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def all_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    for name, command in group.commands.items():
+        found.append((*prefix, name))
+        if isinstance(command, click.Group):
+            found += all_commands(command, (*prefix, name))
+    return found
+
+
+def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["--help"])
+    commands = all_commands(cli)
+    assert {("add",), ("log",), ("import",), ("export",), ("remember",), ("memories",),
+            ("forget",), ("search",), ("state", "set"), ("context",), ("tokens",),
+            ("demo",), ("sessions",)} <= set(commands)
+    for command in commands:
+        code, out, _ = run(capsys, *command, "--help")
+        assert code == 0 and "Usage: loci" in out, command
+        assert len(out.splitlines()) > 3, command
+
+
+def test_readme_documents_every_command() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    for command in all_commands(cli):
+        assert f"loci {' '.join(command)}" in readme, command
+
+
+def test_add_log_export_import_round_trip(home: Path, capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    source = tmp_path / "source.jsonl"
+    source.write_text("\n".join([
+        '{"type":"message","role":"user","content":"Hello","timestamp":"2024-01-01T00:00:00Z"}',
+        '{"type":"tool_call","toolName":"read","toolCallId":"tc_1","args":{"path":"a"},'
+        '"timestamp":"2024-01-01T00:00:02Z"}',
+        '{"type":"tool_result","toolCallId":"tc_1","result":"body","timestamp":"2024-01-01T00:00:03.5Z"}',
+        '{"type":"message","role":"assistant","content":"Hi ☕","timestamp":"2024-01-01T00:00:04Z",'
+        '"metadata":{"dia_id":"D1:2"}}',
+    ]) + "\n")
+    assert run(capsys, "import", str(source), "--session", "s1")[0] == 0
+    code, exported, _ = run(capsys, "export", "s1")
+    assert code == 0
+    original = [json.loads(line) for line in source.read_text().splitlines()]
+    original[2]["timestamp"] = "2024-01-01T00:00:03.500Z"
+    assert [json.loads(line) for line in exported.splitlines()] == original
+    (tmp_path / "again.jsonl").write_text(exported)
+    run(capsys, "import", str(tmp_path / "again.jsonl"))
+    assert run(capsys, "export", "again")[1] == exported
+    assert run(capsys, "add", "s1", "user", "one more")[0] == 0
+    code, out, _ = run(capsys, "log", "s1")
+    assert "user: Hello" in out and "tool_call:read" in out and "one more" in out
+    code, out, _ = run(capsys, "log", "s1", "--json")
+    assert len(json.loads(out)) == 5
+    assert "s1: 3 messages, 5 events" in run(capsys, "sessions")[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("add", "s", "wizard", "hi"), "Invalid value for 'ROLE'"),
+        (("log", "ghost"), "error: no session 'ghost'"),
+        (("export", "ghost"), "error: no session 'ghost'"),
+        (("context", "ghost", "hi"), "error: no session 'ghost'"),
+        (("forget", "mem_nope"), "error: no memory 'mem_nope'"),
+        (("state", "get", "nope"), "error: no state key 'nope'"),
+        (("import", "/no/such/file.jsonl"), "error: No such file or directory"),
+        (("remember", "x", "--type", "Bad Type"), "error: invalid memory type"),
+        (("search", "x", "--limit", "0"), "Invalid value for '--limit'"),
+        (("memories", "--store", "mysql://x"), "error: unknown store URL"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(home: Path, capsys: pytest.CaptureFixture[str],
+                                          args: tuple[str, ...], message: str) -> None:
+    code, _, err = run(capsys, *args)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
+
+
+def test_malformed_import_names_the_line_and_stores_nothing(
+    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"role":"user","content":"ok"}\n{"role":"user","content":"ok"}\n{oops\n')
+    code, _, err = run(capsys, "import", str(bad))
+    assert code == 2 and err.startswith("error: line 3: malformed JSON")
+    assert len(err.strip().splitlines()) == 1
+    assert run(capsys, "sessions")[1] == ""
+
+
+@pytest.mark.parametrize("query", ['"foo AND (', "NEAR(", "*", "'; DROP TABLE events; --"])
+def test_fts_syntax_is_searched_as_text(home: Path, capsys: pytest.CaptureFixture[str],
+                                        query: str) -> None:
+    run(capsys, "add", "s", "user", "foo and the NEAR function; DROP TABLE events")
+    code, out, err = run(capsys, "search", query, "--json")
+    assert code == 0, err
+    hits = json.loads(out)
+    if query != "*":
+        assert hits and hits[0]["text"].startswith("foo and")
+    assert run(capsys, "log", "s")[0] == 0
+
+
+def test_memory_and_state_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "remember", "User's name is John", "--type", "sticky",
+                       "--tags", "identity,name", "--json")
+    memory = json.loads(out)
+    assert code == 0 and memory["tags"] == ["identity", "name"] and memory["expires_at"] is None
+    assert "★" in run(capsys, "memories")[1]
+    assert run(capsys, "memories", "--type", "user_preference")[1] == ""
+    assert "John" in run(capsys, "search", "john")[1]
+    assert run(capsys, "memories", "--user", "bob")[1] == ""
+    run(capsys, "forget", memory["id"])
+    assert run(capsys, "memories")[1] == ""
+    run(capsys, "state", "set", "last_price", "$142.30")
+    assert run(capsys, "state", "get", "last_price")[1] == "$142.30\n"
+    assert "last_price = $142.30" in run(capsys, "state", "list")[1]
+
+
+def test_context_formats(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "add", "s", "user", "I live in Lisbon")
+    code, out, _ = run(capsys, "context", "s", "Where do I live?", "--format", "openai")
+    messages = json.loads(out)
+    assert code == 0 and messages[-1]["content"] == "Where do I live?"
+    code, out, _ = run(capsys, "context", "s", "hi", "--explain")
+    assert "--- explain ---" in out and "history/history" in out
+    args = ("context", "s", "--format", "json", "--model", "claude-opus-4-6")
+    data = json.loads(run(capsys, *args)[1])
+    assert data["window"] == 200_000 and data["layers"]
+
+
+def test_tokens_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text("hello world")
+    code, out, _ = run(capsys, "tokens", str(path), "--model", "gpt-4", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["tokens"] == 2 and data["method"] == "exact:cl100k_base"
+    assert data["heuristic_tokens"] == 3
+
+
+def test_demo_runs(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "demo")
+    assert code == 0, err
+    for step in ("1. Import", "2. Memories", "3. Search", "4. The context", "5. Explain"):
+        assert step in out
+    assert "static prefix hash" in out and "[STICKY]" in out
+
+
+def test_console_entry_point_runs_as_a_process(home: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "loci", "log", "ghost"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: no session 'ghost'") and "Traceback" not in done.stderr

@@ -1,0 +1,63 @@
+"""Shared fixtures: real SQLite stores in temporary directories and a controllable clock."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from loci import Loci, Store, load_settings, open_store
+
+# Tests never read the developer's ~/.loci or environment settings.
+for _name in [n for n in os.environ if n.startswith("LOCI_")]:
+    del os.environ[_name]
+
+
+class FakeClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 1, 15, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("LOCI_HOME", str(path))
+    monkeypatch.chdir(tmp_path)
+    return path
+
+
+@pytest.fixture(params=["sqlite"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Every backend the contract suite runs against."""
+    return f"sqlite:///{tmp_path / 'contract.db'}"
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    s = open_store(store_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def loci(home: Path, clock: FakeClock) -> Iterator[Loci]:
+    settings = load_settings(store=f"sqlite:///{home / 'loci.db'}")
+    with Loci(settings, clock=clock) as instance:
+        yield instance

@@ -1,0 +1,212 @@
+"""The store contract, run against every backend (see the ``store_url`` fixture)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from loci import Document, Memory, Scope, SearchFilters, Store, open_store
+from loci.models import NewEvent
+from loci.store import NewCompaction
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+ALICE = Scope("alice", "helper")
+BOB = Scope("bob", "helper")
+ALICE_OTHER_AGENT = Scope("alice", "coder")
+
+
+def ev(content: str, role: str = "user", minutes: int = 0, **kw: object) -> NewEvent:
+    return NewEvent(type=str(kw.pop("type", "message")), role=role, content=content,
+                    timestamp=T0 + timedelta(minutes=minutes), tokens=len(content) // 4 + 3,
+                    **kw)  # type: ignore[arg-type]
+
+
+def mem(mid: str, content: str, type: str = "project_context", days: int | None = 30,
+        tags: tuple[str, ...] = ()) -> Memory:
+    return Memory(id=mid, type=type, content=content, tags=tags, created_at=T0,
+                  updated_at=T0, expires_at=None if days is None else T0 + timedelta(days=days))
+
+
+def test_append_and_list_in_order(store: Store) -> None:
+    added = store.append_events(ALICE, "s1", [ev("one"), ev("two", "assistant", 1)])
+    more = store.append_events(ALICE, "s1", [ev("three", minutes=2)])
+    assert [e.id for e in added] == sorted(e.id for e in added)
+    assert more[0].id > added[-1].id
+    listed = store.list_events(ALICE, "s1")
+    assert [e.content for e in listed] == ["one", "two", "three"]
+    assert listed[0] == added[0]
+    assert [e.content for e in store.list_events(ALICE, "s1", after_id=added[0].id)] == [
+        "two", "three"]
+    assert [e.content for e in store.tail_events(ALICE, "s1", 2)] == ["two", "three"]
+
+
+def test_events_keep_tool_fields_and_metadata(store: Store) -> None:
+    store.append_events(ALICE, "s", [
+        ev("", "assistant", type="tool_call", tool_name="read", tool_call_id="tc1",
+           args={"path": "/x", "n": [1, 2]}),
+        ev("body", "tool", type="tool_result", tool_call_id="tc1",
+           metadata={"dia_id": "D1:3"}),
+    ])
+    call, result = store.list_events(ALICE, "s")
+    assert (call.tool_name, call.tool_call_id) == ("read", "tc1")
+    assert call.args == {"path": "/x", "n": [1, 2]}
+    assert result.metadata == {"dia_id": "D1:3"} and result.timestamp == T0
+
+
+def test_append_is_all_or_nothing(store: Store) -> None:
+    bad = NewEvent(type="message", role="user", content=None, timestamp=T0)  # type: ignore[arg-type]
+    with pytest.raises(Exception):  # noqa: B017 - any backend error; the point is the rollback
+        store.append_events(ALICE, "s", [ev("fine"), bad])
+    assert store.list_events(ALICE, "s") == []
+    assert store.session_info(ALICE, "s") is None
+
+
+def test_archive_never_deletes(store: Store) -> None:
+    events = store.append_events(ALICE, "s", [ev("a"), ev("b"), ev("c")])
+    assert store.set_archived(ALICE, "s", [events[0].id, events[1].id]) == 2
+    assert store.set_archived(ALICE, "s", [events[0].id]) == 0
+    assert [e.archived for e in store.list_events(ALICE, "s")] == [True, True, False]
+    assert [e.content for e in store.list_events(ALICE, "s", include_archived=False)] == ["c"]
+    assert store.search_events(ALICE, "a b")  # archived events stay searchable
+    hits = store.search_events(ALICE, "b", filters=SearchFilters(include_archived=False))
+    assert hits == []
+
+
+def test_session_info_is_derived_from_the_log(store: Store) -> None:
+    events = store.append_events(ALICE, "s", [
+        ev("hello", minutes=0), ev("", "assistant", 1, type="tool_call", tool_name="t"),
+        ev("hi", "assistant", 5)])
+    store.set_archived(ALICE, "s", [events[0].id])
+    info = store.session_info(ALICE, "s")
+    assert info is not None
+    assert (info.event_count, info.message_count) == (3, 2)
+    assert info.token_count == sum(e.tokens for e in events)
+    assert info.active_token_count == info.token_count - events[0].tokens
+    assert (info.created_at, info.updated_at) == (T0, T0 + timedelta(minutes=5))
+    store.append_events(ALICE, "t", [ev("x")])
+    assert [s.id for s in store.list_sessions(ALICE)] == ["t", "s"]
+
+
+@pytest.mark.parametrize(
+    "query", ['"foo AND (', "NEAR(", "*", "foo:bar", "a OR b NOT c", "'; DROP TABLE events; --",
+              "^start", "col:val*", '"unterminated', "(((", "-", "foo - bar"],
+)
+def test_hostile_queries_search_for_the_text(store: Store, query: str) -> None:
+    store.append_events(ALICE, "s", [ev("foo and bar near start of the col val"), ev("other")])
+    store.put_memory(ALICE, mem("m1", "foo near the bar"))
+    store.search_events(ALICE, query)
+    store.search_memories(ALICE, query)
+    store.search_documents(ALICE, query)
+    assert len(store.list_events(ALICE, "s")) == 2
+
+
+def test_keyword_search_ranks_and_scores_in_unit_interval(store: Store) -> None:
+    store.append_events(ALICE, "s", [
+        ev("the tide station 9414290 failed with KeyError"),
+        ev("we like surfing in Lisbon"),
+        ev("station maintenance happened yesterday"),
+    ])
+    hits = store.search_events(ALICE, "Why did station 9414290 fail?")
+    assert hits[0].text.startswith("the tide station")
+    assert all(0 <= h.score <= 1 for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # A query of stop words only still searches for those words.
+    assert [h.text for h in store.search_events(ALICE, "the of")] == [
+        "the tide station 9414290 failed with KeyError"]
+    assert store.search_events(ALICE, "") == []
+
+
+def test_search_filters_by_session_and_time(store: Store) -> None:
+    store.append_events(ALICE, "s1", [ev("apple pie", minutes=0)])
+    store.append_events(ALICE, "s2", [ev("apple tart", minutes=60)])
+    assert {h.session for h in store.search_events(ALICE, "apple")} == {"s1", "s2"}
+    only = store.search_events(ALICE, "apple", filters=SearchFilters(session="s2"))
+    assert [h.session for h in only] == ["s2"]
+    late = store.search_events(ALICE, "apple",
+                               filters=SearchFilters(since=T0 + timedelta(minutes=30)))
+    assert [h.text for h in late] == ["apple tart"]
+
+
+def test_memories_crud_and_expiry(store: Store) -> None:
+    store.put_memory(ALICE, mem("m1", "User's name is John", "sticky", None))
+    store.put_memory(ALICE, mem("m2", "Prefers Python", "user_preference", 90, ("lang",)))
+    store.put_memory(ALICE, mem("m3", "Working on arvis", days=1))
+    assert store.get_memory(ALICE, "m2") == mem("m2", "Prefers Python", "user_preference", 90,
+                                                 ("lang",))
+    later = T0 + timedelta(days=2)
+    assert {m.id for m in store.list_memories(ALICE)} == {"m1", "m2", "m3"}
+    assert {m.id for m in store.list_memories(ALICE, now=later)} == {"m1", "m2"}
+    assert [m.id for m in store.list_memories(ALICE, now=later, expired_only=True)] == ["m3"]
+    assert [m.id for m in store.list_memories(ALICE, types=["sticky"])] == ["m1"]
+    assert [h.id for h in store.search_memories(
+        ALICE, "arvis", filters=SearchFilters(now=later))] == []
+    tagged = store.search_memories(ALICE, "python", filters=SearchFilters(tags=("lang",)))
+    assert [h.id for h in tagged] == ["m2"]
+    store.put_memory(ALICE, mem("m2", "Prefers Rust", "user_preference"))
+    assert store.get_memory(ALICE, "m2").content == "Prefers Rust"  # type: ignore[union-attr]
+    assert [h.id for h in store.search_memories(ALICE, "rust")] == ["m2"]
+    assert store.search_memories(ALICE, "python") == []
+    assert store.delete_memory(ALICE, "m2") and not store.delete_memory(ALICE, "m2")
+
+
+def test_state_is_overwritten_in_place(store: Store) -> None:
+    store.set_state(ALICE, "price", "$142", T0)
+    store.set_state(ALICE, "price", "$150", T0 + timedelta(hours=1))
+    item = store.get_state(ALICE, "price")
+    assert item is not None and item.value == "$150"
+    assert item.updated_at == T0 + timedelta(hours=1)
+    assert [i.key for i in store.list_state(ALICE)] == ["price"]
+    assert store.delete_state(ALICE, "price") and store.get_state(ALICE, "price") is None
+
+
+def test_documents_by_path_prefix(store: Store) -> None:
+    for path in ("/profile/identity.md", "/profile/people/rui.md", "/projects/x.md"):
+        store.put_document(ALICE, Document(path, f"content of {path}", ("t",), 1, T0, T0))
+    assert [d.path for d in store.list_documents(ALICE, "/profile/")] == [
+        "/profile/identity.md", "/profile/people/rui.md"]
+    hits = store.search_documents(ALICE, "content", filters=SearchFilters(path_prefix="/projects/"))
+    assert [h.id for h in hits] == ["/projects/x.md"]
+    assert store.delete_document(ALICE, "/projects/x.md")
+    assert store.get_document(ALICE, "/projects/x.md") is None
+
+
+def test_compactions_are_recorded(store: Store) -> None:
+    new = NewCompaction("s", "summary", 1, 9, 10, "sum", 900, 80, T0)
+    record = store.add_compaction(ALICE, new)
+    assert store.list_compactions(ALICE, "s") == [record]
+    assert store.list_compactions(BOB, "s") == []
+
+
+def test_tenants_and_agents_never_see_each_other(store: Store) -> None:
+    store.append_events(ALICE, "s", [ev("secret plan")])
+    store.put_memory(ALICE, mem("m_alice", "secret memory"))
+    store.set_state(ALICE, "k", "v", T0)
+    store.put_document(ALICE, Document("/profile/identity.md", "secret doc", (), 1, T0, T0))
+    for other in (BOB, ALICE_OTHER_AGENT):
+        assert store.list_events(other, "s") == [] and store.session_info(other, "s") is None
+        assert store.list_sessions(other) == []
+        assert store.search_events(other, "secret") == []
+        assert store.get_memory(other, "m_alice") is None
+        assert store.list_memories(other) == [] and store.search_memories(other, "secret") == []
+        assert not store.delete_memory(other, "m_alice")
+        assert store.get_state(other, "k") is None and not store.delete_state(other, "k")
+        assert store.get_document(other, "/profile/identity.md") is None
+        assert store.search_documents(other, "secret") == []
+        assert not store.delete_document(other, "/profile/identity.md")
+        assert store.set_archived(other, "s", [1]) == 0
+    with pytest.raises(Exception, match="taken"):
+        store.put_memory(BOB, mem("m_alice", "overwrite attempt"))
+    assert store.get_memory(ALICE, "m_alice").content == "secret memory"  # type: ignore[union-attr]
+
+
+def test_data_survives_reopen_and_meta(store_url: str) -> None:
+    first = open_store(store_url)
+    first.append_events(ALICE, "s", [ev("persisted")])
+    first.set_meta("embedding_model", "hash-384")
+    first.close()
+    second = open_store(store_url)
+    assert [e.content for e in second.list_events(ALICE, "s")] == ["persisted"]
+    assert second.get_meta("embedding_model") == "hash-384"
+    assert second.get_meta("missing") is None
+    second.close()

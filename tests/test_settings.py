@@ -1,0 +1,61 @@
+import re
+from pathlib import Path
+
+import pytest
+
+from loci import ConfigError, load_settings
+
+
+def test_defaults(tmp_path: Path) -> None:
+    s = load_settings(env={}, cwd=tmp_path)
+    assert s.home == Path("~/.loci").expanduser()
+    assert s.store_url == f"sqlite:///{s.home / 'loci.db'}"
+    assert s.model == "gpt-4.1" and s.context_target == 0.75
+
+
+def test_precedence_home_then_workspace_then_env_then_overrides(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (home / "loci.toml").write_text('model = "home-model"\nuser = "h"\nagent = "ha"\n')
+    (work / "loci.toml").write_text(
+        'model = "work-model"\nuser = "w"\n[models]\n"my-llm" = 32000\n'
+        '[embedding]\nprovider = "hash"\n'
+    )
+    env = {"LOCI_HOME": str(home), "LOCI_USER": "e"}
+    s = load_settings(env=env, cwd=work)
+    assert (s.model, s.user, s.agent) == ("work-model", "e", "ha")
+    assert s.models == {"my-llm": 32000}
+    assert s.embedding_provider == "hash"
+    assert load_settings(env=env, cwd=work, user="cli").user == "cli"
+
+
+def test_home_moves_the_default_store(tmp_path: Path) -> None:
+    s = load_settings(env={"LOCI_HOME": str(tmp_path)}, cwd=tmp_path)
+    assert s.store_url == f"sqlite:///{tmp_path / 'loci.db'}"
+
+
+def test_env_values_are_typed(tmp_path: Path) -> None:
+    s = load_settings(env={"LOCI_CONTEXT_TARGET": "0.5", "LOCI_HISTORY_BUDGET": "42"},
+                      cwd=tmp_path)
+    assert s.context_target == 0.5 and s.history_budget == 42
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("modle = 'x'", "unknown setting(s): modle"),
+        ("context_target = 3", "must be a fraction"),
+        ("history_budget = 'lots'", "history_budget"),
+        ("model = ", "cannot read settings"),
+    ],
+)
+def test_bad_settings_are_config_errors(tmp_path: Path, toml: str, message: str) -> None:
+    (tmp_path / "loci.toml").write_text(toml)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_settings(env={"LOCI_HOME": str(tmp_path / "none")}, cwd=tmp_path)
+
+
+def test_bad_env_value(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="context_target"):
+        load_settings(env={"LOCI_CONTEXT_TARGET": "most"}, cwd=tmp_path)
