@@ -14,6 +14,8 @@ from loci import Loci, Store, load_settings, open_store
 # Tests never read the developer's ~/.loci or environment settings.
 for _name in [n for n in os.environ if n.startswith("LOCI_")]:
     del os.environ[_name]
+# The deterministic hash embedder keeps tests fast; tests of the bundled model ask for it.
+os.environ["LOCI_EMBEDDING_PROVIDER"] = "hash"
 
 
 class FakeClock:

@@ -8,7 +8,8 @@ storage to the store and prompt assembly to the context compiler.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -18,8 +19,13 @@ from loci.context.compiler import Budgets, CompileRequest, ContextCompiler
 from loci.context.workspace import Workspace
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import dump_jsonl, new_event, parse_jsonl
+from loci.embeddings import make_embedder
+from loci.indexing import Indexer
+from loci.memory.tools import MemoryPage, MemorySummary, page, to_summary
 from loci.memory.types import check_type, expiry_for, new_memory_id
 from loci.models import Event, Memory, Scope, SearchHit, SessionInfo, StateItem
+from loci.search.fusion import FusionConfig
+from loci.search.retriever import Retriever
 from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store, open_store
 from loci.timeutil import Clock, utc_now
@@ -51,6 +57,7 @@ class Loci:
         *,
         store: Store | None = None,
         clock: Clock = utc_now,
+        indexer: Indexer | None = None,
     ) -> None:
         self.settings = settings or load_settings()
         self.scope = Scope(
@@ -60,6 +67,8 @@ class Loci:
         self._owns_store = store is None
         self.clock = clock
         self.counter: TokenCounter = token_counter(self.settings.model, self.settings.tokenizer)
+        self.indexer = indexer or _make_indexer(self.settings, self.store)
+        self.retriever = Retriever(self.store, self.indexer, _fusion(self.settings))
 
     @classmethod
     def open(cls, *, clock: Clock = utc_now, **settings: Any) -> Loci:
@@ -69,7 +78,8 @@ class Loci:
     def for_scope(self, user: str | None = None, agent: str | None = None) -> Loci:
         """The same store seen as another user or agent."""
         settings = self.settings.with_overrides(user=user, agent=agent)
-        return Loci(settings, store=self.store, clock=self.clock)
+        other = Loci(settings, store=self.store, clock=self.clock, indexer=self.indexer)
+        return other
 
     def close(self) -> None:
         if self._owns_store:
@@ -98,7 +108,9 @@ class Loci:
         check_name("session", session)
         now = self.clock()
         batch = [new_event(self.counter, **{"timestamp": now, **fields}) for fields in events]
-        return self.store.append_events(self.scope, session, batch)
+        added = self.store.append_events(self.scope, session, batch)
+        self._embed_pending("event")
+        return added
 
     def events(self, session: str, *, include_archived: bool = True) -> list[Event]:
         self.session(session)
@@ -117,7 +129,9 @@ class Loci:
         """Import a seeds/002 JSONL log into ``session``; a bad line stores nothing."""
         check_name("session", session)
         events = parse_jsonl(lines, self.counter, self.clock())
-        return self.store.append_events(self.scope, session, events)
+        added = self.store.append_events(self.scope, session, events)
+        self._embed_pending("event")
+        return added
 
     def export_jsonl(self, session: str) -> Iterator[str]:
         return dump_jsonl(self.events(session))
@@ -143,6 +157,7 @@ class Loci:
             source=source,
         )
         self.store.put_memory(self.scope, memory)
+        self._embed_pending("memory")
         return memory
 
     def memories(self, type: str | None = None, *, include_expired: bool = False) -> list[Memory]:
@@ -161,20 +176,63 @@ class Loci:
             raise NotFoundError(f"no memory {memory_id!r}")
 
     def search(
-        self, query: str, limit: int = 10, *, kinds: Sequence[str] = ("memory", "event"),
-        session: str | None = None,
+        self, query: str, limit: int = 10, *, kinds: Sequence[str] = ("memory",),
+        filters: SearchFilters | None = None,
     ) -> list[SearchHit]:
-        """Keyword search over memories and conversations, best first."""
-        if limit < 1:
-            raise ValidationError("limit must be at least 1")
+        """Hybrid (keyword + vector) search over the given kinds, best first; scores
+        are in [0, 1]. Expired memories are left out."""
+        if not 1 <= limit <= 1000:
+            raise ValidationError("limit must be between 1 and 1000")
+        now = self.clock()
+        filters = replace(filters or SearchFilters(), now=now)
         hits: list[SearchHit] = []
-        if "memory" in kinds:
-            filters = SearchFilters(now=self.clock())
-            hits += self.store.search_memories(self.scope, query, limit=limit, filters=filters)
-        if "event" in kinds:
-            filters = SearchFilters(session=session)
-            hits += self.store.search_events(self.scope, query, limit=limit, filters=filters)
+        for kind in kinds:
+            hits += self.retriever.search(self.scope, kind, query, limit=limit,
+                                          filters=filters, now=now)
         return sorted(hits, key=lambda h: h.score, reverse=True)[:limit]
+
+    def memory_search(
+        self, query: str, limit: int = 5, filters: SearchFilters | None = None
+    ) -> list[MemorySummary]:
+        """seeds/002 ``memory_search``: summaries, ids, relevance and timestamps."""
+        return [to_summary(hit) for hit in self.search(query, limit, filters=filters)]
+
+    def memory_read(self, memory_id: str, offset: int = 0, limit: int = 1000) -> MemoryPage:
+        """seeds/002 ``memory_read``: the memory's markdown, paginated by characters."""
+        return page(self.memory(memory_id), offset, limit)
+
+    def memory_write(
+        self, type: str, tags: Sequence[str], content: str, id: str | None = None
+    ) -> Memory:
+        """seeds/002 ``memory_write``: create, or update the memory ``id``."""
+        if id is None:
+            return self.remember(content, type=type, tags=tags)
+        old = self.memory(id)
+        fresh = self.remember(content, type=type, tags=tags)
+        self.store.delete_memory(self.scope, fresh.id)
+        updated = replace(fresh, id=old.id, created_at=old.created_at, source=old.source)
+        self.store.put_memory(self.scope, updated)
+        self._embed_pending("memory")
+        return updated
+
+    def search_conversation(
+        self, query: str, session: str | None = None, limit: int = 10
+    ) -> list[SearchHit]:
+        """Search the event log (archived events included), optionally one session."""
+        if session is not None:
+            check_name("session", session)
+        return self.search(query, limit, kinds=("event",),
+                           filters=SearchFilters(session=session))
+
+    def reindex(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Re-embed everything with the configured model; returns the item count."""
+        if self.indexer is None:
+            raise ValidationError("embeddings are off (embedding_provider = none)")
+        return self.indexer.reindex(progress)
+
+    def _embed_pending(self, kind: str) -> None:
+        if self.indexer is not None:
+            self.indexer.embed_pending(kind, self.scope)
 
     # -- state --------------------------------------------------------------------
     def state_set(self, key: str, value: str) -> StateItem:
@@ -215,3 +273,22 @@ class Loci:
         )
         return compiler.compile(request)
 
+
+
+def _make_indexer(settings: Settings, store: Store) -> Indexer | None:
+    if settings.embedding_provider.strip().lower() == "none":
+        return None
+    embedder = make_embedder(
+        settings.embedding_provider, model=settings.embedding_model,
+        base_url=settings.embedding_base_url, api_key=settings.embedding_api_key,
+    )
+    return Indexer(store, embedder)
+
+
+def _fusion(settings: Settings) -> FusionConfig:
+    return FusionConfig(
+        method=settings.search_fusion, vector_weight=settings.search_vector_weight,
+        keyword_weight=settings.search_keyword_weight,
+        recency_weight=settings.search_recency_weight,
+        recency_half_life_days=settings.search_recency_half_life_days,
+    )

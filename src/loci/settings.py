@@ -43,12 +43,17 @@ class Settings:
     models: dict[str, int] = field(default_factory=dict)
     #: Custom memory types, name → TTL in days (0 = never expires).
     memory_types: dict[str, int] = field(default_factory=dict)
+    #: "local" (bundled MiniLM, offline), "openai" (any compatible API), "hash", "none".
     embedding_provider: str = "local"
     embedding_model: str = ""
     embedding_base_url: str = ""
     embedding_api_key: str = ""
+    #: "weighted" (seeds/002: 0.7 vector + 0.3 keyword) or "rrf".
+    search_fusion: str = "weighted"
     search_vector_weight: float = 0.7
     search_keyword_weight: float = 0.3
+    search_recency_weight: float = 0.0
+    search_recency_half_life_days: float = 30.0
     history_budget: int = 10_000
 
     @property

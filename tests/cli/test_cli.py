@@ -108,7 +108,10 @@ def test_malformed_import_names_the_line_and_stores_nothing(
 def test_fts_syntax_is_searched_as_text(home: Path, capsys: pytest.CaptureFixture[str],
                                         query: str) -> None:
     run(capsys, "add", "s", "user", "foo and the NEAR function; DROP TABLE events")
+    run(capsys, "remember", "foo and bar near the start")
     code, out, err = run(capsys, "search", query, "--json")
+    assert code == 0, err
+    code, out, err = run(capsys, "recall", query, "--json")
     assert code == 0, err
     hits = json.loads(out)
     if query != "*":
@@ -156,7 +159,7 @@ def test_tokens_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
 def test_demo_runs(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "demo")
     assert code == 0, err
-    for step in ("1. Import", "2. Memories", "3. Search", "4. The context", "5. Explain"):
+    for step in ("1. Import", "2. Memories", "3. Recall", "4. The context", "5. Explain"):
         assert step in out
     assert "static prefix hash" in out and "[STICKY]" in out
 

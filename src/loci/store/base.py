@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
+import numpy.typing as npt
+
 from loci.models import (
     Compaction,
     Document,
@@ -43,6 +46,10 @@ class SearchFilters:
 
 
 NO_FILTERS = SearchFilters()
+#: Unit-length float32 vectors, one per row.
+Vectors = npt.NDArray[np.float32]
+#: The kinds of searchable items.
+KINDS = ("event", "memory", "document")
 
 
 @dataclass(frozen=True)
@@ -183,3 +190,33 @@ class Store(ABC):
 
     @abstractmethod
     def list_compactions(self, scope: Scope, session: str) -> list[Compaction]: ...
+
+    # -- embeddings ---------------------------------------------------------------
+    # Items are written first and embedded after, so a failing embedding provider never
+    # loses a write: what is not embedded yet is listed by ``unembedded``.
+    @abstractmethod
+    def unembedded(
+        self, kind: str, limit: int, scope: Scope | None = None
+    ) -> list[tuple[Scope, str, str]]:
+        """Up to ``limit`` items of ``kind`` with no vector yet, oldest first, as
+        (scope, id, text to embed); all scopes unless ``scope`` is given."""
+
+    @abstractmethod
+    def count_unembedded(self, kind: str) -> int: ...
+
+    @abstractmethod
+    def set_embeddings(
+        self, scope: Scope, kind: str, ids: Sequence[str], vectors: Vectors
+    ) -> None:
+        """Store one vector per id (an all-zero row means "nothing to embed")."""
+
+    @abstractmethod
+    def clear_embeddings(self) -> None:
+        """Forget every vector (before re-embedding with another model)."""
+
+    @abstractmethod
+    def vector_search(
+        self, scope: Scope, kind: str, query: Vectors, *, limit: int, filters: SearchFilters
+    ) -> list[SearchHit]:
+        """Items most similar to the unit vector ``query``; score = cosine clipped to
+        [0, 1]; filters apply as in keyword search."""

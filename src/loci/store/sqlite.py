@@ -30,27 +30,24 @@ from loci.models import (
 )
 from loci.search import bm25_to_score, fts_query
 from loci.store.base import NO_FILTERS, NewCompaction, SearchFilters, Store
-from loci.store.codec import (
-    dump_json,
-    dump_tags,
-    from_micros,
-    load_json,
-    load_tags,
-    to_micros,
+from loci.store.codec import dump_json, dump_tags, from_micros, to_micros
+from loci.store.sqlite_rows import (
+    COMPACTION_COLUMNS,
+    DOCUMENT_COLUMNS,
+    EVENT_COLUMNS,
+    KINDS,
+    MEMORY_COLUMNS,
+    filter_sql,
+    memory_filters,
+    to_document,
+    to_event,
+    to_hit,
+    to_memory,
+    to_state,
 )
 from loci.store.sqlite_schema import migrate
+from loci.store.sqlite_vectors import SQLiteVectors
 from loci.timeutil import utc_now
-
-_EVENT_COLUMNS = (
-    "id, session, type, role, content, ts, tokens, tool_name, tool_call_id, args, "
-    "metadata, archived"
-)
-_MEMORY_COLUMNS = "id, type, content, tags, created, updated, expires, source, metadata"
-_DOCUMENT_COLUMNS = "path, content, tags, version, created, updated, metadata"
-_COMPACTION_COLUMNS = (
-    "id, session, strategy, first_event_id, last_event_id, summary_event_id, summary, "
-    "tokens_before, tokens_after, created"
-)
 
 
 def sqlite_path(url: str) -> str:
@@ -61,7 +58,7 @@ def sqlite_path(url: str) -> str:
     return url[len(prefix) :]
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLiteVectors, Store):
     """Storage in one SQLite file (or in memory for ``sqlite:///:memory:``)."""
 
     def __init__(self, url: str) -> None:
@@ -80,6 +77,7 @@ class SQLiteStore(Store):
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
         self._lock = threading.RLock()
+        self._indexes = {}
 
     def close(self) -> None:
         with self._lock:
@@ -162,25 +160,25 @@ class SQLiteStore(Store):
         limit: int | None = None,
     ) -> list[Event]:
         sql = (
-            f"SELECT {_EVENT_COLUMNS} FROM events WHERE tenant = ? AND agent = ? "
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ? AND agent = ? "
             "AND session = ? AND id > ?"
         )
         if not include_archived:
             sql += " AND archived = 0"
         sql += " ORDER BY id LIMIT ?"
         params = (scope.tenant, scope.agent, session, after_id, -1 if limit is None else limit)
-        return [_event(row) for row in self._query(sql, params)]
+        return [to_event(row) for row in self._query(sql, params)]
 
     def tail_events(
         self, scope: Scope, session: str, limit: int, *, include_archived: bool = False
     ) -> list[Event]:
         archived = "" if include_archived else " AND archived = 0"
         rows = self._query(
-            f"SELECT {_EVENT_COLUMNS} FROM events WHERE tenant = ? AND agent = ? "
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ? AND agent = ? "
             f"AND session = ?{archived} ORDER BY id DESC LIMIT ?",
             (scope.tenant, scope.agent, session, limit),
         )
-        return [_event(row) for row in reversed(rows)]
+        return [to_event(row) for row in reversed(rows)]
 
     def set_archived(self, scope: Scope, session: str, ids: Sequence[int]) -> int:
         with self._write() as db:
@@ -220,28 +218,28 @@ class SQLiteStore(Store):
     def search_events(
         self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
     ) -> list[SearchHit]:
+        return self._keyword_search("event", scope, query, limit, filters)
+
+    def _keyword_search(
+        self, kind: str, scope: Scope, query: str, limit: int, filters: SearchFilters
+    ) -> list[SearchHit]:
         match = fts_query(query)
         if match is None:
             return []
-        where, params = _event_filters(filters)
-        # Rank on ids only, then read the content of the top hits: reading every
-        # matching row's content before sorting costs about twice as much.
+        k = KINDS[kind]
+        where, params = filter_sql(kind, filters)
+        # Rank on keys only, then read the top hits: reading every matching row's
+        # content before sorting costs about twice as much.
         rows = self._query(
-            "SELECT e.id, e.session, e.content, e.ts, e.role, e.type, r.rank FROM ("
-            "SELECT f.rowid AS id, f.rank AS rank FROM events_fts f "
-            "JOIN events e ON e.id = f.rowid "
-            f"WHERE events_fts MATCH ? AND e.tenant = ? AND e.agent = ?{where} "
-            "ORDER BY f.rank LIMIT ?) r JOIN events e ON e.id = r.id ORDER BY r.rank",
+            f"SELECT {k.hit_columns}, r.rank FROM ("
+            f"SELECT f.rowid AS key, f.rank AS rank FROM {k.fts} f "
+            f"JOIN {k.table} {k.alias} ON {k.alias}.{k.key} = f.rowid "
+            f"WHERE {k.fts} MATCH ? AND {k.alias}.tenant = ? AND {k.alias}.agent = ?{where} "
+            f"ORDER BY f.rank LIMIT ?) r JOIN {k.table} {k.alias} ON {k.alias}.{k.key} = r.key "
+            "ORDER BY r.rank",
             (match, scope.tenant, scope.agent, *params, limit),
         )
-        return [
-            SearchHit(
-                kind="event", id=str(r[0]), score=bm25_to_score(r[6]), text=r[2],
-                timestamp=from_micros(r[3]), session=r[1],
-                metadata={"role": r[4], "type": r[5]},
-            )
-            for r in rows
-        ]
+        return [to_hit(kind, r[:-1], bm25_to_score(r[-1])) for r in rows]
 
     # -- memories -----------------------------------------------------------------
     def put_memory(self, scope: Scope, memory: Memory) -> None:
@@ -262,6 +260,7 @@ class SQLiteStore(Store):
                 "INSERT INTO memories (id, tenant, agent, type, content, tags, created, "
                 "updated, expires, source, metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
                 "ON CONFLICT (id) DO UPDATE SET type = excluded.type, "
+                "embedding = CASE WHEN content = excluded.content THEN embedding END, "
                 "content = excluded.content, tags = excluded.tags, "
                 "created = excluded.created, updated = excluded.updated, "
                 "expires = excluded.expires, source = excluded.source, "
@@ -271,10 +270,10 @@ class SQLiteStore(Store):
 
     def get_memory(self, scope: Scope, memory_id: str) -> Memory | None:
         rows = self._query(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ? AND tenant = ? AND agent = ?",
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ? AND tenant = ? AND agent = ?",
             (memory_id, scope.tenant, scope.agent),
         )
-        return _memory(rows[0]) if rows else None
+        return to_memory(rows[0]) if rows else None
 
     def list_memories(
         self,
@@ -285,13 +284,13 @@ class SQLiteStore(Store):
         expired_only: bool = False,
         limit: int | None = None,
     ) -> list[Memory]:
-        where, params = _memory_filters(SearchFilters(types=tuple(types), now=now), expired_only)
+        where, params = memory_filters(SearchFilters(types=tuple(types), now=now), expired_only)
         rows = self._query(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE tenant = ? AND agent = ?{where} "
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE tenant = ? AND agent = ?{where} "
             "ORDER BY updated DESC, rowid DESC LIMIT ?",
             (scope.tenant, scope.agent, *params, -1 if limit is None else limit),
         )
-        return [_memory(r) for r in rows]
+        return [to_memory(r) for r in rows]
 
     def delete_memory(self, scope: Scope, memory_id: str) -> bool:
         with self._write() as db:
@@ -304,26 +303,7 @@ class SQLiteStore(Store):
     def search_memories(
         self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
     ) -> list[SearchHit]:
-        match = fts_query(query)
-        if match is None:
-            return []
-        where, params = _memory_filters(filters, expired_only=False)
-        rows = self._query(
-            "SELECT m.id, m.type, m.content, m.tags, m.updated, r.rank FROM ("
-            "SELECT f.rowid AS id, f.rank AS rank FROM memories_fts f "
-            "JOIN memories m ON m.rowid = f.rowid "
-            f"WHERE memories_fts MATCH ? AND m.tenant = ? AND m.agent = ?{where} "
-            "ORDER BY f.rank LIMIT ?) r JOIN memories m ON m.rowid = r.id ORDER BY r.rank",
-            (match, scope.tenant, scope.agent, *params, limit),
-        )
-        return [
-            SearchHit(
-                kind="memory", id=r[0], score=bm25_to_score(r[5]), text=r[2],
-                timestamp=from_micros(r[4]),
-                metadata={"type": r[1], "tags": list(load_tags(r[3]))},
-            )
-            for r in rows
-        ]
+        return self._keyword_search("memory", scope, query, limit, filters)
 
     # -- state --------------------------------------------------------------------
     def set_state(self, scope: Scope, key: str, value: str, now: datetime) -> StateItem:
@@ -341,14 +321,14 @@ class SQLiteStore(Store):
             "SELECT key, value, updated FROM state WHERE tenant = ? AND agent = ? AND key = ?",
             (scope.tenant, scope.agent, key),
         )
-        return _state(rows[0]) if rows else None
+        return to_state(rows[0]) if rows else None
 
     def list_state(self, scope: Scope) -> list[StateItem]:
         rows = self._query(
             "SELECT key, value, updated FROM state WHERE tenant = ? AND agent = ? ORDER BY key",
             (scope.tenant, scope.agent),
         )
-        return [_state(r) for r in rows]
+        return [to_state(r) for r in rows]
 
     def delete_state(self, scope: Scope, key: str) -> bool:
         with self._write() as db:
@@ -365,6 +345,7 @@ class SQLiteStore(Store):
                 "INSERT INTO documents (tenant, agent, path, content, tags, version, "
                 "created, updated, metadata) VALUES (?,?,?,?,?,?,?,?,?) "
                 "ON CONFLICT (tenant, agent, path) DO UPDATE SET "
+                "embedding = CASE WHEN content = excluded.content THEN embedding END, "
                 "content = excluded.content, tags = excluded.tags, "
                 "version = excluded.version, updated = excluded.updated, "
                 "metadata = excluded.metadata",
@@ -378,19 +359,19 @@ class SQLiteStore(Store):
 
     def get_document(self, scope: Scope, path: str) -> Document | None:
         rows = self._query(
-            f"SELECT {_DOCUMENT_COLUMNS} FROM documents "
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents "
             "WHERE tenant = ? AND agent = ? AND path = ?",
             (scope.tenant, scope.agent, path),
         )
-        return _document(rows[0]) if rows else None
+        return to_document(rows[0]) if rows else None
 
     def list_documents(self, scope: Scope, prefix: str = "/") -> list[Document]:
         rows = self._query(
-            f"SELECT {_DOCUMENT_COLUMNS} FROM documents WHERE tenant = ? AND agent = ? "
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE tenant = ? AND agent = ? "
             "AND substr(path, 1, ?) = ? ORDER BY path",
             (scope.tenant, scope.agent, len(prefix), prefix),
         )
-        return [_document(r) for r in rows]
+        return [to_document(r) for r in rows]
 
     def delete_document(self, scope: Scope, path: str) -> bool:
         with self._write() as db:
@@ -403,28 +384,7 @@ class SQLiteStore(Store):
     def search_documents(
         self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
     ) -> list[SearchHit]:
-        match = fts_query(query)
-        if match is None:
-            return []
-        where, params = "", list[Any]()
-        if filters.path_prefix:
-            where = " AND substr(d.path, 1, ?) = ?"
-            params = [len(filters.path_prefix), filters.path_prefix]
-        rows = self._query(
-            "SELECT d.path, d.content, d.updated, d.tags, r.rank FROM ("
-            "SELECT f.rowid AS id, f.rank AS rank FROM documents_fts f "
-            "JOIN documents d ON d.rowid = f.rowid "
-            f"WHERE documents_fts MATCH ? AND d.tenant = ? AND d.agent = ?{where} "
-            "ORDER BY f.rank LIMIT ?) r JOIN documents d ON d.rowid = r.id ORDER BY r.rank",
-            (match, scope.tenant, scope.agent, *params, limit),
-        )
-        return [
-            SearchHit(
-                kind="document", id=r[0], score=bm25_to_score(r[4]), text=r[1],
-                timestamp=from_micros(r[2]), metadata={"tags": list(load_tags(r[3]))},
-            )
-            for r in rows
-        ]
+        return self._keyword_search("document", scope, query, limit, filters)
 
     # -- compactions --------------------------------------------------------------
     def add_compaction(self, scope: Scope, compaction: NewCompaction) -> Compaction:
@@ -452,7 +412,7 @@ class SQLiteStore(Store):
 
     def list_compactions(self, scope: Scope, session: str) -> list[Compaction]:
         rows = self._query(
-            f"SELECT {_COMPACTION_COLUMNS} FROM compactions "
+            f"SELECT {COMPACTION_COLUMNS} FROM compactions "
             "WHERE tenant = ? AND agent = ? AND session = ? ORDER BY id",
             (scope.tenant, scope.agent, session),
         )
@@ -464,73 +424,3 @@ class SQLiteStore(Store):
             )
             for r in rows
         ]
-
-
-def _event_filters(filters: SearchFilters) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if filters.session is not None:
-        clauses.append("e.session = ?")
-        params.append(filters.session)
-    if not filters.include_archived:
-        clauses.append("e.archived = 0")
-    if filters.since is not None:
-        clauses.append("e.ts >= ?")
-        params.append(to_micros(filters.since))
-    if filters.until is not None:
-        clauses.append("e.ts <= ?")
-        params.append(to_micros(filters.until))
-    return "".join(f" AND {c}" for c in clauses), params
-
-
-def _memory_filters(filters: SearchFilters, expired_only: bool) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if filters.types:
-        clauses.append(f"m.type IN ({', '.join('?' * len(filters.types))})")
-        params.extend(filters.types)
-    for tag in filters.tags:
-        clauses.append("(' ' || m.tags || ' ') LIKE ?")
-        params.append(f"% {tag.replace('%', '').replace('_', '')} %")
-    if filters.now is not None:
-        if expired_only:
-            clauses.append("(m.expires IS NOT NULL AND m.expires <= ?)")
-        else:
-            clauses.append("(m.expires IS NULL OR m.expires > ?)")
-        params.append(to_micros(filters.now))
-    if filters.since is not None:
-        clauses.append("m.updated >= ?")
-        params.append(to_micros(filters.since))
-    if filters.until is not None:
-        clauses.append("m.updated <= ?")
-        params.append(to_micros(filters.until))
-    return "".join(f" AND {c}" for c in clauses), params
-
-
-def _event(r: tuple[Any, ...]) -> Event:
-    return Event(
-        id=r[0], session=r[1], type=r[2], role=r[3], content=r[4],
-        timestamp=from_micros(r[5]), tokens=r[6], tool_name=r[7], tool_call_id=r[8],
-        args=load_json(r[9]), metadata=load_json(r[10]) or {}, archived=bool(r[11]),
-    )
-
-
-def _memory(r: tuple[Any, ...]) -> Memory:
-    return Memory(
-        id=r[0], type=r[1], content=r[2], tags=load_tags(r[3]),
-        created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
-        expires_at=None if r[6] is None else from_micros(r[6]), source=r[7],
-        metadata=load_json(r[8]) or {},
-    )
-
-
-def _state(r: tuple[Any, ...]) -> StateItem:
-    return StateItem(key=r[0], value=r[1], updated_at=from_micros(r[2]))
-
-
-def _document(r: tuple[Any, ...]) -> Document:
-    return Document(
-        path=r[0], content=r[1], tags=load_tags(r[2]), version=r[3],
-        created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
-        metadata=load_json(r[6]) or {},
-    )

@@ -127,11 +127,54 @@ def _v1_initial(db: sqlite3.Connection) -> None:
     )
 
 
+#: Tables whose rows carry an embedding, and the column that holds their id.
+VECTOR_TABLES = {"event": "events", "memory": "memories", "document": "documents"}
+
+
+def _v2_embeddings(db: sqlite3.Connection) -> None:
+    """Embeddings live in their rows: deleting a row deletes its vector. ``vec_seq``
+    orders vector writes so that in-memory indexes refresh incrementally; NULL
+    ``embedding`` means "not embedded yet" (an empty blob: nothing to embed)."""
+    for table in VECTOR_TABLES.values():
+        key = "id" if table == "events" else "rowid"
+        run_script(
+            db,
+            f"""
+            ALTER TABLE {table} ADD COLUMN embedding BLOB;
+            ALTER TABLE {table} ADD COLUMN vec_seq INTEGER;
+            CREATE INDEX {table}_unembedded ON {table} ({key}) WHERE embedding IS NULL;
+            CREATE INDEX {table}_by_vec_seq ON {table} (tenant, agent, vec_seq)
+                WHERE vec_seq IS NOT NULL;
+            """,
+        )
+    # Writing an embedding must not re-index full-text: narrow the update triggers.
+    run_script(
+        db,
+        """
+        DROP TRIGGER memories_au;
+        CREATE TRIGGER memories_au AFTER UPDATE OF content, tags ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, content, tags)
+            VALUES ('delete', old.rowid, old.content, old.tags);
+            INSERT INTO memories_fts (rowid, content, tags)
+            VALUES (new.rowid, new.content, new.tags);
+        END;
+        DROP TRIGGER documents_au;
+        CREATE TRIGGER documents_au AFTER UPDATE OF path, content ON documents BEGIN
+            INSERT INTO documents_fts (documents_fts, rowid, path, content)
+            VALUES ('delete', old.rowid, old.path, old.content);
+            INSERT INTO documents_fts (rowid, path, content)
+            VALUES (new.rowid, new.path, new.content);
+        END;
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 #: Version → (name, function). Append only.
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
+    2: ("embeddings in rows", _v2_embeddings),
 }
 
 

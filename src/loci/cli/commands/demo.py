@@ -61,10 +61,12 @@ def _tour(loci: Loci, url: str) -> None:
     for pair in loci.state():
         click.echo(f"  state {pair.key} = {pair.value}")
 
-    _step(f"3. Search: {QUESTION!r}")
-    for hit in loci.search(QUESTION, limit=5):
-        where = f"session {hit.session}" if hit.session else "memory"
-        click.echo(f"  {hit.score:.2f} {hit.kind:6} {where:22} {one_line(hit.text, 70)}")
+    _step(f"3. Recall (hybrid search of the conversations): {QUESTION!r}")
+    for hit in loci.search_conversation(QUESTION, limit=4):
+        click.echo(f"  {hit.score:.2f} {hit.session:13} #{hit.id:<3} {one_line(hit.text, 70)}")
+    _step("   Memory search (summaries first, read if needed): 'what stack does Tidepool use'")
+    for result in loci.memory_search("what stack does Tidepool use", limit=2):
+        click.echo(f"  {result.relevance:.2f} {result.id} [{result.type}] {result.summary}")
 
     _step("4. The context compiled for the next call in 03-launch")
     compiled = loci.compile("03-launch", QUESTION)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import click
 
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
 from loci.engine import Loci
+from loci.memory.types import check_type
+from loci.store import SearchFilters
 from loci.timeutil import format_timestamp
 
 
@@ -56,23 +61,90 @@ def forget(loci: Loci, memory_id: str) -> None:
     click.echo(f"forgot {memory_id}")
 
 
+def _filters(memory_type: str | None, tags: str | None, session: str | None = None
+             ) -> SearchFilters:
+    types = (check_type(memory_type),) if memory_type else ()
+    return SearchFilters(types=types, tags=tuple(_tags(tags)), session=session)
+
+
 @cli.command()
 @click.argument("query")
-@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 1000))
-@click.option("--session", help="Only this session's events.")
+@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--type", "memory_type", help="Only memories of this type.")
+@click.option("--tags", help="Only memories with all these tags (comma-separated).")
 @json_option
 @scoped
-def search(loci: Loci, query: str, limit: int, session: str | None, as_json: bool) -> None:
-    """Search memories and conversations for QUERY (plain text, never syntax)."""
-    hits = loci.search(query, limit, session=session)
+def search(
+    loci: Loci, query: str, limit: int, memory_type: str | None, tags: str | None,
+    as_json: bool,
+) -> None:
+    """Search memories for QUERY (hybrid keyword + vector; plain text, never syntax)."""
+    results = loci.memory_search(query, limit, _filters(memory_type, tags))
+    if as_json:
+        print_json(results)
+        return
+    if not results:
+        click.echo("no results")
+    for r in results:
+        click.echo(f"{r.relevance:.3f} {r.id} [{r.type}] {r.summary}")
+
+
+@cli.command()
+@click.argument("memory_id")
+@click.option("--offset", default=0, show_default=True, type=click.IntRange(0))
+@click.option("--limit", default=1000, show_default=True, type=click.IntRange(1, 100_000))
+@json_option
+@scoped
+def read(loci: Loci, memory_id: str, offset: int, limit: int, as_json: bool) -> None:
+    """Read memory MEMORY_ID as markdown, paginated by characters."""
+    result = loci.memory_read(memory_id, offset, limit)
+    if as_json:
+        print_json(result)
+        return
+    click.echo(result.content, nl=False)
+    if result.next_offset is not None:
+        click.echo(f"\n[… {result.total_chars - result.next_offset} more characters: "
+                   f"--offset {result.next_offset}]")
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--session", help="Only this session.")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 1000))
+@json_option
+@scoped
+def recall(loci: Loci, query: str, session: str | None, limit: int, as_json: bool) -> None:
+    """Search conversations (archived events included) for QUERY."""
+    hits = loci.search_conversation(query, session, limit)
     if as_json:
         print_json(hits)
         return
     if not hits:
         click.echo("no results")
     for h in hits:
-        where = f"session {h.session}" if h.session else h.metadata.get("type", "")
-        click.echo(f"{h.score:.3f} {h.kind} {h.id} ({where}): {one_line(h.text)}")
+        click.echo(f"{h.score:.3f} #{h.id} {h.session} {format_timestamp(h.timestamp)} "
+                   f"{h.metadata.get('role', '')}: {one_line(h.text)}")
+
+
+@cli.command()
+@scoped
+def reindex(loci: Loci) -> None:
+    """Re-embed every memory, event and document with the configured model."""
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=max(total, 1), label="embedding", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        count = loci.reindex(progress)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    click.echo(f"re-embedded {count} items")
 
 
 @cli.group()

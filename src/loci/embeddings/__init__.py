@@ -1,0 +1,78 @@
+"""Embedding providers: the bundled local model, any OpenAI-compatible API, a test hash.
+
+``make_embedder(provider, **options)`` is the one seam the rest of Loci uses::
+
+    make_embedder("local")                   # all-MiniLM-L6-v2 int8, offline (default)
+    make_embedder("hash", dim=384)           # deterministic test double, numpy only
+    make_embedder("openai", model="text-embedding-3-small", api_key="sk-...")
+    make_embedder("openai", model="nomic-embed-text", base_url="http://localhost:11434/v1")
+
+Every provider returns float32 rows of unit length, so a dot product is a cosine.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from loci.embeddings.base import Embedder, Vectors, embed_one, l2_normalize
+from loci.embeddings.hashing import HashEmbedder
+from loci.embeddings.local import INSTALL_HINT, LocalEmbedder
+from loci.embeddings.openai_compat import OpenAICompatibleEmbedder
+from loci.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_PROVIDER",
+    "INSTALL_HINT",
+    "PROVIDERS",
+    "Embedder",
+    "HashEmbedder",
+    "LocalEmbedder",
+    "OpenAICompatibleEmbedder",
+    "Vectors",
+    "embed_one",
+    "l2_normalize",
+    "make_embedder",
+]
+
+DEFAULT_PROVIDER = "local"
+
+#: Provider names (and aliases) accepted by :func:`make_embedder`.
+PROVIDERS: dict[str, Callable[..., Embedder]] = {
+    "local": LocalEmbedder,
+    "hash": HashEmbedder,
+    "openai": OpenAICompatibleEmbedder,
+    "openai-compatible": OpenAICompatibleEmbedder,
+}
+
+
+def make_embedder(provider: str = DEFAULT_PROVIDER, **options: Any) -> Embedder:
+    """Build the embedder called ``provider`` with its keyword options.
+
+    Options whose value is ``None`` or ``""`` are dropped, so unset settings fall back
+    to each provider's defaults. Unknown providers or options raise ``ConfigError``.
+    """
+    key = (provider or DEFAULT_PROVIDER).strip().lower()
+    factory = PROVIDERS.get(key)
+    if factory is None:
+        known = ", ".join(sorted(PROVIDERS))
+        raise ConfigError(f"unknown embedding provider {provider!r}; known providers: {known}")
+    given = {name: value for name, value in options.items() if value is not None and value != ""}
+    accepted = [
+        p.name
+        for p in inspect.signature(factory).parameters.values()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        raise ConfigError(
+            f"embedding provider {key!r} does not take option(s) {', '.join(unknown)}; "
+            f"it takes: {', '.join(accepted)}"
+        )
+    if key.startswith("openai") and "model" not in given:
+        raise ConfigError(
+            f"embedding provider {key!r} needs a model "
+            "(embedding.model, e.g. 'text-embedding-3-small' or 'nomic-embed-text')"
+        )
+    return factory(**given)

@@ -1,0 +1,132 @@
+"""Keeping the store's vectors in step with its items and its embedding model.
+
+Items are written first and embedded right after, in batches; if the provider fails
+the items stay stored and are embedded on the next write or by ``loci reindex``. The
+store records the model name and dimension it was indexed with: searching with another
+model is an :class:`EmbeddingMismatchError` that says to run ``loci reindex``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from loci.embeddings.base import Embedder, Vectors
+from loci.errors import EmbeddingMismatchError, ProviderError, StoreError
+from loci.models import Scope
+from loci.store.base import KINDS, Store
+
+log = logging.getLogger("loci.indexing")
+META_MODEL = "embedding_model"
+META_DIM = "embedding_dim"
+BATCH = 128
+
+#: Called with (items done so far, items in all).
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    model: str | None
+    dim: int | None
+    unembedded: dict[str, int]
+
+
+class Indexer:
+    """Embeds what a store has not embedded yet, with one embedder."""
+
+    def __init__(self, store: Store, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+
+    def recorded_model(self) -> tuple[str | None, int | None]:
+        model, dim = self.store.get_meta(META_MODEL), self.store.get_meta(META_DIM)
+        return model, int(dim) if dim else None
+
+    def matches(self) -> bool:
+        """True when the store is unindexed or indexed with this embedder's model."""
+        model, dim = self.recorded_model()
+        return model is None or (model == self.embedder.name and dim == self.embedder.dim)
+
+    def check(self) -> None:
+        """Raise unless the store's vectors were made by this embedder's model."""
+        if not self.matches():
+            model, dim = self.recorded_model()
+            raise EmbeddingMismatchError(
+                f"the store was indexed with {model} ({dim} dimensions) but the configured "
+                f"model is {self.embedder.name} ({self.embedder.dim}); run `loci reindex` "
+                "to re-embed everything, or configure the original model"
+            )
+
+    def embed_query(self, text: str) -> Vectors:
+        self.check()
+        vector: Vectors = self.embedder.embed([text])[0]
+        return vector
+
+    def embed_pending(self, kind: str, scope: Scope | None = None) -> int:
+        """Embed every not-yet-embedded item of ``kind``; a provider failure is logged
+        and leaves the rest for later. Returns how many were embedded."""
+        if not self.matches():
+            return 0
+        try:
+            return self._drain(kind, scope, None)
+        except ProviderError as exc:
+            log.warning("embedding deferred: %s", exc)
+            return 0
+
+    def reindex(self, progress: Progress | None = None) -> int:
+        """Forget all vectors, record this embedder's model, and embed everything."""
+        self.store.clear_embeddings()
+        self._record_model()
+        total = sum(self.store.count_unembedded(kind) for kind in KINDS)
+        done = 0
+
+        def advance(count: int) -> None:
+            nonlocal done
+            done += count
+            if progress is not None:
+                progress(done, total)
+
+        advance(0)
+        return sum(self._drain(kind, None, advance) for kind in KINDS)
+
+    def status(self) -> IndexStatus:
+        model, dim = self.recorded_model()
+        return IndexStatus(model, dim, {k: self.store.count_unembedded(k) for k in KINDS})
+
+    def _drain(
+        self, kind: str, scope: Scope | None, progress: Callable[[int], None] | None
+    ) -> int:
+        done, previous = 0, None
+        while items := self.store.unembedded(kind, BATCH, scope):
+            if items == previous:
+                raise StoreError(f"the store did not record vectors for {kind} items")
+            previous = items
+            if self.store.get_meta(META_MODEL) is None:
+                self._record_model()
+            vectors = self._embed([text for _, _, text in items])
+            by_scope: dict[Scope, list[int]] = {}
+            for row, (item_scope, _, _) in enumerate(items):
+                by_scope.setdefault(item_scope, []).append(row)
+            for item_scope, rows in by_scope.items():
+                ids = [items[r][1] for r in rows]
+                self.store.set_embeddings(item_scope, kind, ids, vectors[rows])
+            done += len(items)
+            if progress is not None:
+                progress(len(items))
+        return done
+
+    def _embed(self, texts: list[str]) -> Vectors:
+        """Vectors for texts; blank texts get a zero row (nothing to match)."""
+        vectors = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
+        present = [i for i, t in enumerate(texts) if t.strip()]
+        if present:
+            vectors[present] = self.embedder.embed([texts[i] for i in present])
+        return vectors
+
+    def _record_model(self) -> None:
+        self.store.set_meta(META_MODEL, self.embedder.name)
+        self.store.set_meta(META_DIM, str(self.embedder.dim))

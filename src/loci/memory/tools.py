@@ -1,0 +1,73 @@
+"""The memory tools' result shapes (seeds/002): search returns summaries and ids, read
+returns a page of the full markdown. Search first, read if needed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from loci.errors import ValidationError
+from loci.models import Memory, SearchHit
+from loci.timeutil import format_timestamp
+
+SUMMARY_CHARS = 200
+MAX_PAGE = 100_000
+
+
+@dataclass(frozen=True)
+class MemorySummary:
+    """One ``memory_search`` result."""
+
+    id: str
+    summary: str
+    relevance: float
+    timestamp: datetime
+    type: str
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    """One ``memory_read`` page: ``content[offset:offset+limit]`` of the markdown."""
+
+    id: str
+    content: str
+    offset: int
+    total_chars: int
+    next_offset: int | None
+
+
+def summarize(text: str, width: int = SUMMARY_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+def to_summary(hit: SearchHit) -> MemorySummary:
+    return MemorySummary(
+        id=hit.id, summary=summarize(hit.text), relevance=round(hit.score, 4),
+        timestamp=hit.timestamp, type=str(hit.metadata.get("type", "")),
+        tags=tuple(hit.metadata.get("tags", ())),
+    )
+
+
+def to_markdown(memory: Memory) -> str:
+    """The memory as a markdown file with front matter (the mirror's format)."""
+    lines = ["---", f"id: {memory.id}", f"type: {memory.type}",
+             f"tags: [{', '.join(memory.tags)}]",
+             f"createdAt: {format_timestamp(memory.created_at)}",
+             f"updatedAt: {format_timestamp(memory.updated_at)}"]
+    if memory.expires_at is not None:
+        lines.append(f"expiresAt: {format_timestamp(memory.expires_at)}")
+    lines += ["---", "", memory.content, ""]
+    return "\n".join(lines)
+
+
+def page(memory: Memory, offset: int, limit: int) -> MemoryPage:
+    if offset < 0 or not 0 < limit <= MAX_PAGE:
+        raise ValidationError(f"offset must be >= 0 and limit in 1..{MAX_PAGE:,}")
+    text = to_markdown(memory)
+    end = offset + limit
+    return MemoryPage(
+        id=memory.id, content=text[offset:end], offset=offset, total_chars=len(text),
+        next_offset=end if end < len(text) else None,
+    )

@@ -1,0 +1,157 @@
+"""Embeddings in the SQLite backend: stored in their rows, searched in memory.
+
+Each (table, tenant, agent) slice gets a :class:`VectorIndex` built on first use and
+refreshed incrementally from ``vec_seq`` before every search, so other processes'
+writes are seen without reloading everything.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from loci.models import Scope, SearchHit
+from loci.store.base import SearchFilters
+from loci.store.sqlite_rows import KINDS, filter_sql, to_hit
+from loci.store.vector_index import VectorIndex
+
+Vectors = npt.NDArray[np.float32]
+#: Characters of an item's text handed to the embedder (models truncate anyway).
+EMBED_CHARS = 4_000
+_TEXT = {"event": "content", "memory": "content", "document": "path || ' ' || content"}
+
+
+class SQLiteVectors:
+    """Mixed into :class:`SQLiteStore`; uses its ``_query``, ``_write`` and ``_lock``."""
+
+    _lock: threading.RLock
+    _indexes: dict[tuple[str, str, str], VectorIndex]
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        raise NotImplementedError
+
+    def unembedded(
+        self, kind: str, limit: int, scope: Scope | None = None
+    ) -> list[tuple[Scope, str, str]]:
+        k = KINDS[kind]
+        where, params = "", list[Any]()
+        if scope is not None:
+            where, params = " AND tenant = ? AND agent = ?", [scope.tenant, scope.agent]
+        rows = self._query(
+            f"SELECT tenant, agent, {k.public}, substr({_TEXT[kind]}, 1, {EMBED_CHARS}) "
+            f"FROM {k.table} WHERE embedding IS NULL{where} ORDER BY {k.key} LIMIT ?",
+            (*params, limit),
+        )
+        return [(Scope(r[0], r[1]), str(r[2]), r[3]) for r in rows]
+
+    def count_unembedded(self, kind: str) -> int:
+        k = KINDS[kind]
+        return int(self._query(f"SELECT COUNT(*) FROM {k.table} WHERE embedding IS NULL")[0][0])
+
+    def set_embeddings(
+        self, scope: Scope, kind: str, ids: Sequence[str], vectors: Vectors
+    ) -> None:
+        k = KINDS[kind]
+        keys: list[Any] = [int(i) for i in ids] if kind == "event" else list(ids)
+        with self._write() as db:
+            seq = db.execute(
+                f"SELECT COALESCE(MAX(vec_seq), 0) FROM {k.table} "
+                "WHERE tenant = ? AND agent = ? AND vec_seq IS NOT NULL",
+                (scope.tenant, scope.agent),
+            ).fetchone()[0]
+            db.executemany(
+                f"UPDATE {k.table} SET embedding = ?, vec_seq = ? "
+                f"WHERE {k.public} = ? AND tenant = ? AND agent = ?",
+                [
+                    (_blob(vectors[i]), seq + 1 + i, key, scope.tenant, scope.agent)
+                    for i, key in enumerate(keys)
+                ],
+            )
+
+    def clear_embeddings(self) -> None:
+        with self._write() as db:
+            for k in KINDS.values():
+                db.execute(f"UPDATE {k.table} SET embedding = NULL, vec_seq = NULL "
+                           "WHERE embedding IS NOT NULL")
+        with self._lock:
+            self._indexes.clear()
+
+    def vector_search(
+        self, scope: Scope, kind: str, query: Vectors, *, limit: int, filters: SearchFilters
+    ) -> list[SearchHit]:
+        with self._lock:
+            index = self._fresh_index(scope, kind, int(query.shape[0]))
+            candidates = index.search(query, max(limit * 5, 50))
+            hits = self._hydrate(kind, scope, candidates, filters)
+            if len(hits) < limit and len(index) > len(candidates):
+                # Filters removed too many: score only the rows that pass them.
+                allowed = self._allowed_keys(kind, scope, filters)
+                hits = self._hydrate(kind, scope, index.search(query, limit, allowed), filters)
+        return hits[:limit]
+
+    def _fresh_index(self, scope: Scope, kind: str, dim: int) -> VectorIndex:
+        k = KINDS[kind]
+        slot = (kind, scope.tenant, scope.agent)
+        index = self._indexes.get(slot)
+        if index is None or index.dim != dim:
+            index = self._indexes[slot] = VectorIndex(dim)
+        latest = self._query(
+            f"SELECT MAX(vec_seq) FROM {k.table} "
+            "WHERE tenant = ? AND agent = ? AND vec_seq IS NOT NULL",
+            (scope.tenant, scope.agent),
+        )[0][0]
+        if latest is not None and latest > index.max_seq:
+            index.update(self._vector_rows(k.table, k.key, scope, index.max_seq))
+        return index
+
+    def _vector_rows(
+        self, table: str, key: str, scope: Scope, after: int
+    ) -> Iterator[tuple[int, bytes, int]]:
+        rows = self._query(
+            f"SELECT {key}, embedding, vec_seq FROM {table} "
+            "WHERE tenant = ? AND agent = ? AND vec_seq > ?",
+            (scope.tenant, scope.agent, after),
+        )
+        return ((r[0], r[1], r[2]) for r in rows)
+
+    def _hydrate(
+        self, kind: str, scope: Scope, candidates: list[tuple[int, float]],
+        filters: SearchFilters,
+    ) -> list[SearchHit]:
+        scored = {key: score for key, score in candidates if score > 0}
+        if not scored:
+            return []
+        k = KINDS[kind]
+        where, params = filter_sql(kind, filters)
+        marks = ", ".join("?" * len(scored))
+        rows = self._query(
+            f"SELECT {k.hit_columns}, {k.alias}.{k.key} FROM {k.table} {k.alias} "
+            f"WHERE {k.alias}.{k.key} IN ({marks}) AND {k.alias}.tenant = ? "
+            f"AND {k.alias}.agent = ?{where}",
+            (*scored, scope.tenant, scope.agent, *params),
+        )
+        hits = [to_hit(kind, r[:-1], min(1.0, scored[r[-1]])) for r in rows]
+        return sorted(hits, key=lambda h: h.score, reverse=True)
+
+    def _allowed_keys(self, kind: str, scope: Scope, filters: SearchFilters) -> list[int]:
+        k = KINDS[kind]
+        where, params = filter_sql(kind, filters)
+        rows = self._query(
+            f"SELECT {k.alias}.{k.key} FROM {k.table} {k.alias} WHERE {k.alias}.tenant = ? "
+            f"AND {k.alias}.agent = ? AND {k.alias}.vec_seq IS NOT NULL{where}",
+            (scope.tenant, scope.agent, *params),
+        )
+        return [r[0] for r in rows]
+
+
+def _blob(vector: Vectors) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
