@@ -3,8 +3,8 @@
 Usage: python benchmarks/foundation.py [--events 100000] [--json]
 
 Each figure is measured next to a baseline in the same run (raw sqlite3 inserts into a
-table and its FTS5 index; a bare FTS5 query), because this machine is shared and noisy: the ratio is the
-figure to watch.
+table and its FTS5 index; a bare FTS5 query), because this machine is shared and noisy:
+the ratio is the figure to watch.
 """
 
 from __future__ import annotations

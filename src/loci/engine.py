@@ -17,9 +17,9 @@ from typing import Any
 from loci.context.compiled import CompiledContext
 from loci.context.compiler import Budgets, CompileRequest, ContextCompiler
 from loci.context.workspace import Workspace
+from loci.embeddings import make_embedder
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import dump_jsonl, new_event, parse_jsonl
-from loci.embeddings import make_embedder
 from loci.indexing import Indexer
 from loci.memory.tools import MemoryPage, MemorySummary, page, to_summary
 from loci.memory.types import check_type, expiry_for, new_memory_id

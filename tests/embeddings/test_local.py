@@ -18,7 +18,6 @@ import pytest
 from loci.embeddings import Embedder, LocalEmbedder, embed_one, make_embedder
 from loci.errors import ConfigError
 
-
 REFERENCE: list[dict[str, Any]] = json.loads(
     Path(__file__).with_name("minilm_fp32_reference.json").read_text(encoding="utf-8")
 )
