@@ -29,7 +29,9 @@ from loci.tokens import heuristic_count, token_counter
 
 def bench_append(tmp: Path, total: int, rng: random.Random) -> dict[str, float]:
     texts = [sentence(rng) for _ in range(total)]
-    with Loci(load_settings(store=f"sqlite:///{tmp / 'append.db'}", home=tmp)) as loci:
+    settings = load_settings(store=f"sqlite:///{tmp / 'append.db'}", home=tmp,
+                             embedding_provider="none")  # the log and FTS5 alone
+    with Loci(settings) as loci:
         start = time.perf_counter()
         for i in range(0, 2000):
             loci.add(f"single-{i % 10}", "user", texts[i])
@@ -76,7 +78,8 @@ def bench_tokens(rng: random.Random) -> dict[str, float]:
 
 
 def bench_search(tmp: Path, total: int, rng: random.Random) -> dict[str, float]:
-    settings = load_settings(store=f"sqlite:///{tmp / 'search.db'}", home=tmp)
+    settings = load_settings(store=f"sqlite:///{tmp / 'search.db'}", home=tmp,
+                             embedding_provider="none")  # keyword search alone
     with Loci(settings) as loci:
         now = datetime.now(UTC)
         for i in range(0, total, 1000):

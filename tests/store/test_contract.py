@@ -210,3 +210,31 @@ def test_data_survives_reopen_and_meta(store_url: str) -> None:
     assert second.get_meta("embedding_model") == "hash-384"
     assert second.get_meta("missing") is None
     second.close()
+
+
+def test_put_memories_in_bulk_with_vectors(store: Store) -> None:
+    import numpy as np
+
+    batch = [mem(f"b{i}", f"bulk fact number {i}") for i in range(1200)]
+    vectors = np.eye(1200, 8, dtype=np.float32)
+    vectors[:, 0] += 0.01
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store.put_memories(ALICE, batch, vectors)
+    assert len(store.list_memories(ALICE)) == 1200
+    assert store.unembedded("memory", 10, ALICE) == []
+    hits = store.vector_search(ALICE, "memory", vectors[3], limit=1, filters=SearchFilters())
+    assert hits[0].id == "b3" and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert store.vector_search(BOB, "memory", vectors[3], limit=1, filters=SearchFilters()) == []
+    with pytest.raises(Exception, match="taken"):
+        store.put_memories(BOB, [mem("fresh", "x"), mem("b7", "stolen")])
+    assert store.get_memory(BOB, "fresh") is None  # the whole batch was refused
+
+
+def test_changed_content_needs_a_new_vector(store: Store) -> None:
+    import numpy as np
+
+    store.put_memories(ALICE, [mem("m", "first text")], np.ones((1, 4), dtype=np.float32) / 2)
+    store.put_memory(ALICE, mem("m", "first text", tags=("same-content",)))
+    assert store.unembedded("memory", 10) == []
+    store.put_memory(ALICE, mem("m", "second text"))
+    assert store.unembedded("memory", 10) == [(ALICE, "m", "second text")]

@@ -129,6 +129,13 @@ class Store(ABC):
         """Insert the memory, or replace the one with the same id in this scope."""
 
     @abstractmethod
+    def put_memories(
+        self, scope: Scope, memories: Sequence[Memory], vectors: Vectors | None = None
+    ) -> None:
+        """``put_memory`` for many in one transaction, optionally with precomputed
+        vectors (one row per memory, made by the store's recorded model)."""
+
+    @abstractmethod
     def get_memory(self, scope: Scope, memory_id: str) -> Memory | None: ...
 
     @abstractmethod

@@ -29,7 +29,7 @@ from loci.models import (
     StateItem,
 )
 from loci.search import bm25_to_score, fts_query
-from loci.store.base import NO_FILTERS, NewCompaction, SearchFilters, Store
+from loci.store.base import NO_FILTERS, NewCompaction, SearchFilters, Store, Vectors
 from loci.store.codec import dump_json, dump_tags, from_micros, to_micros
 from loci.store.sqlite_rows import (
     COMPACTION_COLUMNS,
@@ -243,20 +243,31 @@ class SQLiteStore(SQLiteVectors, Store):
 
     # -- memories -----------------------------------------------------------------
     def put_memory(self, scope: Scope, memory: Memory) -> None:
-        row = (
-            memory.id, scope.tenant, scope.agent, memory.type, memory.content,
-            dump_tags(memory.tags), to_micros(memory.created_at),
-            to_micros(memory.updated_at),
-            None if memory.expires_at is None else to_micros(memory.expires_at),
-            memory.source, dump_json(memory.metadata),
-        )
+        self.put_memories(scope, [memory])
+
+    def put_memories(
+        self, scope: Scope, memories: Sequence[Memory], vectors: Vectors | None = None
+    ) -> None:
+        rows = [
+            (
+                m.id, scope.tenant, scope.agent, m.type, m.content, dump_tags(m.tags),
+                to_micros(m.created_at), to_micros(m.updated_at),
+                None if m.expires_at is None else to_micros(m.expires_at),
+                m.source, dump_json(m.metadata),
+            )
+            for m in memories
+        ]
         with self._write() as db:
-            owner = db.execute(
-                "SELECT tenant, agent FROM memories WHERE id = ?", (memory.id,)
-            ).fetchone()
-            if owner is not None and tuple(owner) != (scope.tenant, scope.agent):
-                raise StoreError(f"memory id {memory.id} is taken")
-            db.execute(
+            for start in range(0, len(rows), 500):
+                ids = [r[0] for r in rows[start : start + 500]]
+                taken = db.execute(
+                    f"SELECT id FROM memories WHERE id IN ({', '.join('?' * len(ids))}) "
+                    "AND (tenant != ? OR agent != ?) LIMIT 1",
+                    (*ids, scope.tenant, scope.agent),
+                ).fetchone()
+                if taken is not None:
+                    raise StoreError(f"memory id {taken[0]} is taken")
+            db.executemany(
                 "INSERT INTO memories (id, tenant, agent, type, content, tags, created, "
                 "updated, expires, source, metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
                 "ON CONFLICT (id) DO UPDATE SET type = excluded.type, "
@@ -265,8 +276,10 @@ class SQLiteStore(SQLiteVectors, Store):
                 "created = excluded.created, updated = excluded.updated, "
                 "expires = excluded.expires, source = excluded.source, "
                 "metadata = excluded.metadata",
-                row,
+                rows,
             )
+        if vectors is not None:
+            self.set_embeddings(scope, "memory", [m.id for m in memories], vectors)
 
     def get_memory(self, scope: Scope, memory_id: str) -> Memory | None:
         rows = self._query(

@@ -48,14 +48,19 @@ class SQLiteVectors:
             where, params = " AND tenant = ? AND agent = ?", [scope.tenant, scope.agent]
         rows = self._query(
             f"SELECT tenant, agent, {k.public}, substr({_TEXT[kind]}, 1, {EMBED_CHARS}) "
-            f"FROM {k.table} WHERE embedding IS NULL{where} ORDER BY {k.key} LIMIT ?",
+            # The partial index holds only unembedded rows; without INDEXED BY the planner
+            # prefers the scope index and reads every row of the scope.
+            f"FROM {k.table} INDEXED BY {k.table}_unembedded WHERE embedding IS NULL{where} "
+            f"ORDER BY {k.key} LIMIT ?",
             (*params, limit),
         )
         return [(Scope(r[0], r[1]), str(r[2]), r[3]) for r in rows]
 
     def count_unembedded(self, kind: str) -> int:
         k = KINDS[kind]
-        return int(self._query(f"SELECT COUNT(*) FROM {k.table} WHERE embedding IS NULL")[0][0])
+        return int(self._query(
+            f"SELECT COUNT(*) FROM {k.table} INDEXED BY {k.table}_unembedded "
+            "WHERE embedding IS NULL")[0][0])
 
     def set_embeddings(
         self, scope: Scope, kind: str, ids: Sequence[str], vectors: Vectors
@@ -92,7 +97,8 @@ class SQLiteVectors:
             index = self._fresh_index(scope, kind, int(query.shape[0]))
             candidates = index.search(query, max(limit * 5, 50))
             hits = self._hydrate(kind, scope, candidates, filters)
-            if len(hits) < limit and len(index) > len(candidates):
+            relevant = sum(1 for _, score in candidates if score > 0)
+            if len(hits) < min(limit, relevant) and len(index) > len(candidates):
                 # Filters removed too many: score only the rows that pass them.
                 allowed = self._allowed_keys(kind, scope, filters)
                 hits = self._hydrate(kind, scope, index.search(query, limit, allowed), filters)
@@ -134,7 +140,8 @@ class SQLiteVectors:
         where, params = filter_sql(kind, filters)
         marks = ", ".join("?" * len(scored))
         rows = self._query(
-            f"SELECT {k.hit_columns}, {k.alias}.{k.key} FROM {k.table} {k.alias} "
+            # NOT INDEXED: look rows up by key, never by scanning the scope's index.
+            f"SELECT {k.hit_columns}, {k.alias}.{k.key} FROM {k.table} {k.alias} NOT INDEXED "
             f"WHERE {k.alias}.{k.key} IN ({marks}) AND {k.alias}.tenant = ? "
             f"AND {k.alias}.agent = ?{where}",
             (*scored, scope.tenant, scope.agent, *params),

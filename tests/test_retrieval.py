@@ -1,0 +1,114 @@
+"""Hybrid retrieval through the facade: filters, scoping, hostile input, model changes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from loci import EmbeddingMismatchError, Loci, SearchFilters, ValidationError, load_settings
+from tests.conftest import FakeClock
+
+
+def open_loci(home: Path, clock: FakeClock, **settings: object) -> Loci:
+    return Loci(load_settings(store=f"sqlite:///{home / 'r.db'}", **settings), clock=clock)
+
+
+def test_vectors_find_what_keywords_miss(home: Path, clock: FakeClock) -> None:
+    with open_loci(home, clock, embedding_provider="local") as loci:
+        loci.remember("The user adopted a kitten named Miso last spring", type="sticky")
+        loci.remember("Quarterly revenue grew by four percent", type="project_context")
+        results = loci.memory_search("does the user have any pets?", limit=2)
+        assert results[0].summary.startswith("The user adopted a kitten")
+        assert all(0 < r.relevance <= results[0].relevance <= 1 for r in results)
+
+
+def test_keyword_only_when_embeddings_are_off(home: Path, clock: FakeClock) -> None:
+    with open_loci(home, clock, embedding_provider="none") as loci:
+        loci.remember("Lisbon is where the user lives")
+        assert [r.summary for r in loci.memory_search("lisbon")] == [
+            "Lisbon is where the user lives"]
+        assert loci.memory_search("pets") == []
+        with pytest.raises(ValidationError):
+            loci.reindex()
+
+
+def test_filters(loci: Loci, clock: FakeClock) -> None:
+    old = loci.remember("coffee order: flat white", type="user_preference", tags=["drinks"])
+    clock.advance(days=2)
+    new = loci.remember("coffee beans from Ethiopia", type="project_context", tags=["shop"])
+    ids = lambda **kw: {r.id for r in loci.memory_search("coffee", 10, SearchFilters(**kw))}  # noqa: E731
+    assert ids() == {old.id, new.id}
+    assert ids(types=("user_preference",)) == {old.id}
+    assert ids(tags=("shop",)) == {new.id}
+    assert ids(since=clock.now - timedelta(days=1)) == {new.id}
+    assert ids(until=clock.now - timedelta(days=1)) == {old.id}
+
+
+def test_conversation_search_by_session_and_archived(loci: Loci) -> None:
+    first = loci.add("a", "user", "the deploy failed on friday")
+    loci.add("b", "user", "the deploy worked on monday")
+    assert {h.session for h in loci.search_conversation("deploy")} == {"a", "b"}
+    assert {h.session for h in loci.search_conversation("deploy", session="b")} == {"b"}
+    loci.store.set_archived(loci.scope, "a", [first.id])
+    assert first.id in {int(h.id) for h in loci.search_conversation("deploy failed")}
+
+
+def test_tenants_never_see_each_others_hits(loci: Loci) -> None:
+    bob = loci.for_scope(user="bob")
+    other_agent = loci.for_scope(agent="other")
+    loci.remember("alice's secret project codename is Bluebird", type="sticky")
+    loci.add("s", "user", "alice's secret project codename is Bluebird")
+    bob.remember("bob likes trains")
+    for view in (bob, other_agent):
+        assert all("Bluebird" not in r.summary for r in view.memory_search("secret codename"))
+        assert view.search_conversation("secret codename Bluebird") == []
+
+
+@pytest.mark.parametrize("query", ['"foo AND (', "NEAR(", "*", "   ", "🙂", "x" * 20_000,
+                                   "'; DROP TABLE memories; --"])
+def test_hostile_queries(loci: Loci, query: str) -> None:
+    loci.remember("foo and bar near the start")
+    loci.memory_search(query)
+    loci.search_conversation(query)
+    assert len(loci.memories()) == 1
+
+
+def test_empty_store(loci: Loci) -> None:
+    assert loci.memory_search("anything") == []
+    assert loci.search_conversation("anything") == []
+
+
+def test_model_change_is_a_clear_error_until_reindex(home: Path, clock: FakeClock) -> None:
+    with open_loci(home, clock, embedding_provider="hash") as loci:
+        loci.remember("the user lives in Lisbon")
+        loci.add("s", "user", "I moved to Lisbon")
+    with open_loci(home, clock, embedding_provider="local") as loci:
+        loci.remember("written while the model differs: stored, embedded later")
+        with pytest.raises(EmbeddingMismatchError, match="loci reindex"):
+            loci.memory_search("where does the user live")
+        seen: list[tuple[int, int]] = []
+        assert loci.reindex(lambda done, total: seen.append((done, total))) == 3
+        assert seen[-1] == (3, 3)
+        top = loci.memory_search("where does the user live", limit=1)
+        assert top[0].summary == "the user lives in Lisbon"
+        assert loci.search_conversation("moved")[0].text == "I moved to Lisbon"
+
+
+def test_memory_tools_round_trip(loci: Loci) -> None:
+    written = loci.memory_write("user_preference", ["ui"], "User prefers dark mode " * 100)
+    found = loci.memory_search("dark mode")
+    assert found[0].id == written.id and found[0].type == "user_preference"
+    assert found[0].summary.endswith("…") and len(found[0].summary) <= 200
+    first = loci.memory_read(written.id, offset=0, limit=500)
+    assert first.content.startswith(f"---\nid: {written.id}\ntype: user_preference\n")
+    rest = loci.memory_read(written.id, offset=first.next_offset or 0, limit=100_000)
+    assert rest.next_offset is None
+    assert (first.content + rest.content).count("User prefers dark mode") == 100
+    updated = loci.memory_write("sticky", ["ui"], "User prefers light mode", id=written.id)
+    assert updated.id == written.id and updated.created_at == written.created_at
+    assert loci.memory(written.id).content == "User prefers light mode"
+    assert loci.memory_search("light mode")[0].id == written.id
+    with pytest.raises(ValidationError):
+        loci.memory_read(written.id, offset=-1)
