@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -21,9 +21,14 @@ from loci.embeddings import make_embedder
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import dump_jsonl, new_event, parse_jsonl
 from loci.indexing import Indexer
+from loci.memory.mirror import Mirror
+from loci.memory.service import MemoryService, SaveResult
+from loci.memory.sync import SyncReport
+from loci.memory.sync import sync as sync_mirror
+from loci.memory.tags import parse_reply
 from loci.memory.tools import MemoryPage, MemorySummary, page, to_summary
-from loci.memory.types import check_type, expiry_for, new_memory_id
-from loci.models import Event, Memory, Scope, SearchHit, SessionInfo, StateItem
+from loci.memory.types import check_type
+from loci.models import Event, Memory, MemoryVersion, Scope, SearchHit, SessionInfo, StateItem
 from loci.search.fusion import FusionConfig
 from loci.search.retriever import Retriever
 from loci.settings import Settings, load_settings
@@ -32,7 +37,6 @@ from loci.timeutil import Clock, utc_now
 from loci.tokens import TokenCounter, context_window, token_counter
 
 _NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
-MAX_MEMORY_CHARS = 100_000
 
 
 def check_name(kind: str, value: str) -> str:
@@ -40,6 +44,15 @@ def check_name(kind: str, value: str) -> str:
     if not isinstance(value, str) or not _NAME.match(value) or not value.strip():
         raise ValidationError(f"invalid {kind} {value!r}: use 1-200 printable characters")
     return value
+
+
+@dataclass(frozen=True)
+class ReplyResult:
+    """An assistant reply with its tags applied: what the user sees, and what was saved."""
+
+    clean: str
+    saved: list[SaveResult]
+    state: list[StateItem]
 
 
 class Loci:
@@ -69,6 +82,11 @@ class Loci:
         self.counter: TokenCounter = token_counter(self.settings.model, self.settings.tokenizer)
         self.indexer = indexer or _make_indexer(self.settings, self.store)
         self.retriever = Retriever(self.store, self.indexer, _fusion(self.settings))
+        mirror_root = self.settings.workspace or self.settings.home
+        self.memories_service = MemoryService(
+            self.store, self.scope, self.indexer, clock, self.settings.memory_types,
+            Mirror(mirror_root, self.scope) if self.settings.memory_mirror else None,
+        )
 
     @classmethod
     def open(cls, *, clock: Clock = utc_now, **settings: Any) -> Loci:
@@ -139,41 +157,62 @@ class Loci:
     # -- memories -----------------------------------------------------------------
     def remember(
         self, content: str, type: str = "project_context", tags: Sequence[str] = (),
-        source: str | None = None,
+        source: str | None = None, *, dedupe: bool = True,
     ) -> Memory:
-        """Store a typed fact; its expiry follows from its type."""
-        content = content.strip()
-        if not content:
-            raise ValidationError("a memory needs some text")
-        if len(content) > MAX_MEMORY_CHARS:
-            raise ValidationError(f"a memory is limited to {MAX_MEMORY_CHARS:,} characters")
-        memory_type = check_type(type)
-        now = self.clock()
-        memory = Memory(
-            id=new_memory_id(), type=memory_type, content=content,
-            tags=tuple(dict.fromkeys(t.strip() for t in tags if t.strip())),
-            created_at=now, updated_at=now,
-            expires_at=expiry_for(memory_type, now, self.settings.memory_types),
-            source=source,
-        )
-        self.store.put_memory(self.scope, memory)
-        self._embed_pending("memory")
-        return memory
+        """Store a typed fact; its expiry follows from its type. The same fact stored
+        again refreshes it; a changed version supersedes it (see ``memory_history``)."""
+        return self.memories_service.save(content, type, tags, source, dedupe=dedupe).memory
 
-    def memories(self, type: str | None = None, *, include_expired: bool = False) -> list[Memory]:
+    def memories(
+        self, type: str | None = None, *, include_expired: bool = False,
+        expired_only: bool = False,
+    ) -> list[Memory]:
+        """Memories newest first; expired ones only when asked for."""
         types = (check_type(type),) if type else ()
-        now = None if include_expired else self.clock()
-        return self.store.list_memories(self.scope, types=types, now=now)
+        now = None if include_expired and not expired_only else self.clock()
+        return self.store.list_memories(self.scope, types=types, now=now,
+                                        expired_only=expired_only)
 
     def memory(self, memory_id: str) -> Memory:
-        memory = self.store.get_memory(self.scope, memory_id)
-        if memory is None:
-            raise NotFoundError(f"no memory {memory_id!r}")
-        return memory
+        return self.memories_service.get(memory_id)
+
+    def memory_history(self, memory_id: str) -> list[MemoryVersion]:
+        """Earlier versions of a memory, oldest first."""
+        return self.memories_service.history(memory_id)
 
     def forget(self, memory_id: str) -> None:
-        if not self.store.delete_memory(self.scope, memory_id):
-            raise NotFoundError(f"no memory {memory_id!r}")
+        """Hard-delete a memory, its history and its markdown file."""
+        self.memories_service.forget(memory_id)
+
+    def purge_expired(self) -> int:
+        """Hard-delete expired memories; returns how many."""
+        return self.memories_service.purge_expired()
+
+    def sync(self) -> SyncReport:
+        """Apply edits of the markdown mirror to the store (see ``loci.memory.sync``)."""
+        mirror = self.memories_service.mirror
+        if mirror is None:
+            raise ValidationError("the markdown mirror is off (memory_mirror = false)")
+        return sync_mirror(self.memories_service, mirror)
+
+    def apply_reply(self, text: str, source: str | None = None) -> ReplyResult:
+        """Save the [MEMORY:type] and [STATE:key] tags of an assistant reply and return
+        the reply without them, as the user should see it."""
+        parsed = parse_reply(text)
+        saved = [self.memories_service.save(tag.body, tag.key, source=source)
+                 for tag in parsed.memories]
+        states = [self.state_set(tag.key, tag.body) for tag in parsed.states]
+        return ReplyResult(parsed.clean, saved, states)
+
+    def add_reply(self, session: str, text: str, **metadata: Any) -> tuple[Event, ReplyResult]:
+        """Append an assistant reply to the log with its tags saved and stripped; the
+        raw reply stays in the event's metadata, so nothing is lost."""
+        check_name("session", session)
+        result = self.apply_reply(text, source=f"session:{session}")
+        if result.clean != text:
+            metadata = {**metadata, "raw": text}
+        event = self.add(session, "assistant", result.clean, **metadata)
+        return event, result
 
     def search(
         self, query: str, limit: int = 10, *, kinds: Sequence[str] = ("memory",),
@@ -204,16 +243,11 @@ class Loci:
     def memory_write(
         self, type: str, tags: Sequence[str], content: str, id: str | None = None
     ) -> Memory:
-        """seeds/002 ``memory_write``: create, or update the memory ``id``."""
+        """seeds/002 ``memory_write``: create, or update the memory ``id`` (its old
+        version stays in its history)."""
         if id is None:
             return self.remember(content, type=type, tags=tags)
-        old = self.memory(id)
-        fresh = self.remember(content, type=type, tags=tags)
-        self.store.delete_memory(self.scope, fresh.id)
-        updated = replace(fresh, id=old.id, created_at=old.created_at, source=old.source)
-        self.store.put_memory(self.scope, updated)
-        self._embed_pending("memory")
-        return updated
+        return self.memories_service.update(id, content, type, tags).memory
 
     def search_conversation(
         self, query: str, session: str | None = None, limit: int = 10

@@ -130,3 +130,12 @@ class Indexer:
     def _record_model(self) -> None:
         self.store.set_meta(META_MODEL, self.embedder.name)
         self.store.set_meta(META_DIM, str(self.embedder.dim))
+
+    def vectors_for(self, texts: list[str]) -> Vectors | None:
+        """Vectors for items about to be written, or None when the store was indexed
+        with another model (the items then wait for ``loci reindex``)."""
+        if not self.matches():
+            return None
+        if self.recorded_model()[0] is None:
+            self._record_model()
+        return self._embed(texts)

@@ -97,6 +97,22 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class MemoryVersion:
+    """An earlier version of a memory, kept when it was superseded or refreshed."""
+
+    memory_id: str
+    version: int
+    type: str
+    content: str
+    tags: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+    superseded_at: datetime
+    reason: str
+
+
+@dataclass(frozen=True)
 class StateItem:
     """A key/value pair, overwritten in place."""
 

@@ -43,6 +43,8 @@ class Settings:
     models: dict[str, int] = field(default_factory=dict)
     #: Custom memory types, name → TTL in days (0 = never expires).
     memory_types: dict[str, int] = field(default_factory=dict)
+    #: Mirror every memory to ``memory/{id}.md`` in the workspace (or $LOCI_HOME).
+    memory_mirror: bool = True
     #: "local" (bundled MiniLM, offline), "openai" (any compatible API), "hash", "none".
     embedding_provider: str = "local"
     embedding_model: str = ""
@@ -137,6 +139,8 @@ def _coerce(key: str, value: Any, origin: str) -> Any:
     try:
         if kind == "int":
             return int(value)
+        if kind == "bool":
+            return _boolean(value)
         if kind == "float":
             number = float(value)
             if key == "context_target" and not 0 < number <= 1:
@@ -151,3 +155,14 @@ def _coerce(key: str, value: Any, origin: str) -> Any:
         return str(value)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{origin}: setting {key!r} = {value!r}: {exc}") from exc
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be true or false")

@@ -81,7 +81,7 @@ def test_explain_lists_every_layer(loci: Loci) -> None:
 
 def test_dynamic_budget_drops_old_memories_first(loci: Loci, clock: FakeClock) -> None:
     for i in range(400):
-        loci.remember(f"fact number {i} " + "detail " * 10, type="project_context")
+        loci.remember(f"fact number {i} " + "detail " * 10, type="project_context", dedupe=False)
         clock.advance(seconds=1)
     compiled = loci.compile(None, "hi")
     layer = next(layer for layer in compiled.layers if layer.name == "memories")

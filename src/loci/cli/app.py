@@ -82,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     from loci.cli import commands  # noqa: F401  (registers the commands)
 
     try:
-        cli.main(args=argv, prog_name="loci", standalone_mode=False)
+        # Outside standalone mode click returns the exit code of click.exceptions.Exit.
+        code = cli.main(args=argv, prog_name="loci", standalone_mode=False)
+        if isinstance(code, int):
+            return code
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.UsageError as exc:

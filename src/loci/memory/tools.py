@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from loci.errors import ValidationError
+from loci.memory.markdown import render
 from loci.models import Memory, SearchHit
-from loci.timeutil import format_timestamp
 
 SUMMARY_CHARS = 200
 MAX_PAGE = 100_000
@@ -50,22 +50,10 @@ def to_summary(hit: SearchHit) -> MemorySummary:
     )
 
 
-def to_markdown(memory: Memory) -> str:
-    """The memory as a markdown file with front matter (the mirror's format)."""
-    lines = ["---", f"id: {memory.id}", f"type: {memory.type}",
-             f"tags: [{', '.join(memory.tags)}]",
-             f"createdAt: {format_timestamp(memory.created_at)}",
-             f"updatedAt: {format_timestamp(memory.updated_at)}"]
-    if memory.expires_at is not None:
-        lines.append(f"expiresAt: {format_timestamp(memory.expires_at)}")
-    lines += ["---", "", memory.content, ""]
-    return "\n".join(lines)
-
-
 def page(memory: Memory, offset: int, limit: int) -> MemoryPage:
     if offset < 0 or not 0 < limit <= MAX_PAGE:
         raise ValidationError(f"offset must be >= 0 and limit in 1..{MAX_PAGE:,}")
-    text = to_markdown(memory)
+    text = render(memory)
     end = offset + limit
     return MemoryPage(
         id=memory.id, content=text[offset:end], offset=offset, total_chars=len(text),

@@ -22,6 +22,7 @@ from loci.models import (
     Document,
     Event,
     Memory,
+    MemoryVersion,
     NewEvent,
     Scope,
     SearchHit,
@@ -152,7 +153,21 @@ class Store(ABC):
         ``expired_only``, only they are returned)."""
 
     @abstractmethod
-    def delete_memory(self, scope: Scope, memory_id: str) -> bool: ...
+    def delete_memory(self, scope: Scope, memory_id: str) -> bool:
+        """Hard-delete a memory and its history (an explicit forget)."""
+
+    @abstractmethod
+    def supersede_memory(self, scope: Scope, memory: Memory, reason: str, now: datetime) -> int:
+        """Atomically keep the stored version of ``memory.id`` in its history and
+        replace it with ``memory``; returns the number of the archived version."""
+
+    @abstractmethod
+    def memory_history(self, scope: Scope, memory_id: str) -> list[MemoryVersion]:
+        """Earlier versions of a memory, oldest first."""
+
+    @abstractmethod
+    def purge_expired(self, scope: Scope, now: datetime) -> int:
+        """Hard-delete memories expired at ``now`` (and their history); returns how many."""
 
     @abstractmethod
     def search_memories(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from loci.models import Document, Event, Memory, SearchHit, StateItem
+from loci.models import Document, Event, Memory, MemoryVersion, SearchHit, StateItem
 from loci.store.base import SearchFilters
 from loci.store.codec import from_micros, load_json, load_tags, to_micros
 
@@ -136,4 +136,13 @@ def to_document(r: tuple[Any, ...]) -> Document:
         path=r[0], content=r[1], tags=load_tags(r[2]), version=r[3],
         created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
         metadata=load_json(r[6]) or {},
+    )
+
+
+def to_version(r: tuple[Any, ...]) -> MemoryVersion:
+    return MemoryVersion(
+        memory_id=r[0], version=r[1], type=r[2], content=r[3], tags=load_tags(r[4]),
+        created_at=from_micros(r[5]), updated_at=from_micros(r[6]),
+        expires_at=None if r[7] is None else from_micros(r[7]),
+        superseded_at=from_micros(r[8]), reason=r[9],
     )

@@ -169,12 +169,31 @@ def _v2_embeddings(db: sqlite3.Connection) -> None:
     )
 
 
+def _v3_memory_history(db: sqlite3.Connection) -> None:
+    """Superseded versions of memories: updates never lose the old text."""
+    run_script(
+        db,
+        """
+        CREATE TABLE memory_versions (
+            memory_id TEXT NOT NULL, tenant TEXT NOT NULL, agent TEXT NOT NULL,
+            version INTEGER NOT NULL, type TEXT NOT NULL, content TEXT NOT NULL,
+            tags TEXT NOT NULL, created INTEGER NOT NULL, updated INTEGER NOT NULL,
+            expires INTEGER, source TEXT, superseded INTEGER NOT NULL, reason TEXT NOT NULL,
+            PRIMARY KEY (memory_id, version)
+        );
+        CREATE INDEX memories_by_expiry ON memories (tenant, agent, expires)
+            WHERE expires IS NOT NULL;
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 #: Version → (name, function). Append only.
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
     2: ("embeddings in rows", _v2_embeddings),
+    3: ("memory history", _v3_memory_history),
 }
 
 

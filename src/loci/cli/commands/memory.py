@@ -38,18 +38,71 @@ def remember(loci: Loci, text: str, memory_type: str, tags: str | None, as_json:
 @cli.command()
 @click.option("--type", "memory_type", help="Only this type.")
 @click.option("--all", "include_expired", is_flag=True, help="Include expired memories.")
+@click.option("--expired", is_flag=True, help="Only expired memories (kept until purged).")
 @json_option
 @scoped
-def memories(loci: Loci, memory_type: str | None, include_expired: bool, as_json: bool) -> None:
-    """List memories, newest first."""
-    items = loci.memories(memory_type, include_expired=include_expired)
+def memories(
+    loci: Loci, memory_type: str | None, include_expired: bool, expired: bool, as_json: bool
+) -> None:
+    """List memories, newest first (sticky ones starred)."""
+    items = loci.memories(memory_type, include_expired=include_expired, expired_only=expired)
     if as_json:
         print_json(items)
         return
     for m in items:
         star = "★ " if m.type == "sticky" else ""
         tags = f" [{', '.join(m.tags)}]" if m.tags else ""
-        click.echo(f"{star}{m.id} {m.type}{tags}: {one_line(m.content)}")
+        expires = f" (expires {format_timestamp(m.expires_at)})" if m.expires_at else ""
+        click.echo(f"{star}{m.id} {m.type}{tags}{expires}: {one_line(m.content)}")
+
+
+@cli.command()
+@click.option("--expired", is_flag=True, required=True, help="Delete expired memories.")
+@scoped
+def purge(loci: Loci, expired: bool) -> None:
+    """Hard-delete expired memories (nothing else is ever purged)."""
+    click.echo(f"purged {loci.purge_expired()} expired memories")
+
+
+@cli.group()
+def memory() -> None:
+    """One memory: its history."""
+
+
+@memory.command(name="history")
+@click.argument("memory_id")
+@json_option
+@scoped
+def memory_history(loci: Loci, memory_id: str, as_json: bool) -> None:
+    """Show MEMORY_ID now and every earlier version."""
+    current = loci.memory(memory_id)
+    versions = loci.memory_history(memory_id)
+    if as_json:
+        print_json({"current": current, "versions": versions})
+        return
+    click.echo(f"now  ({format_timestamp(current.updated_at)}) [{current.type}] "
+               f"{one_line(current.content)}")
+    for v in reversed(versions):
+        click.echo(f"v{v.version:<3} ({format_timestamp(v.updated_at)}, {v.reason}) "
+                   f"[{v.type}] {one_line(v.content)}")
+
+
+@cli.command(name="sync")
+@json_option
+@scoped
+def sync_command(loci: Loci, as_json: bool) -> None:
+    """Apply edits of the markdown mirror (memory/*.md) to the store."""
+    report = loci.sync()
+    if as_json:
+        print_json(report)
+        return
+    click.echo(f"created {len(report.created)}, updated {len(report.updated)}, deleted "
+               f"{len(report.deleted)}, wrote {len(report.written)}, unchanged "
+               f"{report.unchanged}, conflicts {len(report.conflicts)}")
+    for item, why in report.conflicts:
+        click.echo(f"conflict: {item}: {why}")
+    if report.conflicts:
+        raise click.exceptions.Exit(1)
 
 
 @cli.command()

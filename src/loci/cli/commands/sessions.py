@@ -17,15 +17,27 @@ from loci.timeutil import format_timestamp
 @click.argument("session")
 @click.argument("role", type=click.Choice(ROLES), metavar="ROLE")
 @click.argument("text")
+@click.option("--raw", is_flag=True, help="Store assistant text as is, without parsing tags.")
 @json_option
 @scoped
-def add(loci: Loci, session: str, role: str, text: str, as_json: bool) -> None:
-    """Append a message with ROLE (user, assistant, system, tool) to SESSION."""
-    event = loci.add(session, role, text)
-    if as_json:
-        print_json(event)
+def add(loci: Loci, session: str, role: str, text: str, raw: bool, as_json: bool) -> None:
+    """Append a message with ROLE (user, assistant, system, tool) to SESSION.
+
+    An assistant message has its [MEMORY:type] … [/MEMORY] and [STATE:key] … [/STATE]
+    tags saved and stripped (the raw text stays in the event's metadata).
+    """
+    if role == "assistant" and not raw:
+        event, result = loci.add_reply(session, text)
+        saved = [f"{r.action} {r.memory.id} [{r.memory.type}]" for r in result.saved]
+        saved += [f"state {s.key} = {s.value}" for s in result.state]
     else:
-        click.echo(f"added event {event.id} to {session} ({event.tokens} tokens)")
+        event, saved = loci.add(session, role, text), []
+    if as_json:
+        print_json({"event": event, "saved": saved})
+        return
+    click.echo(f"added event {event.id} to {session} ({event.tokens} tokens)")
+    for line in saved:
+        click.echo(f"  {line}")
 
 
 @cli.command()

@@ -1,0 +1,67 @@
+"""Duplicate detection before a memory is saved (seeds/000: word overlap above 70%).
+
+``word_overlap`` is the Jaccard overlap of the two texts' lowercase word sets. Above
+``DUPLICATE_OVERLAP`` a new fact is the same fact as a stored one: identical words
+refresh the stored fact, changed words supersede it (the old text goes to history).
+With embeddings, a cosine of ``NEAR_DUPLICATE_COSINE`` or more also counts as the
+same fact, which catches paraphrases that share few words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from loci.models import Memory
+
+DUPLICATE_OVERLAP = 0.7
+NEAR_DUPLICATE_COSINE = 0.9
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def word_set(text: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORD.findall(text))
+
+
+def word_overlap(a: str, b: str) -> float:
+    """|A ∩ B| / |A ∪ B| of the two texts' word sets (0 when both are empty)."""
+    left, right = word_set(a), word_set(b)
+    union = left | right
+    return len(left & right) / len(union) if union else 0.0
+
+
+@dataclass(frozen=True)
+class Match:
+    """A stored memory that a new fact duplicates, and how."""
+
+    memory: Memory
+    #: "same" (identical words: refresh) or "changed" (supersede).
+    kind: str
+    overlap: float
+
+
+def find_duplicate(
+    content: str,
+    candidates: Mapping[str, str],
+    cosines: Mapping[str, float],
+    load: Callable[[str], Memory],
+) -> Match | None:
+    """The stored duplicate of ``content`` among ``candidates`` (id → text), if any:
+    the one with the highest word overlap above the threshold, or else the nearest
+    embedding at or above the cosine threshold. ``load`` fetches the chosen memory."""
+    words = word_set(content)
+    best_id, best_overlap, best_cosine = None, -1.0, -1.0
+    for memory_id, text in candidates.items():
+        other = word_set(text)
+        union = words | other
+        overlap = len(words & other) / len(union) if union else 0.0
+        cosine = cosines.get(memory_id, 0.0)
+        if overlap <= DUPLICATE_OVERLAP and cosine < NEAR_DUPLICATE_COSINE:
+            continue
+        if (overlap, cosine) > (best_overlap, best_cosine):
+            best_id, best_overlap, best_cosine = memory_id, overlap, cosine
+    if best_id is None:
+        return None
+    kind = "same" if words == word_set(candidates[best_id]) else "changed"
+    return Match(load(best_id), kind, best_overlap)

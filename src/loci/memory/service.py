@@ -1,0 +1,144 @@
+"""Saving facts the way seeds/000 and seeds/002 ask: typed, deduplicated, never lost.
+
+``save`` looks for the same fact among stored ones (keyword candidates scored by word
+overlap, plus vector neighbours when embeddings are on). The same words refresh the
+stored fact's timestamps and TTL; changed words supersede it and keep the old version
+in its history. Everything written is mirrored to markdown when a mirror is set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from loci.errors import NotFoundError, ValidationError
+from loci.indexing import Indexer
+from loci.memory.dedup import Match, find_duplicate
+from loci.memory.mirror import Mirror
+from loci.memory.types import check_type, expiry_for, new_memory_id
+from loci.models import Memory, MemoryVersion, Scope
+from loci.store.base import SearchFilters, Store, Vectors
+from loci.timeutil import Clock
+
+MAX_MEMORY_CHARS = 100_000
+#: How many keyword and vector neighbours are compared with a new fact.
+DEDUP_CANDIDATES = 10
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    """What ``save`` did: "created", "refreshed", "superseded" or "updated"."""
+
+    memory: Memory
+    action: str
+    previous: Memory | None = None
+
+
+class MemoryService:
+    def __init__(
+        self, store: Store, scope: Scope, indexer: Indexer | None, clock: Clock,
+        ttls: Mapping[str, int], mirror: Mirror | None = None,
+    ) -> None:
+        self.store, self.scope, self.indexer = store, scope, indexer
+        self.clock, self.ttls, self.mirror = clock, ttls, mirror
+
+    def save(
+        self, content: str, type: str = "project_context", tags: Sequence[str] = (),
+        source: str | None = None, *, dedupe: bool = True,
+    ) -> SaveResult:
+        content, memory_type, clean_tags = _validate(content, type, tags)
+        now = self.clock()
+        vectors = self.indexer.vectors_for([content]) if self.indexer else None
+        match = self._duplicate(content, memory_type, vectors) if dedupe else None
+        expires = expiry_for(memory_type, now, self.ttls)
+        if match is None:
+            memory = Memory(new_memory_id(), memory_type, content, clean_tags, now, now,
+                            expires, source, {"mirrored": True} if self.mirror else {})
+            self.store.put_memories(self.scope, [memory], vectors)
+            self._mirror(memory, None)
+            return SaveResult(memory, "created")
+        old = match.memory
+        merged = tuple(dict.fromkeys((*old.tags, *clean_tags)))
+        fresh = replace(old, content=content, tags=merged, updated_at=now, expires_at=expires)
+        if match.kind == "same":
+            self.store.put_memory(self.scope, fresh)
+            action = "refreshed"
+        else:
+            self.store.supersede_memory(self.scope, fresh, "superseded by a near-duplicate", now)
+            if vectors is not None:
+                self.store.set_embeddings(self.scope, "memory", [fresh.id], vectors)
+            action = "superseded"
+        self._mirror(fresh, old)
+        return SaveResult(fresh, action, old)
+
+    def update(
+        self, memory_id: str, content: str, type: str, tags: Sequence[str],
+        reason: str = "updated",
+    ) -> SaveResult:
+        """Replace a memory's text, type and tags; the old version goes to history."""
+        content, memory_type, clean_tags = _validate(content, type, tags)
+        old = self.get(memory_id)
+        now = self.clock()
+        fresh = replace(old, content=content, type=memory_type, tags=clean_tags,
+                        updated_at=now, expires_at=expiry_for(memory_type, now, self.ttls))
+        self.store.supersede_memory(self.scope, fresh, reason, now)
+        self._embed_pending()
+        self._mirror(fresh, old)
+        return SaveResult(fresh, "updated", old)
+
+    def get(self, memory_id: str) -> Memory:
+        memory = self.store.get_memory(self.scope, memory_id)
+        if memory is None:
+            raise NotFoundError(f"no memory {memory_id!r}")
+        return memory
+
+    def history(self, memory_id: str) -> list[MemoryVersion]:
+        self.get(memory_id)
+        return self.store.memory_history(self.scope, memory_id)
+
+    def forget(self, memory_id: str) -> None:
+        if not self.store.delete_memory(self.scope, memory_id):
+            raise NotFoundError(f"no memory {memory_id!r}")
+        if self.mirror is not None:
+            self.mirror.remove(memory_id)
+
+    def purge_expired(self) -> int:
+        expired = self.store.list_memories(self.scope, now=self.clock(), expired_only=True)
+        count = self.store.purge_expired(self.scope, self.clock())
+        if self.mirror is not None:
+            for memory in expired:
+                self.mirror.remove(memory.id)
+        return count
+
+    def _duplicate(
+        self, content: str, memory_type: str, vectors: Vectors | None
+    ) -> Match | None:
+        filters = SearchFilters(types=(memory_type,), now=self.clock())
+        hits = self.store.search_memories(self.scope, content, limit=DEDUP_CANDIDATES,
+                                          filters=filters)
+        texts = {h.id: h.text for h in hits}
+        cosines: dict[str, float] = {}
+        if vectors is not None:
+            near = self.store.vector_search(self.scope, "memory", vectors[0],
+                                            limit=DEDUP_CANDIDATES, filters=filters)
+            texts.update((h.id, h.text) for h in near)
+            cosines = {h.id: h.score for h in near}
+        return find_duplicate(content, texts, cosines, self.get)
+
+    def _embed_pending(self) -> None:
+        if self.indexer is not None:
+            self.indexer.embed_pending("memory", self.scope)
+
+    def _mirror(self, memory: Memory, previous: Memory | None) -> None:
+        if self.mirror is not None:
+            self.mirror.write(memory, previous)
+
+
+def _validate(content: str, type: str, tags: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
+    content = content.strip()
+    if not content:
+        raise ValidationError("a memory needs some text")
+    if len(content) > MAX_MEMORY_CHARS:
+        raise ValidationError(f"a memory is limited to {MAX_MEMORY_CHARS:,} characters")
+    clean_tags = tuple(dict.fromkeys(t.strip() for t in tags if t.strip()))
+    return content, check_type(type), clean_tags

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from loci import Loci
+from loci.memory.markdown import parse
+from tests.conftest import FakeClock
+
+
+def mirror_dir(home: Path) -> Path:
+    return home / "memory"
+
+
+def test_writes_are_mirrored_to_markdown(loci: Loci, home: Path) -> None:
+    memory = loci.remember("User prefers dark mode", type="user_preference", tags=["ui"])
+    path = mirror_dir(home) / f"{memory.id}.md"
+    text = path.read_text()
+    assert text.startswith(f"---\nid: {memory.id}\ntype: user_preference\ntags: [ui]\n")
+    assert "expiresAt:" in text and text.endswith("\n\nUser prefers dark mode\n")
+    loci.memory_write("user_preference", ["ui"], "User prefers light mode", id=memory.id)
+    assert parse(path.read_text()).body == "User prefers light mode"
+    loci.forget(memory.id)
+    assert not path.exists()
+
+
+def test_sync_round_trip(loci: Loci, home: Path, clock: FakeClock) -> None:
+    kept = loci.remember("The office is in Lisbon", type="project_context")
+    edited = loci.remember("User drinks tea", type="user_preference")
+    deleted = loci.remember("Temporary fact", type="project_context")
+    files = mirror_dir(home)
+    clock.advance(minutes=5)
+    path = files / f"{edited.id}.md"
+    path.write_text(path.read_text().replace("User drinks tea", "User drinks coffee, black"))
+    (files / f"{deleted.id}.md").unlink()
+    (files / "idea.md").write_text("---\ntype: sticky\ntags: [family]\n---\nUser has two cats\n")
+    report = loci.sync()
+    assert (report.updated, report.deleted, report.conflicts) == ([edited.id], [deleted.id], [])
+    assert report.unchanged == 1 and len(report.created) == 1
+    assert loci.memory(edited.id).content == "User drinks coffee, black"
+    assert loci.memory_history(edited.id)[0].content == "User drinks tea"
+    created = loci.memory(report.created[0])
+    assert (created.type, created.tags, created.content) == ("sticky", ("family",),
+                                                             "User has two cats")
+    assert not (files / "idea.md").exists() and (files / f"{created.id}.md").exists()
+    assert loci.memory(kept.id).content == "The office is in Lisbon"
+    second = loci.sync()
+    assert second.unchanged == 3 and not (second.created or second.updated or second.deleted)
+
+
+def test_both_sides_changed_is_a_conflict(loci: Loci, home: Path, clock: FakeClock) -> None:
+    memory = loci.remember("Standup is at 9am", type="project_context")
+    path = mirror_dir(home) / f"{memory.id}.md"
+    path.write_text(path.read_text().replace("9am", "10am"))  # a human edit, not synced
+    clock.advance(minutes=1)
+    loci.memory_write("project_context", [], "Standup is at 9:30am", id=memory.id)
+    assert "10am" in path.read_text()  # the unsynced human edit was not overwritten
+    report = loci.sync()
+    assert [c[0] for c in report.conflicts] == [memory.id]
+    assert loci.memory(memory.id).content == "Standup is at 9:30am"
+    # Taking the file's version: drop its updatedAt line and sync again.
+    path.write_text("\n".join(line for line in path.read_text().splitlines()
+                              if not line.startswith("updatedAt")) + "\n")
+    assert loci.sync().updated == [memory.id]
+    assert loci.memory(memory.id).content == "Standup is at 10am"
+
+
+def test_sync_cli(home: Path, capsys: object) -> None:
+    from loci.cli.app import main
+
+    assert main(["remember", "Fact one", "--type", "sticky"]) == 0
+    assert main(["sync"]) == 0
+    files = list(mirror_dir(home).glob("*.md"))
+    files[0].write_text("---\nid: [unclosed\n---\nbody\n")
+    assert main(["sync"]) == 1  # an unreadable file is reported as a conflict
