@@ -21,6 +21,7 @@ from loci.embeddings import make_embedder
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import dump_jsonl, new_event, parse_jsonl
 from loci.indexing import Indexer
+from loci.memory.extract import Extractor, RuleExtractor
 from loci.memory.mirror import Mirror
 from loci.memory.service import MemoryService, SaveResult
 from loci.memory.sync import SyncReport
@@ -187,6 +188,23 @@ class Loci:
     def purge_expired(self) -> int:
         """Hard-delete expired memories; returns how many."""
         return self.memories_service.purge_expired()
+
+    def extract_memories(
+        self, events: Sequence[Event], extractor: Extractor | None = None, *, save: bool = True
+    ) -> list[SaveResult]:
+        """Extract lasting facts from ``events`` (offline rules unless an extractor is
+        given) and save them with dedup; with ``save=False`` only propose them."""
+        candidates = (extractor or RuleExtractor()).extract(events)
+        results = []
+        for c in candidates:
+            source = f"event:{c.event_id}" if c.event_id is not None else "extraction"
+            if save:
+                results.append(self.memories_service.save(c.content, c.type, (c.rule,), source))
+            else:
+                now = self.clock()
+                draft = Memory("(unsaved)", c.type, c.content, (c.rule,), now, now, None, source)
+                results.append(SaveResult(draft, "proposed"))
+        return results
 
     def sync(self) -> SyncReport:
         """Apply edits of the markdown mirror to the store (see ``loci.memory.sync``)."""

@@ -98,3 +98,10 @@ def test_text_render_shows_tool_calls(loci: Loci) -> None:
     _turns(loci, 1)
     text = loci.compile("s", "more").to_text()
     assert 'calls lookup({"q":0})' in text and "[tool]" in text
+
+
+def test_memory_md_is_loaded_into_dynamic_context(loci: Loci, tmp_path: Path) -> None:
+    (tmp_path / "MEMORY.md").write_text("- The staging server is flaky on Mondays\n")
+    compiled = loci.compile(None, "hi")
+    assert "# MEMORY.md\n- The staging server is flaky on Mondays" in compiled.dynamic
+    assert any(layer.name == "memory_file" for layer in compiled.layers)

@@ -104,6 +104,14 @@ class ContextCompiler:
         parts = [header]
         used = self.counter.count(header)
         layers.append(LayerReport("date_user", "dynamic", budget, used, ["date and user"]))
+        memory_file = self.workspace.find("MEMORY.md")
+        if memory_file is not None and memory_file.text:
+            layer = LayerReport("memory_file", "dynamic", budget)
+            lines: list[str] = []
+            used = self._add(f"# MEMORY.md\n{memory_file.text}", str(memory_file.path),
+                             layer, lines, budget, used)
+            layers.append(layer)
+            parts.extend(lines)
         memories = self.store.list_memories(request.scope, now=request.now,
                                             limit=RECENT_MEMORIES)
         sticky = sorted((m for m in memories if m.type == "sticky"), key=lambda m: m.created_at)

@@ -17,12 +17,14 @@ from loci.memory.dedup import Match, find_duplicate
 from loci.memory.mirror import Mirror
 from loci.memory.types import check_type, expiry_for, new_memory_id
 from loci.models import Memory, MemoryVersion, Scope
+from loci.search.query import query_terms
 from loci.store.base import SearchFilters, Store, Vectors
 from loci.timeutil import Clock
 
 MAX_MEMORY_CHARS = 100_000
 #: How many keyword and vector neighbours are compared with a new fact.
 DEDUP_CANDIDATES = 10
+DEDUP_QUERY_TERMS = 4
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,10 @@ class MemoryService:
         self, content: str, memory_type: str, vectors: Vectors | None
     ) -> Match | None:
         filters = SearchFilters(types=(memory_type,), now=self.clock())
-        hits = self.store.search_memories(self.scope, content, limit=DEDUP_CANDIDATES,
+        # A fact sharing more than 70% of the words shares the rarest ones; the longest
+        # words are a cheap stand-in for the rarest, and few terms keep the query fast.
+        rare = sorted(query_terms(content), key=len, reverse=True)[:DEDUP_QUERY_TERMS]
+        hits = self.store.search_memories(self.scope, " ".join(rare), limit=DEDUP_CANDIDATES,
                                           filters=filters)
         texts = {h.id: h.text for h in hits}
         cosines: dict[str, float] = {}

@@ -1,0 +1,152 @@
+"""Memory extraction from conversation events (seeds/000 phase 1), used before
+compaction and at the end of a conversation.
+
+Two extractors behind one protocol:
+
+- :class:`RuleExtractor`, offline: sentence patterns for identity, preferences, explicit
+  "remember that…", decisions, project facts and working rules, typed accordingly;
+- :class:`LLMExtractor`: asks a chat model for ``[MEMORY:type]`` tags and parses them.
+
+Neither reads what Loci injected itself: system and summary events, events marked
+``metadata["injected"]``, and lines that carry Loci's own ``[STICKY]``/``[MEMORY]``/
+``[STATE]`` prefixes are skipped, so compiled context is never re-extracted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from loci.llm.base import ChatModel
+from loci.memory.tags import parse_reply
+from loci.models import Event
+
+_INJECTED_LINE = re.compile(r"^\s*\[(STICKY|MEMORY|STATE)\]", re.IGNORECASE)
+_FENCED = re.compile(r"```.*?```|~~~.*?~~~", re.DOTALL)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+MAX_FACT_CHARS = 300
+
+#: (memory type, pattern) in priority order; the first match types a sentence.
+USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
+    (memory_type, name, re.compile(pattern, re.IGNORECASE))
+    for memory_type, name, pattern in (
+        ("sticky", "explicit", r"^(?:please\s+)?(?:remember|don'?t forget|note)\s+(?:that\s+)?\S"),
+        ("sticky", "identity", r"\b(?:my name is|call me|i am|i'm)\s+(?-i:[A-Z])[\w'-]+"),
+        ("sticky", "identity", r"\bi(?:'m| am)\s+(?:an?|the)\s+\w+"),
+        ("sticky", "identity", r"\bi\s+(?:live|work|am based|'m based)\s+(?:in|at|for)\b"),
+        ("sticky", "identity", r"\bmy\s+(?:wife|husband|partner|son|daughter|kids?|dog|cat|"
+                               r"co-?founder|boss|manager|team)\b"),
+        ("user_preference", "preference",
+         r"\bi\s+(?:really\s+)?(?:prefer|like|love|hate|dislike|enjoy|want|need)\b"),
+        ("user_preference", "preference",
+         r"^(?:please\s+)?(?:keep|make|use|answer|reply|respond)\b.*\b(?:short|concise|brief|"
+         r"bullet|detailed|formal|casual|english|language)\b"),
+        ("learned_pattern", "rule", r"^(?:please\s+)?(?:always|never)\s+\w+"),
+        ("project_context", "decision",
+         r"\b(?:we|i)\s+(?:decided|agreed|chose|will go with|'ll go with|settled on)\b|"
+         r"^(?:decision|let'?s go with|let'?s use)\b"),
+        ("project_context", "project",
+         r"\b(?:deadline|launch(?:es)?|goes live|release|milestone|sprint|project|repo|"
+         r"stack|we(?:'re| are) using|built with)\b"),
+    )
+)
+ASSISTANT_RULES = tuple(r for r in USER_RULES if r[1] == "decision")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A fact proposed for saving."""
+
+    type: str
+    content: str
+    event_id: int | None
+    rule: str
+
+
+class Extractor(Protocol):
+    def extract(self, events: Sequence[Event]) -> list[Candidate]: ...
+
+
+def readable_lines(event: Event) -> str | None:
+    """The part of an event an extractor may read, or None if Loci injected it."""
+    if event.type != "message" or event.role not in ("user", "assistant"):
+        return None
+    if event.metadata.get("injected"):
+        return None
+    text = _FENCED.sub(" ", event.content)
+    return "\n".join(line for line in text.splitlines() if not _INJECTED_LINE.match(line))
+
+
+class RuleExtractor:
+    """Offline extraction by sentence patterns."""
+
+    def extract(self, events: Sequence[Event]) -> list[Candidate]:
+        found: list[Candidate] = []
+        for event in events:
+            text = readable_lines(event)
+            if not text:
+                continue
+            rules = USER_RULES if event.role == "user" else ASSISTANT_RULES
+            for sentence in _SENTENCE.split(text):
+                candidate = _classify(sentence.strip(), rules, event)
+                if candidate is not None:
+                    found.append(candidate)
+        return _unique(found)
+
+
+def _classify(
+    sentence: str, rules: Sequence[tuple[str, str, re.Pattern[str]]], event: Event
+) -> Candidate | None:
+    if not 8 <= len(sentence) <= MAX_FACT_CHARS or sentence.endswith("?"):
+        return None
+    for memory_type, name, pattern in rules:
+        if pattern.search(sentence):
+            speaker = "User" if event.role == "user" else "Assistant"
+            return Candidate(memory_type, f"{speaker}: {sentence}", event.id, name)
+    return None
+
+
+def _unique(candidates: list[Candidate]) -> list[Candidate]:
+    seen: set[str] = set()
+    unique = []
+    for c in candidates:
+        key = c.content.lower()
+        if key not in seen:
+            seen.add(key)
+            unique.append(c)
+    return unique
+
+
+EXTRACTION_PROMPT = """Extract the important, lasting facts from the conversation below.
+Write each fact as one tag on its own line, choosing the type that fits:
+[MEMORY:sticky] identity and facts about the user that never expire [/MEMORY]
+[MEMORY:user_preference] how the user likes things done [/MEMORY]
+[MEMORY:project_context] projects, decisions, deadlines, current work [/MEMORY]
+[MEMORY:learned_pattern] rules and habits learned while working [/MEMORY]
+Skip greetings, small talk, transient requests and step-by-step tool details.
+Write nothing but the tags."""
+
+
+class LLMExtractor:
+    """Extraction by a chat model that answers with ``[MEMORY:type]`` tags."""
+
+    def __init__(self, model: ChatModel, prompt: str = EXTRACTION_PROMPT) -> None:
+        self.model = model
+        self.prompt = prompt
+
+    def extract(self, events: Sequence[Event]) -> list[Candidate]:
+        lines = []
+        for event in events:
+            text = readable_lines(event)
+            if text:
+                lines.append(f"{event.role}: {text}")
+        if not lines:
+            return []
+        reply = self.model.complete([
+            {"role": "system", "content": self.prompt},
+            {"role": "user", "content": "\n\n".join(lines)},
+        ])
+        parsed = parse_reply(reply.content)
+        return _unique([Candidate(t.key, t.body, None, "llm") for t in parsed.memories])

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from loci import Loci
+from loci.llm import ScriptedChatModel
+from loci.memory.extract import EXTRACTION_PROMPT, LLMExtractor, RuleExtractor
+
+
+def _conversation(loci: Loci) -> None:
+    loci.add("s", "user", "Hi! I'm Maya, a backend engineer. I live in Lisbon.")
+    loci.add("s", "assistant", "Nice to meet you. What are you building?")
+    loci.add("s", "user", "Please keep answers short. We decided to use PostgreSQL.")
+    loci.add("s", "user", "Remember that the demo is on Friday. Always run the tests first.")
+    loci.add("s", "user", "What's the weather like?")
+    loci.add("s", "system", "[STICKY] The user's name is Maya")
+    loci.add("s", "user", "[MEMORY] injected line\nI love hiking", injected=False)
+    loci.add("s", "user", "My dog is called Rex", injected=True)
+
+
+def test_rules_type_what_they_find(loci: Loci) -> None:
+    _conversation(loci)
+    found = {(c.type, c.rule, c.content) for c in RuleExtractor().extract(loci.events("s"))}
+    assert found == {
+        ("sticky", "identity", "User: I'm Maya, a backend engineer."),
+        ("sticky", "identity", "User: I live in Lisbon."),
+        ("user_preference", "preference", "User: Please keep answers short."),
+        ("project_context", "decision", "User: We decided to use PostgreSQL."),
+        ("sticky", "explicit", "User: Remember that the demo is on Friday."),
+        ("learned_pattern", "rule", "User: Always run the tests first."),
+        ("user_preference", "preference", "User: I love hiking"),
+    }
+
+
+def test_extraction_saves_with_dedup(loci: Loci) -> None:
+    _conversation(loci)
+    first = loci.extract_memories(loci.events("s"))
+    assert {r.action for r in first} == {"created"} and len(loci.memories()) == 7
+    again = loci.extract_memories(loci.events("s"))
+    assert {r.action for r in again} == {"refreshed"} and len(loci.memories()) == 7
+    proposed = loci.extract_memories(loci.events("s"), save=False)
+    assert {r.action for r in proposed} == {"proposed"}
+
+
+def test_llm_extractor_asks_for_tags_and_parses_them(loci: Loci) -> None:
+    _conversation(loci)
+    model = ScriptedChatModel(["[MEMORY:sticky] The user is Maya, a backend engineer "
+                               "[/MEMORY]\n[MEMORY:project_context] The project uses "
+                               "PostgreSQL [/MEMORY]"])
+    results = loci.extract_memories(loci.events("s"), LLMExtractor(model))
+    assert [(r.memory.type, r.memory.content) for r in results] == [
+        ("sticky", "The user is Maya, a backend engineer"),
+        ("project_context", "The project uses PostgreSQL")]
+    request = model.requests[0]
+    assert request[0] == {"role": "system", "content": EXTRACTION_PROMPT}
+    transcript = request[1]["content"]
+    assert "I live in Lisbon" in transcript
+    assert "[STICKY]" not in transcript and "injected line" not in transcript
+    assert "Rex" not in transcript
