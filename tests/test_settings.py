@@ -36,9 +36,11 @@ def test_home_moves_the_default_store(tmp_path: Path) -> None:
 
 
 def test_env_values_are_typed(tmp_path: Path) -> None:
-    s = load_settings(env={"LOCI_CONTEXT_TARGET": "0.5", "LOCI_HISTORY_BUDGET": "42"},
-                      cwd=tmp_path)
-    assert s.context_target == 0.5 and s.history_budget == 42
+    s = load_settings(env={"LOCI_CONTEXT_TARGET": "0.5", "LOCI_RECALL_LIMIT": "42",
+                           "LOCI_CONTEXT_LAYERS": "identity, history",
+                           "LOCI_MEMORY_MIRROR": "off"}, cwd=tmp_path)
+    assert s.context_target == 0.5 and s.recall_limit == 42
+    assert s.context_layers == ["identity", "history"] and s.memory_mirror is False
 
 
 @pytest.mark.parametrize(
@@ -46,7 +48,9 @@ def test_env_values_are_typed(tmp_path: Path) -> None:
     [
         ("modle = 'x'", "unknown setting(s): modle"),
         ("context_target = 3", "must be a fraction"),
-        ("history_budget = 'lots'", "history_budget"),
+        ("recall_limit = 'lots'", "recall_limit"),
+        ("memory_mirror = 'maybe'", "must be true or false"),
+        ("[context]\nbudgets = 3", "must be a table"),
         ("model = ", "cannot read settings"),
     ],
 )

@@ -15,7 +15,11 @@ from types import TracebackType
 from typing import Any
 
 from loci.context.compiled import CompiledContext
-from loci.context.compiler import Budgets, CompileRequest, ContextCompiler
+from loci.context.compiler import CompileRequest, ContextCompiler
+from loci.context.focus import STATE_PREFIX as FOCUS_PREFIX
+from loci.context.focus import Focus
+from loci.context.layers import configure
+from loci.context.sources import BuildContext
 from loci.context.workspace import Workspace
 from loci.embeddings import make_embedder
 from loci.errors import NotFoundError, ValidationError
@@ -37,6 +41,8 @@ from loci.store import SearchFilters, Store, open_store
 from loci.timeutil import Clock, utc_now
 from loci.tokens import TokenCounter, context_window, token_counter
 
+EVENT_FIELDS = frozenset({"type", "role", "content", "timestamp", "tool_name", "tool_call_id",
+                          "args", "metadata"})
 _NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
 
 
@@ -126,6 +132,10 @@ class Loci:
         """Append several events atomically: all are validated before any is stored."""
         check_name("session", session)
         now = self.clock()
+        for fields in events:
+            unknown = set(fields) - EVENT_FIELDS
+            if unknown:
+                raise ValidationError(f"unknown event field(s): {', '.join(sorted(unknown))}")
         batch = [new_event(self.counter, **{"timestamp": now, **fields}) for fields in events]
         added = self.store.append_events(self.scope, session, batch)
         self._embed_pending("event")
@@ -310,21 +320,35 @@ class Loci:
     def compile(
         self, session: str | None, message: str | None = None, *, model: str | None = None
     ) -> CompiledContext:
-        """Compile the context for the next LLM call of ``session``."""
+        """Compile the context for the next LLM call of ``session`` around ``message``."""
         if session is not None:
             check_name("session", session)
         model = model or self.settings.model
-        counter = token_counter(model, self.settings.tokenizer)
         window = context_window(model, self.settings.models)
-        budgets = Budgets(history=self.settings.history_budget)
-        compiler = ContextCompiler(self.store, self.workspace(), counter, budgets)
-        request = CompileRequest(
-            scope=self.scope, session=session, message=message, model=model, window=window,
-            budget=int(window * self.settings.context_target), now=self.clock(),
-            user_name=self.scope.tenant,
+        layers, sections = configure(self.settings.context_layers,
+                                     self.settings.context_budgets)
+        ctx = BuildContext(
+            store=self.store, scope=self.scope, session=session, message=message,
+            now=self.clock(), user_name=self.settings.user_name or self.scope.tenant,
+            workspace=self.workspace(), retriever=self.retriever,
+            recall_limit=self.settings.recall_limit,
+            reflexion_threshold=self.settings.reflexion_threshold,
         )
-        return compiler.compile(request)
+        request = CompileRequest(
+            model=model, window=window, budget=int(window * self.settings.context_target),
+            layers=layers, sections=sections,
+            compactions=len(self.store.list_compactions(self.scope, session)) if session else 0,
+        )
+        counter = token_counter(model, self.settings.tokenizer)
+        return ContextCompiler(counter).compile(ctx, request)
 
+    def set_focus(self, session: str, focus: Focus | None) -> None:
+        """Set (or with None, clear) the focus of a goal-driven session (seeds/001)."""
+        key = FOCUS_PREFIX + check_name("session", session)
+        if focus is None:
+            self.store.delete_state(self.scope, key)
+        else:
+            self.store.set_state(self.scope, key, focus.to_json(), self.clock())
 
 
 def _make_indexer(settings: Settings, store: Store) -> Indexer | None:

@@ -56,7 +56,16 @@ class Settings:
     search_keyword_weight: float = 0.3
     search_recency_weight: float = 0.0
     search_recency_half_life_days: float = 30.0
-    history_budget: int = 10_000
+    #: Context layers in order (empty: the default order); a layer left out is off.
+    context_layers: list[str] = field(default_factory=list)
+    #: Budgets by layer or section name: tokens, or a share of the window below 1.
+    context_budgets: dict[str, float] = field(default_factory=dict)
+    #: How many memories the recall layer adds for the incoming message.
+    recall_limit: int = 5
+    #: Failures of one tool in a session before a reflexion hint is added.
+    reflexion_threshold: int = 3
+    #: The user's name as the context states it (default: the user id).
+    user_name: str = ""
 
     @property
     def store_url(self) -> str:
@@ -151,7 +160,14 @@ def _coerce(key: str, value: Any, origin: str) -> Any:
         if kind.startswith("dict"):
             if not isinstance(value, dict):
                 raise ValueError("must be a table")
+            if "float" in kind:
+                return {str(k): float(v) for k, v in value.items()}
             return {str(k): int(v) for k, v in value.items()}
+        if kind.startswith("list"):
+            items = value.split(",") if isinstance(value, str) else value
+            if not isinstance(items, list):
+                raise ValueError("must be a list")
+            return [str(v).strip() for v in items if str(v).strip()]
         return str(value)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{origin}: setting {key!r} = {value!r}: {exc}") from exc

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from loci.context.render import to_anthropic_messages
 
 
 @dataclass
@@ -41,10 +42,12 @@ class CompiledContext:
     static_prefix: str
     dynamic: str
     history: list[dict[str, Any]]
+    retrieved: str
     message: str | None
     layers: list[LayerReport]
     total_tokens: int
     token_method: str
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def prefix_hash(self) -> str:
@@ -52,14 +55,36 @@ class CompiledContext:
         return hashlib.sha256(self.static_prefix.encode()).hexdigest()[:16]
 
     def to_openai(self) -> list[dict[str, Any]]:
-        """OpenAI chat messages: two system messages, history, then the message."""
+        """OpenAI chat messages: the static prefix, the dynamic context (a second system
+        message), history, the retrieved context, then the current message."""
         messages: list[dict[str, Any]] = [{"role": "system", "content": self.static_prefix}]
         if self.dynamic:
             messages.append({"role": "system", "content": self.dynamic})
         messages.extend(self.history)
+        if self.retrieved:
+            messages.append({"role": "system", "content": self.retrieved})
         if self.message is not None:
             messages.append({"role": "user", "content": self.message})
         return messages
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """Anthropic Messages: ``system`` blocks with ``cache_control`` on the static
+        prefix (and on the dynamic block, which changes rarely), then the messages; the
+        retrieved context rides in front of the current message."""
+        system: list[dict[str, Any]] = [{"type": "text", "text": self.static_prefix,
+                                         "cache_control": {"type": "ephemeral"}}]
+        if self.dynamic:
+            system.append({"type": "text", "text": self.dynamic,
+                           "cache_control": {"type": "ephemeral"}})
+        messages = to_anthropic_messages(self.history)
+        tail = [t for t in (self.retrieved, self.message) if t]
+        if tail:
+            block = {"type": "text", "text": "\n\n".join(tail)}
+            if messages and messages[-1]["role"] == "user":
+                messages[-1]["content"].append(block)
+            else:
+                messages.append({"role": "user", "content": [block]})
+        return {"system": system, "messages": messages}
 
     def to_text(self) -> str:
         parts = [f"[system]\n{self.static_prefix}"]
@@ -67,6 +92,8 @@ class CompiledContext:
             parts.append(f"[system]\n{self.dynamic}")
         for m in self.history:
             parts.append(f"[{m['role']}]\n{_message_text(m)}")
+        if self.retrieved:
+            parts.append(f"[system]\n{self.retrieved}")
         if self.message is not None:
             parts.append(f"[user]\n{self.message}")
         return "\n\n".join(parts)
@@ -79,6 +106,7 @@ class CompiledContext:
             "total_tokens": self.total_tokens,
             "token_method": self.token_method,
             "prefix_hash": self.prefix_hash,
+            "warnings": self.warnings,
             "messages": self.to_openai(),
             "layers": [layer.to_dict() for layer in self.layers],
         }
@@ -97,6 +125,7 @@ class CompiledContext:
             )
             lines.extend(f"    + {item}" for item in layer.included)
             lines.extend(f"    - {item} ({why})" for item, why in layer.dropped)
+        lines.extend(f"! {warning}" for warning in self.warnings)
         return "\n".join(lines)
 
 
@@ -109,7 +138,3 @@ def _message_text(message: dict[str, Any]) -> str:
         return "calls " + ", ".join(calls)
     return str(message.get("content") or "")
 
-
-def canonical_json(value: Any) -> str:
-    """Deterministic JSON for anything that goes into a cacheable prefix."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from loci.context.compiled import canonical_json
 from loci.models import Event
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON for anything that goes into a cacheable prefix."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
@@ -39,12 +44,36 @@ def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
     return messages
 
 
-def group_turns(events: Sequence[Event]) -> list[list[Event]]:
-    """Split history into turns, each starting at a user message, so that history is
-    trimmed by whole turns and a tool call never loses its result."""
-    turns: list[list[Event]] = []
-    for event in events:
-        if not turns or (event.type == "message" and event.role == "user"):
-            turns.append([])
-        turns[-1].append(event)
-    return turns
+
+def to_anthropic_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI-style history as Anthropic Messages: tool calls become ``tool_use`` blocks,
+    tool results ``tool_result`` blocks in a user turn, and same-role turns merge."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "tool":
+            block: dict[str, Any] = {"type": "tool_result",
+                                     "tool_use_id": message.get("tool_call_id", ""),
+                                     "content": message.get("content") or ""}
+            role = "user"
+        elif message.get("tool_calls"):
+            blocks: list[dict[str, Any]] = []
+            if message.get("content"):
+                blocks.append({"type": "text", "text": message["content"]})
+            blocks += [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
+                        "input": json.loads(c["function"]["arguments"] or "{}")}
+                       for c in message["tool_calls"]]
+            _append(out, "assistant", blocks)
+            continue
+        else:
+            role = "assistant" if role == "assistant" else "user"
+            block = {"type": "text", "text": message.get("content") or ""}
+        _append(out, role, [block])
+    return out
+
+
+def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    if out and out[-1]["role"] == role:
+        out[-1]["content"].extend(blocks)
+    else:
+        out.append({"role": role, "content": blocks})

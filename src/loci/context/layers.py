@@ -1,0 +1,87 @@
+"""The layers of compiled context, their sections, budgets and drop priorities.
+
+Sections, in the order they reach the model (the cache-friendly order of seeds/004):
+
+- ``static``: principles, identity, AGENTS.toml, TOOLS.md and the tools hint. Byte-
+  stable for an agent and workspace, so providers can cache it.
+- ``dynamic``: the second system message: date and user, USER.md, /profile/ documents,
+  BOOT.md, MEMORY.md, the daily log, sticky facts, state, memories by recency, the
+  compaction summary. Changes rarely (a new fact, a new day).
+- ``history``: whole turns since the last compaction, append-only between compactions.
+- ``retrieved``: what depends on the current message (recall, matched skills, focus,
+  reflexion hints), as a system message right before it, so that it never breaks the
+  cache of everything above.
+
+A budget of 1 or more is tokens; below 1 it is a share of the model's window. When a
+section is over budget, layers of lower ``priority`` lose their items first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from loci.errors import ConfigError
+
+SECTIONS = ("static", "dynamic", "history", "retrieved")
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    name: str
+    section: str
+    budget: float
+    priority: int
+
+
+DEFAULT_LAYERS: tuple[LayerSpec, ...] = (
+    LayerSpec("principles", "static", 1_000, 100),
+    LayerSpec("identity", "static", 3_000, 99),
+    LayerSpec("agents", "static", 2_000, 60),
+    LayerSpec("tools", "static", 2_000, 70),
+    LayerSpec("date_user", "dynamic", 100, 100),
+    LayerSpec("user_file", "dynamic", 800, 80),
+    LayerSpec("profile", "dynamic", 1_500, 85),
+    LayerSpec("boot", "dynamic", 500, 75),
+    LayerSpec("memory_file", "dynamic", 1_000, 78),
+    LayerSpec("daily_log", "dynamic", 800, 50),
+    LayerSpec("sticky", "dynamic", 1_000, 95),
+    LayerSpec("state", "dynamic", 400, 70),
+    LayerSpec("memories", "dynamic", 1_500, 40),
+    LayerSpec("compaction_summary", "dynamic", 2_000, 90),
+    LayerSpec("history", "history", 10_000, 90),
+    LayerSpec("focus", "retrieved", 800, 80),
+    LayerSpec("reflexion", "retrieved", 400, 75),
+    LayerSpec("skills", "retrieved", 2_000, 65),
+    LayerSpec("recall", "retrieved", 2_000, 60),
+)
+#: seeds/004: static ~8K, dynamic ~5K, history ~10K, retrieved ~5K.
+SECTION_BUDGETS: dict[str, float] = {
+    "static": 8_000, "dynamic": 5_000, "history": 10_000, "retrieved": 5_000,
+}
+
+
+def tokens_for(budget: float, window: int) -> int:
+    return int(budget * window) if budget < 1 else int(budget)
+
+
+def configure(
+    order: Sequence[str], budgets: Mapping[str, float]
+) -> tuple[list[LayerSpec], dict[str, float]]:
+    """Layers in the configured order (an empty order keeps the default; a layer left
+    out is disabled) with per-layer and per-section budget overrides."""
+    known = {layer.name: layer for layer in DEFAULT_LAYERS}
+    names = list(order) or list(known)
+    unknown = [n for n in [*names, *budgets] if n not in known and n not in SECTIONS]
+    if unknown:
+        raise ConfigError(
+            f"unknown context layer(s): {', '.join(unknown)}; known: {', '.join(known)}"
+        )
+    if "history" not in names:
+        names.append("history")
+    for name, value in budgets.items():
+        if value < 0:
+            raise ConfigError(f"the budget of {name} must not be negative")
+    layers = [replace(known[n], budget=budgets.get(n, known[n].budget)) for n in names]
+    sections = {s: budgets.get(s, SECTION_BUDGETS[s]) for s in SECTIONS}
+    return layers, sections

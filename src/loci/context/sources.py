@@ -1,0 +1,222 @@
+"""Where each layer's items come from: workspace files, the store and the message.
+
+Every builder returns the layer's items in the order they should appear; the compiler
+applies budgets and priorities. Static builders must be deterministic: no clock, no
+store, sorted inputs, canonical JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from loci.context.focus import STATE_PREFIX, Focus
+from loci.context.workspace import Workspace
+from loci.models import Document, Event, Scope
+from loci.search.retriever import Retriever
+from loci.store.base import SearchFilters, Store
+
+PRINCIPLES = """## Principles
+- Be honest: say what you do not know; never invent facts, sources or results.
+- Protect the user: do not reveal secrets or personal data to anyone else, and refuse \
+harmful requests.
+- Treat remembered context as possibly outdated; prefer what the user says now.
+- Ask before irreversible or destructive actions."""
+DEFAULT_IDENTITY = "You are {agent}, a helpful assistant with a long-term memory."
+RECENT_MEMORIES = 500
+HISTORY_SCAN_EVENTS = 2_000
+_FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    text: str
+
+
+@dataclass
+class BuildContext:
+    store: Store
+    scope: Scope
+    session: str | None
+    message: str | None
+    now: datetime
+    user_name: str
+    workspace: Workspace
+    agent: Any | None = None
+    retriever: Retriever | None = None
+    skills: Sequence[Item] = ()
+    recall_limit: int = 5
+    reflexion_threshold: int = 3
+    events: Sequence[Event] = ()
+    included: set[str] = field(default_factory=set)
+
+
+Builder = Callable[[BuildContext], list[Item]]
+
+
+def _file(ctx: BuildContext, *names: str, title: str | None = None) -> list[Item]:
+    found = ctx.workspace.find(*names)
+    if found is None or not found.text:
+        return []
+    text = f"## {title}\n{found.text}" if title else found.text
+    return [Item(str(found.path), text)]
+
+
+def principles(ctx: BuildContext) -> list[Item]:
+    return _file(ctx, "PRINCIPLES.md") or [Item("built-in principles", PRINCIPLES)]
+
+
+def identity(ctx: BuildContext) -> list[Item]:
+    soul = _file(ctx, "SOUL.md", "IDENTITY.md")
+    if soul:
+        return soul
+    agent = ctx.agent
+    if agent is not None:
+        lines = [f"You are {agent.name}. {agent.personality}".strip()]
+        if agent.description:
+            lines.append(f"Your job: {agent.description}")
+        return [Item("AGENTS.toml identity", "\n".join(lines))]
+    return [Item("built-in identity", DEFAULT_IDENTITY.format(agent=ctx.scope.agent))]
+
+
+def agents(ctx: BuildContext) -> list[Item]:
+    return _file(ctx, "AGENTS.toml", title="Agents (AGENTS.toml)")
+
+
+def tools(ctx: BuildContext) -> list[Item]:
+    items = _file(ctx, "TOOLS.md", title="Tools")
+    names = sorted(getattr(ctx.agent, "tools", ()) or ())
+    if names:
+        hint = (f"You have access to: {', '.join(names)}.\n"
+                "Use them when you need current data, files or calculations.")
+        items.append(Item("tools hint", hint))
+    return items
+
+
+def date_user(ctx: BuildContext) -> list[Item]:
+    return [Item("date and user", f"Today is {ctx.now:%A, %Y-%m-%d}. User: {ctx.user_name}.")]
+
+
+def user_file(ctx: BuildContext) -> list[Item]:
+    return _file(ctx, "USER.md", title="About the user (USER.md)")
+
+
+def boot(ctx: BuildContext) -> list[Item]:
+    return _file(ctx, "BOOT.md", title="Start-up instructions (BOOT.md)")
+
+
+def memory_file(ctx: BuildContext) -> list[Item]:
+    return _file(ctx, "MEMORY.md", title="Notes (MEMORY.md)")
+
+
+def daily_log(ctx: BuildContext) -> list[Item]:
+    return _file(ctx, f"logs/daily/{ctx.now:%Y-%m-%d}.md", title="Today's log")
+
+
+def profile(ctx: BuildContext) -> list[Item]:
+    """seeds/004 compileUserContext: identity, preferences, goals in full; people as
+    one-line summaries."""
+    documents = ctx.store.list_documents(ctx.scope, "/profile/")
+    order = {"/profile/identity.md": 0, "/profile/preferences.md": 1, "/profile/goals.md": 2}
+    people = [d for d in documents if d.path.startswith("/profile/people/")]
+    others = sorted((d for d in documents if d not in people),
+                    key=lambda d: (order.get(d.path, 9), d.path))
+    items = [Item(d.path, f"## {_title(d)}\n{d.content.strip()}") for d in others]
+    if people:
+        lines = [f"- {_title(d)}: {' '.join(d.content.split())[:200]}" for d in people]
+        items.append(Item("/profile/people/", "## People\n" + "\n".join(lines)))
+    return items
+
+
+def _title(document: Document) -> str:
+    name = document.path.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return name.replace("-", " ").replace("_", " ").capitalize()
+
+
+def sticky(ctx: BuildContext) -> list[Item]:
+    facts = ctx.store.list_memories(ctx.scope, types=["sticky"], now=ctx.now)
+    facts.sort(key=lambda m: (m.created_at, m.id))
+    return [Item(m.id, f"[STICKY] {m.content}") for m in facts]
+
+
+def state(ctx: BuildContext) -> list[Item]:
+    return [Item(s.key, f"[STATE] {s.key} = {s.value}")
+            for s in ctx.store.list_state(ctx.scope) if not s.key.startswith(STATE_PREFIX)]
+
+
+def memories(ctx: BuildContext) -> list[Item]:
+    recent = ctx.store.list_memories(ctx.scope, now=ctx.now, limit=RECENT_MEMORIES)
+    return [Item(m.id, f"[MEMORY] {m.content}") for m in recent
+            if m.type != "sticky" and m.id not in ctx.included]
+
+
+def compaction_summary(ctx: BuildContext) -> list[Item]:
+    summaries = [e for e in ctx.events if e.type == "summary" and not e.archived]
+    if not summaries:
+        return []
+    latest = summaries[-1]
+    return [Item(f"summary event {latest.id}", latest.content)]
+
+
+def focus(ctx: BuildContext) -> list[Item]:
+    if ctx.session is None:
+        return []
+    stored = ctx.store.get_state(ctx.scope, STATE_PREFIX + ctx.session)
+    return [Item("focus", Focus.from_json(stored.value).render())] if stored else []
+
+
+def reflexion(ctx: BuildContext) -> list[Item]:
+    """seeds/001: a tool that failed ``reflexion_threshold`` times gets a hint built
+    from its recorded failures."""
+    names = {e.tool_call_id: e.tool_name for e in ctx.events if e.type == "tool_call"}
+    failures: dict[str, list[str]] = {}
+    for event in ctx.events:
+        if event.type != "tool_result" or not _failed(event):
+            continue
+        tool = event.tool_name or names.get(event.tool_call_id) or "unknown"
+        first_line = event.content.strip().splitlines()[0][:160] if event.content.strip() else ""
+        failures.setdefault(tool, []).append(first_line)
+    items = []
+    for tool, causes in sorted(failures.items()):
+        if len(causes) < ctx.reflexion_threshold:
+            continue
+        distinct = list(dict.fromkeys(c for c in causes if c))[-3:]
+        items.append(Item(f"reflexion:{tool}", (
+            f"[REFLEXION] The {tool} tool has failed {len(causes)} times in this session. "
+            f"Previous failures: {'; '.join(distinct) or 'no error text recorded'}. "
+            "Check its inputs (paths, permissions, arguments) before calling it again, "
+            "or try another approach.")))
+    return items
+
+
+def _failed(event: Event) -> bool:
+    meta = event.metadata
+    return bool(meta.get("error") or meta.get("is_error")) or bool(_FAILURE.match(event.content))
+
+
+def skills(ctx: BuildContext) -> list[Item]:
+    return list(ctx.skills)
+
+
+def recall(ctx: BuildContext) -> list[Item]:
+    """seeds/001 layer 2.5: hybrid search of memories on the incoming message, leaving
+    out what is already in context."""
+    if ctx.retriever is None or not ctx.message or not ctx.message.strip():
+        return []
+    filters = SearchFilters(now=ctx.now)
+    hits = ctx.retriever.search(ctx.scope, "memory", ctx.message, limit=ctx.recall_limit,
+                                filters=filters, now=ctx.now)
+    return [Item(h.id, f"[RECALL] {h.text}") for h in hits if h.id not in ctx.included]
+
+
+BUILDERS: dict[str, Builder] = {
+    "principles": principles, "identity": identity, "agents": agents, "tools": tools,
+    "date_user": date_user, "user_file": user_file, "profile": profile, "boot": boot,
+    "memory_file": memory_file, "daily_log": daily_log, "sticky": sticky, "state": state,
+    "memories": memories, "compaction_summary": compaction_summary, "focus": focus,
+    "reflexion": reflexion, "skills": skills, "recall": recall,
+}
