@@ -14,6 +14,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from loci.compaction.compactor import STRATEGIES, CompactionResult
+from loci.compaction.policy import Decision
+from loci.compaction.service import CompactionService, chat_model_from
 from loci.context.compiled import CompiledContext
 from loci.context.compiler import CompileRequest, ContextCompiler
 from loci.context.focus import STATE_PREFIX as FOCUS_PREFIX
@@ -25,7 +28,7 @@ from loci.embeddings import make_embedder
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import dump_jsonl, new_event, parse_jsonl
 from loci.indexing import Indexer
-from loci.memory.extract import Extractor, RuleExtractor
+from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
 from loci.memory.mirror import Mirror
 from loci.memory.service import MemoryService, SaveResult
 from loci.memory.sync import SyncReport
@@ -33,7 +36,16 @@ from loci.memory.sync import sync as sync_mirror
 from loci.memory.tags import parse_reply
 from loci.memory.tools import MemoryPage, MemorySummary, page, to_summary
 from loci.memory.types import check_type
-from loci.models import Event, Memory, MemoryVersion, Scope, SearchHit, SessionInfo, StateItem
+from loci.models import (
+    Compaction,
+    Event,
+    Memory,
+    MemoryVersion,
+    Scope,
+    SearchHit,
+    SessionInfo,
+    StateItem,
+)
 from loci.search.fusion import FusionConfig
 from loci.search.retriever import Retriever
 from loci.settings import Settings, load_settings
@@ -89,6 +101,9 @@ class Loci:
         self.counter: TokenCounter = token_counter(self.settings.model, self.settings.tokenizer)
         self.indexer = indexer or _make_indexer(self.settings, self.store)
         self.retriever = Retriever(self.store, self.indexer, _fusion(self.settings))
+        self.chat = chat_model_from(self.settings)
+        self.compaction = CompactionService(self.store, self.scope, self.settings, clock,
+                                            self._flush, self.chat)
         mirror_root = self.settings.workspace or self.settings.home
         self.memories_service = MemoryService(
             self.store, self.scope, self.indexer, clock, self.settings.memory_types,
@@ -240,6 +255,7 @@ class Loci:
         if result.clean != text:
             metadata = {**metadata, "raw": text}
         event = self.add(session, "assistant", result.clean, **metadata)
+        self.compaction.maybe_compact(session)
         return event, result
 
     def search(
@@ -321,8 +337,11 @@ class Loci:
         self, session: str | None, message: str | None = None, *, model: str | None = None
     ) -> CompiledContext:
         """Compile the context for the next LLM call of ``session`` around ``message``."""
+        flush = False
         if session is not None:
             check_name("session", session)
+            self.compaction.maybe_compact(session, model=model, before_compile=True)
+            flush = self.compaction.decide(session, model=model) is Decision.FLUSH
         model = model or self.settings.model
         window = context_window(model, self.settings.models)
         layers, sections = configure(self.settings.context_layers,
@@ -332,7 +351,7 @@ class Loci:
             now=self.clock(), user_name=self.settings.user_name or self.scope.tenant,
             workspace=self.workspace(), retriever=self.retriever,
             recall_limit=self.settings.recall_limit,
-            reflexion_threshold=self.settings.reflexion_threshold,
+            reflexion_threshold=self.settings.reflexion_threshold, flush=flush,
         )
         request = CompileRequest(
             model=model, window=window, budget=int(window * self.settings.context_target),
@@ -341,6 +360,32 @@ class Loci:
         )
         counter = token_counter(model, self.settings.tokenizer)
         return ContextCompiler(counter).compile(ctx, request)
+
+    # -- compaction ---------------------------------------------------------------
+    def compact(
+        self, session: str, *, instructions: str | None = None, dry_run: bool = False,
+        strategy: str = "full", model: str | None = None,
+    ) -> CompactionResult:
+        """Compact ``session`` now: mask old tool outputs, save facts to memory,
+        summarize and archive the oldest span (nothing is deleted)."""
+        self.session(session)
+        if strategy not in STRATEGIES:
+            raise ValidationError(f"unknown strategy {strategy!r}; use one of {STRATEGIES}")
+        return self.compaction.compact(session, model=model, strategy=strategy,
+                                       instructions=instructions, dry_run=dry_run)
+
+    def compactions(self, session: str) -> list[Compaction]:
+        self.session(session)
+        return self.store.list_compactions(self.scope, session)
+
+    def maybe_compact(self, session: str, *, model: str | None = None
+                      ) -> CompactionResult | None:
+        """Compact if the policy's thresholds say so (also checks idle sessions)."""
+        return self.compaction.maybe_compact(session, model=model)
+
+    def _flush(self, events: Sequence[Event]) -> int:
+        extractor = LLMExtractor(self.chat) if self.chat is not None else None
+        return len(self.extract_memories(events, extractor))
 
     def set_focus(self, session: str, focus: Focus | None) -> None:
         """Set (or with None, clear) the focus of a goal-driven session (seeds/001)."""

@@ -63,6 +63,8 @@ class Event:
     args: dict[str, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     archived: bool = False
+    #: What history shows instead of ``content`` once compaction masked it.
+    masked: str | None = None
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,23 @@ class Settings:
     reflexion_threshold: int = 3
     #: The user's name as the context states it (default: the user id).
     user_name: str = ""
+    #: Chat model for summaries and extraction: "extractive" (offline), "openai"
+    #: (any compatible base URL: OpenAI, Ollama, vLLM, LM Studio) or "anthropic".
+    llm_provider: str = "extractive"
+    llm_model: str = ""
+    llm_base_url: str = ""
+    llm_api_key: str = ""
+    compaction_auto: bool = True
+    compaction_threshold: float = 0.75
+    compaction_emergency: float = 0.80
+    compaction_flush: float = 0.85
+    compaction_sleep: float = 0.50
+    compaction_idle_seconds: float = 600.0
+    compaction_preserve_messages: int = 20
+    compaction_preserve_share: float = 0.20
+    compaction_summary_tokens: int = 1_500
+    #: A custom summarization prompt for LLM summaries (empty: the built-in one).
+    compaction_prompt: str = ""
 
     @property
     def store_url(self) -> str:

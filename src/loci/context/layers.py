@@ -50,6 +50,7 @@ DEFAULT_LAYERS: tuple[LayerSpec, ...] = (
     LayerSpec("memories", "dynamic", 1_500, 40),
     LayerSpec("compaction_summary", "dynamic", 2_000, 90),
     LayerSpec("history", "history", 10_000, 90),
+    LayerSpec("flush", "retrieved", 300, 90),
     LayerSpec("focus", "retrieved", 800, 80),
     LayerSpec("reflexion", "retrieved", 400, 75),
     LayerSpec("skills", "retrieved", 2_000, 65),

@@ -37,7 +37,7 @@ def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
             messages.append({
                 "role": "tool",
                 "tool_call_id": event.tool_call_id or "",
-                "content": event.content,
+                "content": event.content if event.masked is None else event.masked,
             })
         else:
             messages.append({"role": event.role, "content": event.content})

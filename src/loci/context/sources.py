@@ -52,6 +52,7 @@ class BuildContext:
     recall_limit: int = 5
     reflexion_threshold: int = 3
     events: Sequence[Event] = ()
+    flush: bool = False
     included: set[str] = field(default_factory=set)
 
 
@@ -213,10 +214,22 @@ def recall(ctx: BuildContext) -> list[Item]:
     return [Item(h.id, f"[RECALL] {h.text}") for h in hits if h.id not in ctx.included]
 
 
+FLUSH_PROMPT = (
+    "[MEMORY FLUSH] The conversation is close to the context limit and older messages "
+    "will be pruned. Before answering, save anything worth keeping with "
+    "[MEMORY:type] … [/MEMORY] tags (sticky, user_preference, project_context, "
+    "learned_pattern) and values with [STATE:key] … [/STATE].")
+
+
+def flush(ctx: BuildContext) -> list[Item]:
+    """seeds/001 memory flush: at 85% of the window, ask the model to save facts."""
+    return [Item("memory flush", FLUSH_PROMPT)] if ctx.flush else []
+
+
 BUILDERS: dict[str, Builder] = {
     "principles": principles, "identity": identity, "agents": agents, "tools": tools,
     "date_user": date_user, "user_file": user_file, "profile": profile, "boot": boot,
     "memory_file": memory_file, "daily_log": daily_log, "sticky": sticky, "state": state,
     "memories": memories, "compaction_summary": compaction_summary, "focus": focus,
-    "reflexion": reflexion, "skills": skills, "recall": recall,
+    "reflexion": reflexion, "skills": skills, "recall": recall, "flush": flush,
 }

@@ -54,6 +54,18 @@ KINDS = ("event", "memory", "document")
 
 
 @dataclass(frozen=True)
+class CompactionPlan:
+    """Everything one compaction changes, applied atomically by ``apply_compaction``."""
+
+    compaction: NewCompaction
+    #: event id → (text history shows instead of the content, its token count)
+    masks: dict[int, tuple[str, int]]
+    artifacts: tuple[Document, ...] = ()
+    archive_ids: tuple[int, ...] = ()
+    summary: NewEvent | None = None
+
+
+@dataclass(frozen=True)
 class NewCompaction:
     """A compaction to record; the store assigns ``id``."""
 
@@ -111,6 +123,14 @@ class Store(ABC):
     @abstractmethod
     def set_archived(self, scope: Scope, session: str, ids: Sequence[int]) -> int:
         """Mark events archived (never deleted); returns how many changed."""
+
+    @abstractmethod
+    def apply_compaction(self, scope: Scope, session: str, plan: CompactionPlan
+                         ) -> tuple[Event | None, Compaction]:
+        """Apply a whole compaction in one transaction: masks (history text and token
+        count; the content stays), artifact documents, the summary event, the archived
+        span and the compaction record. All or nothing: a process killed midway leaves
+        the session as it was. Returns the summary event (if any) and the record."""
 
     @abstractmethod
     def session_info(self, scope: Scope, session: str) -> SessionInfo | None: ...

@@ -12,7 +12,7 @@ from loci.store.codec import from_micros, load_json, load_tags, to_micros
 
 EVENT_COLUMNS = (
     "id, session, type, role, content, ts, tokens, tool_name, tool_call_id, args, "
-    "metadata, archived"
+    "metadata, archived, masked"
 )
 MEMORY_COLUMNS = "id, type, content, tags, created, updated, expires, source, metadata"
 DOCUMENT_COLUMNS = "path, content, tags, version, created, updated, metadata"
@@ -115,6 +115,7 @@ def to_event(r: tuple[Any, ...]) -> Event:
         id=r[0], session=r[1], type=r[2], role=r[3], content=r[4],
         timestamp=from_micros(r[5]), tokens=r[6], tool_name=r[7], tool_call_id=r[8],
         args=load_json(r[9]), metadata=load_json(r[10]) or {}, archived=bool(r[11]),
+        masked=r[12],
     )
 
 

@@ -187,6 +187,12 @@ def _v3_memory_history(db: sqlite3.Connection) -> None:
     )
 
 
+def _v4_masking(db: sqlite3.Connection) -> None:
+    """What history shows instead of an event's content (observation masking); the
+    content itself is never changed, so search and export keep the original."""
+    db.execute("ALTER TABLE events ADD COLUMN masked TEXT")
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 #: Version → (name, function). Append only.
@@ -194,6 +200,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
     2: ("embeddings in rows", _v2_embeddings),
     3: ("memory history", _v3_memory_history),
+    4: ("masked tool outputs", _v4_masking),
 }
 
 

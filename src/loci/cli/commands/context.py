@@ -17,20 +17,28 @@ from loci.tokens import context_window, heuristic_count, token_counter
 @click.argument("session")
 @click.argument("message", required=False)
 @click.option("--model", help="Model to compile for (window and tokenizer).")
-@click.option("--format", "fmt", type=click.Choice(["openai", "text", "json"]),
+@click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "text", "json"]),
               default="text", show_default=True)
 @click.option("--explain", is_flag=True, help="Show each layer's tokens, budget and items.")
+@click.option("--json", "as_json", is_flag=True, help="With --explain: the explain view as JSON.")
 @scoped
 def context(
-    loci: Loci, session: str, message: str | None, model: str | None, fmt: str, explain: bool
+    loci: Loci, session: str, message: str | None, model: str | None, fmt: str, explain: bool,
+    as_json: bool,
 ) -> None:
     """Compile the context of SESSION's next LLM call, around MESSAGE."""
     loci.session(session)
     compiled = loci.compile(session, message, model=model)
+    if explain and as_json:
+        data = compiled.to_dict()
+        print_json({k: v for k, v in data.items() if k != "messages"})
+        return
     if fmt == "json":
         print_json(compiled.to_dict())
     elif fmt == "openai":
         click.echo(json.dumps(compiled.to_openai(), ensure_ascii=False, indent=2))
+    elif fmt == "anthropic":
+        click.echo(json.dumps(compiled.to_anthropic(), ensure_ascii=False, indent=2))
     else:
         click.echo(compiled.to_text())
     if explain and fmt != "json":

@@ -1,0 +1,152 @@
+"""Compaction of one session: mask old tool outputs, flush facts to memory, summarize
+the oldest span, archive it and index the summary, atomically.
+
+The span is always whole turns (a turn starts at a user message), so a tool call and
+its result are archived or kept together and compacted history stays valid input for
+the OpenAI and Anthropic APIs. Nothing is deleted: archived events stay searchable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from loci.compaction.masking import Mask, plan_masks
+from loci.compaction.policy import CompactionPolicy
+from loci.compaction.summarize import Summarizer
+from loci.context.history import group_turns
+from loci.eventlog import new_event
+from loci.models import Compaction, Document, Event, NewEvent, Scope
+from loci.store.base import CompactionPlan, NewCompaction, Store
+from loci.timeutil import Clock, format_timestamp
+from loci.tokens import TokenCounter
+
+SUMMARY_HEADER = "[CONTEXT SUMMARY]"
+STRATEGIES = ("full", "mask", "auto")
+
+Flush = Callable[[Sequence[Event]], int]
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    session: str
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    masked: int
+    archived: int
+    memories_saved: int
+    summary: str
+    dry_run: bool = False
+    record: Compaction | None = None
+    artifacts: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.masked or self.archived)
+
+
+class Compactor:
+    def __init__(
+        self, store: Store, scope: Scope, counter: TokenCounter, policy: CompactionPolicy,
+        summarizer: Summarizer, clock: Clock, flush: Flush | None = None,
+        summary_tokens: int = 1_500,
+    ) -> None:
+        self.store, self.scope, self.counter, self.policy = store, scope, counter, policy
+        self.summarizer, self.clock, self.flush = summarizer, clock, flush
+        self.summary_tokens = summary_tokens
+
+    def compact(
+        self, session: str, window: int, *, strategy: str = "full",
+        instructions: str | None = None, dry_run: bool = False,
+    ) -> CompactionResult:
+        live = self.store.list_events(self.scope, session, include_archived=False)
+        summaries = [e for e in live if e.type == "summary"]
+        old, recent = self._split([e for e in live if e.type != "summary"], window)
+        masks = plan_masks(old, recent, session, self.policy.mask_chars,
+                           self.policy.artifact_chars)
+        by_id = {m.event_id: m for m in masks}
+        before = sum(e.tokens for e in live)
+        masked_tokens = {m.event_id: self.counter.count_message("tool", m.text) for m in masks}
+        after_masking = sum(masked_tokens.get(e.id, e.tokens) for e in live)
+        summarize = bool(old) and (strategy == "full" or (
+            strategy == "auto" and after_masking > self.policy.sleep_at * window))
+        summary_text, saved = "", 0
+        plan_summary: NewEvent | None = None
+        archive: tuple[int, ...] = ()
+        after = after_masking
+        if summarize:
+            if self.flush is not None and not dry_run:
+                saved = self.flush(old)
+            previous = summaries[-1].content.removeprefix(SUMMARY_HEADER).strip() if (
+                summaries) else None
+            summary_text = self.summarizer.summarize(old, previous, instructions,
+                                                     self.summary_tokens)
+            plan_summary = self._summary_event(summary_text, old, before)
+            archive = tuple(e.id for e in (*summaries, *old))
+            after = sum(masked_tokens.get(e.id, e.tokens) for e in recent) + plan_summary.tokens
+        span = old or recent
+        record = NewCompaction(
+            session=session, strategy="summary" if summarize else "mask",
+            first_event_id=span[0].id if span else 0, last_event_id=span[-1].id if span else 0,
+            summary_event_id=None, summary=summary_text, tokens_before=before,
+            tokens_after=after, created_at=self.clock(),
+        )
+        result = CompactionResult(
+            session=session, strategy=record.strategy, tokens_before=before,
+            tokens_after=after, masked=len(masks), archived=len(archive),
+            memories_saved=saved, summary=summary_text, dry_run=dry_run,
+            artifacts=[m.artifact_path for m in masks if m.artifact_path],
+        )
+        if dry_run or not (masks or archive):
+            return result
+        plan = CompactionPlan(
+            compaction=record,
+            masks={i: (m.text, masked_tokens[i]) for i, m in by_id.items()},
+            artifacts=self._artifacts(masks, live, session), archive_ids=archive,
+            summary=plan_summary,
+        )
+        _, stored = self.store.apply_compaction(self.scope, session, plan)
+        return CompactionResult(**{**result.__dict__, "record": stored})
+
+    def _split(self, events: Sequence[Event], window: int) -> tuple[list[Event], list[Event]]:
+        """(span to compact, preserved recent events): the preserve window keeps the last
+        ``preserve_messages`` messages or ``preserve_share`` of the window, whichever is
+        larger, in whole turns."""
+        turns = group_turns(events)
+        keep_tokens = self.policy.preserve_tokens(window)
+        kept_messages = kept_tokens = 0
+        start = len(turns)
+        while start > 0 and (kept_messages < self.policy.preserve_messages
+                             or kept_tokens < keep_tokens):
+            start -= 1
+            kept_messages += sum(1 for e in turns[start] if e.type == "message")
+            kept_tokens += sum(e.tokens for e in turns[start])
+        old = [e for turn in turns[:start] for e in turn]
+        recent = [e for turn in turns[start:] for e in turn]
+        return old, recent
+
+    def _summary_event(self, text: str, span: Sequence[Event], before: int) -> NewEvent:
+        content = f"{SUMMARY_HEADER}\n{text}"
+        return new_event(
+            self.counter, type="summary", role="system", content=content,
+            timestamp=self.clock(), metadata={
+                "type": "compaction",
+                "compacted_count": len(span),
+                "compacted_at": format_timestamp(self.clock()),
+                "original_token_count": sum(e.tokens for e in span),
+                "summary_token_count": self.counter.count(content),
+                "tokens_before": before,
+            },
+        )
+
+    def _artifacts(
+        self, masks: Sequence[Mask], events: Sequence[Event], session: str
+    ) -> tuple[Document, ...]:
+        content = {e.id: e for e in events}
+        now = self.clock()
+        return tuple(
+            Document(m.artifact_path, content[m.event_id].content, ("artifact",), 1, now, now,
+                     {"session": session, "event_id": m.event_id})
+            for m in masks if m.artifact_path
+        )

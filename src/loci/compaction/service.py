@@ -1,0 +1,86 @@
+"""Compaction for the facade: builds the compactor from settings and applies the
+policy (after a reply, before a compile, when idle)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from loci.compaction.compactor import CompactionResult, Compactor
+from loci.compaction.policy import CompactionPolicy, Decision
+from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summarizer
+from loci.llm import ExtractiveSummarizer, make_chat_model
+from loci.llm.base import ChatModel
+from loci.models import Event, Scope
+from loci.settings import Settings
+from loci.store.base import Store
+from loci.timeutil import Clock
+from loci.tokens import context_window, token_counter
+
+
+def policy_from(settings: Settings) -> CompactionPolicy:
+    return CompactionPolicy(
+        auto=settings.compaction_auto, compact_at=settings.compaction_threshold,
+        emergency_at=settings.compaction_emergency, flush_at=settings.compaction_flush,
+        sleep_at=settings.compaction_sleep, idle_seconds=settings.compaction_idle_seconds,
+        preserve_messages=settings.compaction_preserve_messages,
+        preserve_share=settings.compaction_preserve_share,
+    )
+
+
+def chat_model_from(settings: Settings) -> ChatModel | None:
+    """The configured chat model, or None for the offline extractive default."""
+    if settings.llm_provider in ("", "extractive"):
+        return None
+    return make_chat_model(settings.llm_provider, model=settings.llm_model,
+                           base_url=settings.llm_base_url, api_key=settings.llm_api_key)
+
+
+class CompactionService:
+    def __init__(
+        self, store: Store, scope: Scope, settings: Settings, clock: Clock,
+        flush: Callable[[Sequence[Event]], int], chat: ChatModel | None,
+    ) -> None:
+        self.store, self.scope, self.settings, self.clock = store, scope, settings, clock
+        self.policy = policy_from(settings)
+        self.flush = flush
+        self.summarizer: Summarizer = (
+            ChatSummarizer(chat, settings.compaction_prompt or COMPACTION_PROMPT)
+            if chat is not None else ExtractiveSummarizer(model=settings.model)
+        )
+
+    def compact(
+        self, session: str, *, model: str | None = None, strategy: str = "full",
+        instructions: str | None = None, dry_run: bool = False,
+    ) -> CompactionResult:
+        model = model or self.settings.model
+        compactor = Compactor(
+            self.store, self.scope, token_counter(model, self.settings.tokenizer),
+            self.policy, self.summarizer, self.clock, self.flush,
+            summary_tokens=self.settings.compaction_summary_tokens,
+        )
+        return compactor.compact(session, context_window(model, self.settings.models),
+                                 strategy=strategy, instructions=instructions, dry_run=dry_run)
+
+    def decide(self, session: str, *, model: str | None = None,
+               before_compile: bool = False) -> Decision:
+        info = self.store.session_info(self.scope, session)
+        if info is None:
+            return Decision.NONE
+        window = context_window(model or self.settings.model, self.settings.models)
+        idle = (self.clock() - info.updated_at).total_seconds()
+        return self.policy.decide(info.active_token_count, window, idle_seconds=idle,
+                                  before_compile=before_compile)
+
+    def maybe_compact(
+        self, session: str, *, model: str | None = None, before_compile: bool = False
+    ) -> CompactionResult | None:
+        """Compact if the policy says so: a full compaction at the thresholds, masking
+        first when idle (sleep-time), and a memory flush when auto-compaction is off."""
+        decision = self.decide(session, model=model, before_compile=before_compile)
+        if decision in (Decision.COMPACT, Decision.EMERGENCY):
+            return self.compact(session, model=model, strategy="full")
+        if decision is Decision.SLEEP:
+            return self.compact(session, model=model, strategy="auto")
+        if decision is Decision.FLUSH:
+            self.flush(self.store.list_events(self.scope, session, include_archived=False))
+        return None

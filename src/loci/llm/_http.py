@@ -1,0 +1,199 @@
+"""The HTTP plumbing shared by the chat providers: JSON POSTs, Server-Sent Events and
+one translation of every transport or server failure into a
+:class:`~loci.errors.ProviderError` whose message says what to check.
+
+The API key never appears in a message: it is only ever sent as a header, and any
+echo of it in a server's error text is redacted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import httpx
+
+from loci.errors import ConfigError, ProviderError
+
+_STATUS_HINTS = {
+    400: "check llm.model and the request (the model may not accept these messages)",
+    401: "check the API key (llm.api_key / LOCI_LLM_API_KEY)",
+    403: "check the API key and that it may use this model",
+    404: "check llm.base_url and llm.model (the model may not exist on this server)",
+    408: "the server timed out: retry, or raise llm.timeout",
+    413: "the request is too large for the server: compact the input first",
+    429: "the server is rate-limiting or out of quota: retry later",
+}
+
+
+@dataclass(frozen=True)
+class ServerSentEvent:
+    """One SSE event: its ``event:`` name ("" when absent) and its joined ``data:``."""
+
+    event: str
+    data: str
+
+
+class ChatTransport:
+    """An ``httpx.Client`` bound to one endpoint, with Loci's error messages."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        timeout: float,
+        secret: str | None = None,
+        what: str = "the chat server",
+    ) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.where = f"{what} at {url}"
+        self._secret = secret or None
+        self._client = httpx.Client(timeout=timeout, headers=dict(headers))
+
+    def post_json(self, body: Mapping[str, Any]) -> Any:
+        """POST ``body`` and return the decoded JSON answer."""
+        with self._guard():
+            response = self._client.post(self.url, json=dict(body))
+        self._check_status(response)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ProviderError(
+                f"{self.where} did not answer JSON ({self._redact(response.text[:80])!r}): "
+                "is llm.base_url the right API (OpenAI-compatible URLs usually end in /v1)?"
+            ) from exc
+
+    def stream_events(self, body: Mapping[str, Any]) -> Iterator[ServerSentEvent]:
+        """POST ``body`` and yield the server-sent events of the answer as they arrive."""
+        with self._guard(), self._client.stream("POST", self.url, json=dict(body)) as response:
+            if response.status_code >= 400:
+                response.read()
+                self._check_status(response)
+            kind = response.headers.get("content-type", "")
+            if "json" in kind and "event-stream" not in kind:
+                response.read()
+                self.fail_stream(f"answered JSON instead of an event stream: "
+                                 f"{self._redact(response.text[:120])!r}")
+            yield from parse_sse(response.iter_lines())
+
+    def decode(self, data: str) -> Any:
+        """The JSON of one SSE ``data`` payload, or a ProviderError saying it is not."""
+        try:
+            return json.loads(data)
+        except ValueError:
+            self.fail_stream(f"sent a malformed event ({self._redact(data[:80])!r})")
+
+    def fail_stream(self, problem: str) -> NoReturn:
+        raise ProviderError(
+            f"{self.where} {problem}: check that llm.base_url points at an API of this kind "
+            "and that the server supports streaming"
+        )
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except httpx.TimeoutException as exc:
+            raise ProviderError(
+                f"{self.where} did not answer within {self.timeout:g}s: check that it is up "
+                "and the model is loaded, or raise llm.timeout"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise ProviderError(
+                f"cannot reach {self.where} ({exc.__class__.__name__}: "
+                f"{self._redact(str(exc))}): check llm.base_url and that the server is running"
+            ) from exc
+
+    def _check_status(self, response: httpx.Response) -> None:
+        status = response.status_code
+        if status < 400:
+            return
+        hint = _STATUS_HINTS.get(status) or (
+            "the server failed or is overloaded; retry later or check its logs"
+            if status >= 500 else "check llm.model and the request"
+        )
+        detail = self._redact(error_detail(response))
+        raise ProviderError(f"{self.where} answered HTTP {status}: {detail}; {hint}")
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def error_detail(response: httpx.Response) -> str:
+    """The server's own error message if it sent one, else the start of the body."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200].strip() or response.reason_phrase
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and "message" in error:
+            return str(error["message"])[:200]
+        return str(error)[:200]
+    return str(body)[:200]
+
+
+def parse_sse(lines: Iterator[str]) -> Iterator[ServerSentEvent]:
+    """Events of a text/event-stream: ``event:``/``data:`` fields, blank-line separated."""
+    event = ""
+    data: list[str] = []
+    for raw in lines:
+        line = raw.rstrip("\r")
+        if not line:
+            if data:
+                yield ServerSentEvent(event, "\n".join(data))
+            event, data = "", []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "event":
+            event = value
+        elif field == "data":
+            data.append(value)
+    if data:
+        yield ServerSentEvent(event, "\n".join(data))
+
+
+def message_text(content: Any) -> str:
+    """Text of an OpenAI-style ``content``: a string, None or a list of typed parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "".join(parts)
+    return str(content)
+
+
+def usage_int(usage: Any, *keys: str) -> int:
+    """The first integer found under ``keys`` in a usage object, else 0."""
+    if isinstance(usage, dict):
+        for key in keys:
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return 0
+
+
+def check_base_url(base_url: str, provider: str) -> str:
+    """``base_url`` without its trailing slash, or a ConfigError if it is not HTTP(S)."""
+    if not base_url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"{provider} base_url must start with http:// or https://: {base_url!r}"
+        )
+    return base_url.rstrip("/")

@@ -1,0 +1,188 @@
+"""Chat completions from Anthropic's Messages API (``POST /v1/messages``).
+
+OpenAI-style messages are converted on the way out: system messages are joined into
+the top-level ``system`` field, assistant tool calls become a line of assistant text,
+tool results become user text, empty messages are dropped, consecutive messages of the
+same role are merged and the conversation is made to start with a user turn, as the API
+requires. ``stream`` yields the ``text_delta`` of each ``content_block_delta`` event.
+Every failure becomes a :class:`~loci.errors.ProviderError` saying what to check.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlparse
+
+from loci.errors import ConfigError, ProviderError
+from loci.llm._http import ChatTransport, check_base_url, message_text, usage_int
+from loci.llm.base import ChatReply
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+#: Placeholder first turn when a conversation would otherwise start with the assistant.
+CONVERSATION_START = "(conversation start)"
+
+
+class AnthropicChat:
+    """A Claude model behind the Anthropic Messages API (or a compatible proxy)."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        timeout: float = 60,
+        max_tokens: int = 1024,
+        temperature: float | None = 0.0,
+    ) -> None:
+        if not model:
+            raise ConfigError("the Anthropic chat model needs a model name (llm.model)")
+        self.base_url = check_base_url(base_url, "llm")
+        if not api_key and urlparse(self.base_url).hostname == "api.anthropic.com":
+            raise ConfigError("api.anthropic.com needs an API key: set llm.api_key "
+                              "(LOCI_LLM_API_KEY)")
+        if timeout <= 0:
+            raise ConfigError(f"timeout must be positive, got {timeout}")
+        if max_tokens < 1:
+            raise ConfigError(f"max_tokens must be at least 1, got {max_tokens}")
+        self.model = model
+        self.name = f"anthropic:{model}"
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        # Accept base URLs given with or without the /v1 suffix.
+        root = self.base_url[:-3] if self.base_url.endswith("/v1") else self.base_url
+        self.url = root + "/v1/messages"
+        headers = {"anthropic-version": API_VERSION}
+        if api_key:
+            headers["x-api-key"] = api_key
+        self._http = ChatTransport(self.url, headers, timeout, secret=api_key,
+                                   what="the Anthropic API")
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> ChatReply:
+        """The model's reply to ``messages`` (OpenAI format), with token usage."""
+        payload = self._http.post_json(self._body(messages, max_tokens, stream=False))
+        blocks = payload.get("content") if isinstance(payload, dict) else None
+        if not isinstance(blocks, list):
+            raise ProviderError(
+                f"{self._http.where} answered without a 'content' list: is llm.base_url the "
+                "Anthropic Messages API?"
+            )
+        text = "".join(
+            b["text"] for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
+        usage = payload.get("usage")
+        model = payload.get("model")
+        return ChatReply(
+            content=text,
+            model=model if isinstance(model, str) and model else self.model,
+            input_tokens=usage_int(usage, "input_tokens"),
+            output_tokens=usage_int(usage, "output_tokens"),
+        )
+
+    def stream(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Iterator[str]:
+        """Yield the reply's text as the API streams it."""
+        for event in self._http.stream_events(self._body(messages, max_tokens, stream=True)):
+            data = self._http.decode(event.data)
+            if not isinstance(data, dict):
+                self._http.fail_stream("sent an event that is not a JSON object")
+            kind = event.event or str(data.get("type", ""))
+            if kind == "error":
+                error = data.get("error")
+                detail = error.get("message") if isinstance(error, dict) else error
+                raise ProviderError(
+                    f"{self._http.where} reported an error mid-stream: {detail}; retry later"
+                )
+            if kind == "message_stop":
+                return
+            if kind == "content_block_delta":
+                delta = data.get("delta")
+                if isinstance(delta, dict) and delta.get("type") == "text_delta":
+                    text = delta.get("text")
+                    if isinstance(text, str) and text:
+                        yield text
+
+    def _body(
+        self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None, *, stream: bool
+    ) -> dict[str, Any]:
+        system, turns = to_anthropic(messages)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens if max_tokens is not None else self.max_tokens,
+            "messages": turns,
+        }
+        if system:
+            body["system"] = system
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if stream:
+            body["stream"] = True
+        return body
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._http.close()
+
+    def __enter__(self) -> AnthropicChat:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"AnthropicChat(model={self.model!r}, base_url={self.base_url!r})"
+
+
+def to_anthropic(
+    messages: Sequence[Mapping[str, Any]],
+) -> tuple[str, list[dict[str, str]]]:
+    """OpenAI-style messages → (system text, alternating user/assistant turns)."""
+    system: list[str] = []
+    turns: list[dict[str, str]] = []
+    for message in messages:
+        role = str(message.get("role", "user"))
+        text = message_text(message.get("content")).strip()
+        if role in ("system", "developer"):
+            if text:
+                system.append(text)
+            continue
+        if role == "tool":
+            name = message.get("name") or message.get("tool_call_id") or "tool"
+            role, text = "user", f"[tool result: {name}]\n{text}" if text else ""
+        elif role == "assistant":
+            calls = [_describe_call(c) for c in message.get("tool_calls") or ()]
+            text = "\n".join([text, *calls]).strip()
+        elif role != "user":
+            role = "user"
+        if not text:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"] += "\n\n" + text
+        else:
+            turns.append({"role": role, "content": text})
+    if not turns or turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": CONVERSATION_START})
+    return "\n\n".join(system), turns
+
+
+def _describe_call(call: Any) -> str:
+    """One line for an OpenAI ``tool_calls`` item: ``[tool call: name(arguments)]``."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return f"[tool call: {json.dumps(call, default=str)[:500]}]"
+    arguments = function.get("arguments", "")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, default=str)
+    return f"[tool call: {function.get('name', 'tool')}({arguments})]"

@@ -1,0 +1,372 @@
+"""The offline default summarizer: a structured summary built from the events
+themselves, with no language model.
+
+Every sentence of the span (and every line of a previous summary) is scored by
+:mod:`loci.llm.salience` and filed under one section: Completed work, Current state,
+In-progress tasks, Next steps, Constraints, Critical context, Decisions, Action items,
+Insights, Preferences (seeds/003 and seeds/004). Sentences are kept verbatim, so names,
+numbers, ids, paths and dates survive exactly. The best-scoring sentences are taken
+greedily until the token budget is spent, de-duplicated, then listed per section in
+the order they were said. A previous summary is folded in with a bonus, so facts from
+earlier compactions outlive newer small talk. Tool outputs contribute at most a couple
+of short salient lines each (errors, results), tool calls one line of tool names and
+the files they touched. The result is deterministic.
+
+``ExtractiveSummarizer`` is also a :class:`~loci.llm.base.ChatModel`: given the
+messages of a summarization prompt it reads the conversation from them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from loci.llm import salience as sal
+from loci.llm._transcript import Turn, turns_from_events, turns_from_messages
+from loci.llm.base import ChatReply
+from loci.models import Event
+from loci.tokens import token_counter
+
+DEFAULT_MAX_TOKENS = 800
+#: Score bonus for a line carried over from a previous summary (volatile sections less).
+#: Score lost per token of an item, so a dense fact beats a wordy one of equal score.
+COST_WEIGHT = 0.015
+CARRY_BONUS = 1.0
+CARRY_BONUS_VOLATILE = 0.3
+_TOOL_CUE = re.compile(
+    r"\b(?:error|errors|exception|failed|failures?|fatal|denied|refused|not found|no such"
+    r"|warning|timed? ?out|passed|succeeded|success(?:ful(?:ly)?)?|exit (?:code|status)"
+    r"|returned|created|wrote|written|saved|deleted|total|result|status)\b|[✓✗]",
+    re.IGNORECASE,
+)
+_ERROR_LINE = re.compile(r"^\s*(?:\w+\.)*\w*(?:Error|Exception)\b|\b(?:error|failed|fatal)\b",
+                         re.IGNORECASE)
+_RESULT_LINE = re.compile(r"\b\d+ (?:passed|failed|errors?|warnings?|tests?|files?|items?"
+                          r"|rows?|skipped)\b|\b(?:total|exit (?:code|status))\b", re.IGNORECASE)
+_DIGITS = re.compile(r"\d+")
+_TOOL_NOISE = re.compile(r"^\s*(?:Traceback \(most recent call last\)|File \"|at \S+\(|\^+$)")
+_FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|$)|~~~[^\n]*\n(.*?)(?:~~~|$)", re.DOTALL)
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s*(?P<h>[^#].*?)\s*#*|(?P<c>[A-Z][\w -]{2,30}):)\s*$")
+_TOOLS_USED = re.compile(r"^Tools used: (.*?)\.?$")
+_FILES = re.compile(r"^Files involved: (.*?)\.?$")
+_TOOL_COUNT = re.compile(r"^(.+?) ×(\d+)$")
+_PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "target", "dest", "cwd")
+_SECTION_ALIASES = {s.lower(): s for s in sal.SECTIONS} | {
+    "key facts": sal.CRITICAL, "facts": sal.CRITICAL, "important context": sal.CRITICAL,
+    "state": sal.STATE, "in progress": sal.IN_PROGRESS, "next": sal.NEXT, "todo": sal.NEXT,
+    "decisions made": sal.DECISIONS, "action items committed": sal.ACTIONS,
+    "key insights": sal.INSIGHTS, "preferences revealed": sal.PREFERENCES,
+}
+_SPEAKERS = {"user": "User", "assistant": "Assistant"}
+MAX_TOOL_LINE = 240
+MAX_FILES = 10
+
+
+@dataclass(frozen=True)
+class _Item:
+    section: str
+    text: str
+    score: float
+    order: int
+
+    @property
+    def key(self) -> str:
+        return " ".join(sal.words(self.text))
+
+
+class ExtractiveSummarizer:
+    """Structured, extractive summaries under a token budget; no model, no network."""
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        counter: Callable[[str], int] | None = None,
+        model: str = "gpt-4.1",
+        tool_lines: int = 2,
+        min_score: float = sal.MIN_SCORE,
+    ) -> None:
+        if counter is None:
+            counter = token_counter(model).count
+        self.name = "extractive"
+        self.max_tokens = max_tokens
+        self.count = counter
+        self.tool_lines = tool_lines
+        self.min_score = min_score
+
+    def summarize(
+        self,
+        events: Sequence[Event],
+        previous_summary: str | None = None,
+        instructions: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> str:
+        """The summary body (no ``[CONTEXT SUMMARY]`` header) of ``events``; "" if none."""
+        return self.summarize_turns(turns_from_events(events), previous_summary,
+                                    instructions, max_tokens)
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> ChatReply:
+        """Summarize the conversation found in ``messages`` (a summarization prompt).
+
+        System messages are the instructions (their words steer scoring a little) unless
+        they hold a previous summary; the conversation may be separate messages or one
+        transcript of ``user:``/``assistant:``/``tool:`` lines. ``max_tokens`` is the budget.
+        """
+        turns, instructions = turns_from_messages(messages)
+        budget = self.max_tokens if max_tokens is None else max_tokens
+        text = self.summarize_turns(turns, None, "\n".join(instructions) or None, budget)
+        seen = sum(self.count(t.text) for t in turns)
+        return ChatReply(text, self.name, seen, self.count(text))
+
+    def summarize_turns(
+        self,
+        turns: Sequence[Turn],
+        previous_summary: str | None,
+        instructions: str | None,
+        max_tokens: int,
+    ) -> str:
+        """The summary of already-parsed turns; ``summary`` turns are folded in."""
+        if max_tokens <= 0:
+            return ""
+        previous = [previous_summary or ""] + [t.text for t in turns if t.kind == "summary"]
+        tools = _ToolLog()
+        items = [*self._carried("\n".join(previous), tools),
+                 *self._fresh(turns, instructions, tools)]
+        items.extend(tools.items(self.min_score, 1 << 40))
+        return self._fit(items, max_tokens)
+
+    # -- candidates -------------------------------------------------------------------
+
+    def _carried(self, summary: str, tools: _ToolLog) -> list[_Item]:
+        """Lines of earlier summaries, with their section and a carry-over bonus."""
+        items: list[_Item] = []
+        section: str | None = None
+        lines = [line for line in summary.splitlines() if line.strip()]
+        names = sal.known_names(lines)
+        order = -(1 << 40)  # before everything said in the span
+        for line in lines:
+            heading = _HEADING.match(line)
+            if heading:
+                name = (heading["h"] or heading["c"] or "").strip().lower()
+                if name in _SECTION_ALIASES:
+                    section = _SECTION_ALIASES[name]
+                    continue
+                if heading["h"]:  # some other markdown heading: a title, not a fact
+                    continue
+            bulleted = line.lstrip().startswith(("- ", "* ", "• "))
+            texts = [line.lstrip()[2:].strip()] if bulleted else sal.split_sentences(line)
+            for text in texts:
+                if tools.absorb(text):
+                    continue
+                scored = sal.score_sentence(text, role="summary", names=names)
+                if scored.section is None:
+                    continue
+                home = section or scored.section
+                bonus = CARRY_BONUS_VOLATILE if home in sal.VOLATILE else CARRY_BONUS
+                score = scored.score + bonus
+                if scored.score >= 0:  # an earlier fact is kept if the budget allows
+                    score = max(score, self.min_score + 0.3)
+                if score >= self.min_score:
+                    order += 1
+                    items.append(_Item(home, sal.clip(text), score, order))
+        return items
+
+    def _fresh(
+        self, turns: Sequence[Turn], instructions: str | None, tools: _ToolLog
+    ) -> list[_Item]:
+        """Scored sentences of the span's messages and salient lines of its tool output."""
+        units: list[tuple[str, str, str, int | None]] = []  # role, text, tool, output group
+        for number, turn in enumerate(turns):
+            if turn.kind == "message":
+                prose, code = _split_code(turn.text)
+                units += [(turn.role, s, "", None) for s in sal.split_sentences(prose)]
+                units += [(turn.role, line, "", number) for line in _salient_lines(code)]
+            elif turn.kind == "tool_result":
+                name = turn.tool_name or "tool"
+                units += [("tool", line, name, number) for line in _salient_lines(turn.text)]
+            elif turn.kind == "tool_call":
+                tools.note_call(turn)
+        names = sal.known_names(text for _, text, _, group in units if group is None)
+        shapes: dict[int, Counter[str]] = {}
+        for _, text, _, group in units:
+            if group is not None:
+                shapes.setdefault(group, Counter())[_shape(text)] += 1
+        focus = sal.content_words(instructions) if instructions else None
+        items: list[_Item] = []
+        outputs: dict[int, list[_Item]] = {}
+        total = max(len(units) - 1, 1)
+        for order, (role, raw, tool, group) in enumerate(units):
+            text = sal.clip(raw, sal.MAX_ITEM_CHARS if group is None else MAX_TOOL_LINE)
+            scored = sal.score_sentence(text, role=role if group is None else "tool",
+                                        names=names, recency=order / total, focus=focus)
+            if scored.section is None:
+                continue
+            if group is None:
+                if scored.score >= self.min_score:
+                    speaker = _SPEAKERS.get(role)
+                    text = sal.strip_discourse(text)
+                    prefix = f"{speaker}: " if speaker and sal.needs_speaker(text) else ""
+                    items.append(_Item(scored.section, prefix + text, scored.score, order))
+                continue
+            section, score = _tool_line(text, scored, shapes[group])
+            label = f"Tool {tool}: " if tool else ""
+            outputs.setdefault(group, []).append(_Item(section, label + text, score, order))
+        for group_items in outputs.values():
+            best = sorted(group_items, key=lambda i: (-i.score, i.order))[: self.tool_lines]
+            items += [i for i in best if i.score >= self.min_score]
+        return items
+
+    # -- selection and rendering -------------------------------------------------------
+
+    def _fit(self, items: list[_Item], budget: int) -> str:
+        """The best items that fit ``budget`` tokens once rendered, de-duplicated."""
+        chosen: list[_Item] = []
+        keys: set[str] = set()
+        word_sets: list[frozenset[str]] = []
+        sections: set[str] = set()
+        spent = 0
+        costs = {id(i): self.count(f"- {i.text}") + 1 for i in items}
+        # Best first; among near-equals, the shorter (denser) item.
+        ranked = sorted(items, key=lambda i: (-(i.score - COST_WEIGHT * costs[id(i)]), i.order))
+        for item in ranked:
+            key = item.key
+            bag = frozenset(key.split())
+            if not key or key in keys or any(_near(bag, other) for other in word_sets):
+                continue
+            cost = costs[id(item)]
+            if item.section not in sections:
+                cost += self.count(f"## {item.section}") + 2
+            if spent + cost > budget:
+                continue
+            spent += cost
+            chosen.append(item)
+            keys.add(key)
+            word_sets.append(bag)
+            sections.add(item.section)
+        text = _render(chosen)
+        while chosen and self.count(text) > budget:
+            chosen.remove(min(chosen, key=lambda i: (i.score, -i.order)))
+            text = _render(chosen)
+        return text
+
+
+class _ToolLog:
+    """Tool names and touched files, merged across the span and earlier summaries."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.files: list[str] = []
+
+    def absorb(self, line: str) -> bool:
+        """Take a previous summary's "Tools used"/"Files involved" line; True if it was."""
+        used = _TOOLS_USED.match(line)
+        if used:
+            for part in used.group(1).split(", "):
+                match = _TOOL_COUNT.match(part.strip())
+                if match:
+                    self.add(match.group(1), int(match.group(2)))
+            return True
+        files = _FILES.match(line)
+        if files:
+            for path in files.group(1).split(", "):
+                self.add_file(path.strip())
+            return True
+        return False
+
+    def add(self, name: str, times: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + times
+
+    def note_call(self, turn: Turn) -> None:
+        """Count a tool call and remember the file paths among its arguments."""
+        self.add(turn.tool_name or "tool")
+        for key in _PATH_KEYS:
+            value = (turn.args or {}).get(key)
+            if isinstance(value, str) and 0 < len(value) <= 200 and "\n" not in value:
+                self.add_file(value)
+
+    def add_file(self, path: str) -> None:
+        if path and path not in self.files:
+            self.files.append(path)
+
+    def items(self, min_score: float, order: int) -> list[_Item]:
+        out = []
+        if self.counts:
+            used = ", ".join(f"{name} ×{n}" for name, n in self.counts.items())
+            out.append(_Item(sal.COMPLETED, f"Tools used: {used}.", min_score + 0.1, order))
+        if self.files:
+            shown = self.files[-MAX_FILES:]
+            out.append(_Item(sal.STATE, f"Files involved: {', '.join(shown)}.",
+                             min_score + 0.6, order + 1))
+        return out
+
+
+def _tool_line(text: str, scored: sal.Scored, shapes: Counter[str]) -> tuple[str, float]:
+    """Section and score of one line of tool output (or of a code block).
+
+    Errors beat result summaries ("3 failed, 117 passed"), which beat other result lines;
+    a line whose shape (digits aside) repeats in the same output is bulk, not news.
+    A note in plain language with a strong cue ("remember", "must") scores as prose.
+    """
+    section = scored.section or sal.STATE
+    if not _TOOL_CUE.search(text):
+        return section, scored.score
+    if _ERROR_LINE.search(text):
+        base = 2.0
+    elif _RESULT_LINE.search(text):
+        base = 1.7
+    else:
+        base = 1.3
+    if section == sal.CRITICAL or base == 2.0:
+        section = sal.STATE
+    score = base + 0.3 * min(sal.specificity(text, set()), 1.0)
+    if shapes[_shape(text)] >= 3:
+        score -= 2.0
+    return section, round(score, 4)
+
+
+def _shape(line: str) -> str:
+    return _DIGITS.sub("#", line.lower())
+
+
+def _near(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Near-duplicates: one is contained in the other, or they share 80% of their words."""
+    if min(len(a), len(b)) < 4:
+        return a == b
+    shared = len(a & b)
+    return shared == min(len(a), len(b)) or shared / len(a | b) >= 0.8
+
+
+def _render(items: Sequence[_Item]) -> str:
+    blocks = []
+    for section in sal.SECTIONS:
+        lines = [f"- {i.text}" for i in sorted(items, key=lambda i: i.order)
+                 if i.section == section]
+        if lines:
+            blocks.append(f"## {section}\n" + "\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _split_code(text: str) -> tuple[str, str]:
+    """(prose, code) of a message: fenced blocks are read like tool output."""
+    code = "\n".join((m.group(1) or m.group(2) or "") for m in _FENCE.finditer(text))
+    return _FENCE.sub("\n", text), code
+
+
+def _salient_lines(text: str, limit: int = 200) -> list[str]:
+    """Short lines of tool output or code with a result/error cue or a strong cue."""
+    lines = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not 4 <= len(line) <= 4 * MAX_TOOL_LINE or _TOOL_NOISE.match(line):
+            continue
+        head = line[:MAX_TOOL_LINE]
+        if _TOOL_CUE.search(head) or sal.STRONG_CUE.search(head):
+            lines.append(line)
+            if len(lines) >= limit:
+                break
+    return lines

@@ -1,0 +1,133 @@
+"""Chat completions from any server that speaks the OpenAI ``/chat/completions`` API.
+
+The API shape is separate from the host: the same class talks to OpenAI
+(``https://api.openai.com/v1``), Ollama (``http://localhost:11434/v1``), vLLM, LM Studio
+or llama.cpp's server. ``complete`` POSTs the messages and returns the first choice with
+the usage the server reported; ``stream`` asks for ``"stream": true`` and yields the
+text deltas of the Server-Sent Events until ``data: [DONE]``. Every failure becomes a
+:class:`~loci.errors.ProviderError` whose message says what to check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlparse
+
+from loci.errors import ConfigError, ProviderError
+from loci.llm._http import ChatTransport, check_base_url, message_text, usage_int
+from loci.llm.base import ChatReply
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: OpenAI reasoning models take ``max_completion_tokens`` and no ``temperature``.
+_REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+
+
+class OpenAICompatibleChat:
+    """A chat model behind an OpenAI-compatible HTTP API."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        timeout: float = 60,
+        temperature: float = 0.0,
+    ) -> None:
+        if not model:
+            raise ConfigError("the OpenAI-compatible chat model needs a model name (llm.model)")
+        self.base_url = check_base_url(base_url, "llm")
+        if not api_key and urlparse(self.base_url).hostname == "api.openai.com":
+            raise ConfigError(
+                "api.openai.com needs an API key: set llm.api_key (LOCI_LLM_API_KEY), "
+                "or point llm.base_url at a local server such as http://localhost:11434/v1"
+            )
+        if timeout <= 0:
+            raise ConfigError(f"timeout must be positive, got {timeout}")
+        self.model = model
+        self.name = f"openai:{model}"
+        self.url = self.base_url + "/chat/completions"
+        self.temperature = temperature
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = ChatTransport(
+            self.url, headers, timeout, secret=api_key, what="the OpenAI-compatible server"
+        )
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> ChatReply:
+        """The model's reply to ``messages`` (OpenAI format), with token usage."""
+        payload = self._http.post_json(self._body(messages, max_tokens, stream=False))
+        choices = payload.get("choices") if isinstance(payload, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise ProviderError(
+                f"{self._http.where} answered without 'choices': is llm.base_url an "
+                "OpenAI-compatible chat API (usually ending in /v1)?"
+            )
+        message = choices[0].get("message")
+        if not isinstance(message, dict):
+            raise ProviderError(f"{self._http.where} answered a choice without a 'message'")
+        usage = payload.get("usage")
+        model = payload.get("model")
+        return ChatReply(
+            content=message_text(message.get("content")),
+            model=model if isinstance(model, str) and model else self.model,
+            input_tokens=usage_int(usage, "prompt_tokens", "input_tokens"),
+            output_tokens=usage_int(usage, "completion_tokens", "output_tokens"),
+        )
+
+    def stream(
+        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
+    ) -> Iterator[str]:
+        """Yield the reply's text as the server streams it (``"stream": true``)."""
+        body = self._body(messages, max_tokens, stream=True)
+        for event in self._http.stream_events(body):
+            if event.data.strip() == "[DONE]":
+                return
+            chunk = self._http.decode(event.data)
+            if not isinstance(chunk, dict):
+                self._http.fail_stream("sent an event that is not a JSON object")
+            if "error" in chunk:
+                error = chunk["error"]
+                detail = error.get("message") if isinstance(error, dict) else error
+                raise ProviderError(f"{self._http.where} reported an error mid-stream: {detail}")
+            choices = chunk.get("choices")
+            if not isinstance(choices, list):
+                self._http.fail_stream("sent a chunk without 'choices'")
+            for choice in choices:
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                text = message_text(delta.get("content")) if isinstance(delta, dict) else ""
+                if text:
+                    yield text
+
+    def _body(
+        self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None, *, stream: bool
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages]}
+        reasoning = self.model.lower().rsplit("/", 1)[-1].startswith(_REASONING_PREFIXES)
+        if not reasoning:
+            body["temperature"] = self.temperature
+        if max_tokens is not None:
+            body["max_completion_tokens" if reasoning else "max_tokens"] = max_tokens
+        if stream:
+            body["stream"] = True
+        return body
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._http.close()
+
+    def __enter__(self) -> OpenAICompatibleChat:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleChat(model={self.model!r}, base_url={self.base_url!r})"
