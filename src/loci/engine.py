@@ -340,8 +340,9 @@ class Loci:
         flush = False
         if session is not None:
             check_name("session", session)
-            self.compaction.maybe_compact(session, model=model, before_compile=True)
-            flush = self.compaction.decide(session, model=model) is Decision.FLUSH
+            decision, _ = self.compaction.maybe_compact(session, model=model,
+                                                        before_compile=True)
+            flush = decision is Decision.FLUSH
         model = model or self.settings.model
         window = context_window(model, self.settings.models)
         layers, sections = configure(self.settings.context_layers,
@@ -381,7 +382,7 @@ class Loci:
     def maybe_compact(self, session: str, *, model: str | None = None
                       ) -> CompactionResult | None:
         """Compact if the policy's thresholds say so (also checks idle sessions)."""
-        return self.compaction.maybe_compact(session, model=model)
+        return self.compaction.maybe_compact(session, model=model)[1]
 
     def _flush(self, events: Sequence[Event]) -> int:
         extractor = LLMExtractor(self.chat) if self.chat is not None else None

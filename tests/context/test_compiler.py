@@ -119,7 +119,8 @@ def test_identity_from_the_workspace(loci: Loci, tmp_path: Path) -> None:
 
 
 def test_history_keeps_whole_turns_under_budget(home: Path, clock: FakeClock) -> None:
-    settings = load_settings(store="sqlite:///:memory:", context_budgets={"history": 400})
+    settings = load_settings(store="sqlite:///:memory:", context_budgets={"history": 400},
+                             compaction_auto=False)
     with Loci(settings, clock=clock) as loci:
         _turns(loci, 10)
         compiled = loci.compile("s", "next")
@@ -134,8 +135,20 @@ def test_history_keeps_whole_turns_under_budget(home: Path, clock: FakeClock) ->
         assert call_ids == result_ids  # never a call without its result, or the reverse
 
 
+def test_over_budget_history_is_compacted_not_dropped(home: Path, clock: FakeClock) -> None:
+    settings = load_settings(store="sqlite:///:memory:", context_budgets={"history": 1500},
+                             compaction_preserve_messages=4)
+    with Loci(settings, clock=clock) as loci:
+        _turns(loci, 25)
+        assert loci.session("s").active_token_count > 1500
+        compiled = loci.compile("s", "next")
+        assert loci.compactions("s") and "[CONTEXT SUMMARY]" in compiled.dynamic
+        assert not _layer(compiled, "history").dropped  # type: ignore[attr-defined]
+
+
 def test_history_start_moves_rarely(home: Path, clock: FakeClock) -> None:
-    settings = load_settings(store="sqlite:///:memory:", context_budgets={"history": 1000})
+    settings = load_settings(store="sqlite:///:memory:", context_budgets={"history": 1000},
+                             compaction_auto=False)
     with Loci(settings, clock=clock) as loci:
         starts = []
         for i in range(30):

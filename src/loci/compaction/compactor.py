@@ -50,11 +50,13 @@ class Compactor:
     def __init__(
         self, store: Store, scope: Scope, counter: TokenCounter, policy: CompactionPolicy,
         summarizer: Summarizer, clock: Clock, flush: Flush | None = None,
-        summary_tokens: int = 1_500,
+        summary_tokens: int = 1_500, preserve_cap: int | None = None,
     ) -> None:
         self.store, self.scope, self.counter, self.policy = store, scope, counter, policy
         self.summarizer, self.clock, self.flush = summarizer, clock, flush
         self.summary_tokens = summary_tokens
+        #: At most this many tokens are preserved, so compaction always makes room.
+        self.preserve_cap = preserve_cap
 
     def compact(
         self, session: str, window: int, *, strategy: str = "full",
@@ -115,10 +117,14 @@ class Compactor:
         larger, in whole turns."""
         turns = group_turns(events)
         keep_tokens = self.policy.preserve_tokens(window)
+        cap = self.preserve_cap if self.preserve_cap is not None else window
         kept_messages = kept_tokens = 0
         start = len(turns)
         while start > 0 and (kept_messages < self.policy.preserve_messages
                              or kept_tokens < keep_tokens):
+            if kept_tokens + sum(e.tokens for e in turns[start - 1]) > cap and start < len(
+                    turns):
+                break
             start -= 1
             kept_messages += sum(1 for e in turns[start] if e.type == "message")
             kept_tokens += sum(e.tokens for e in turns[start])

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from loci.compaction.compactor import CompactionResult, Compactor
 from loci.compaction.policy import CompactionPolicy, Decision
 from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summarizer
+from loci.context.layers import SECTION_BUDGETS, tokens_for
 from loci.llm import ExtractiveSummarizer, make_chat_model
 from loci.llm.base import ChatModel
 from loci.models import Event, Scope
@@ -15,6 +16,10 @@ from loci.settings import Settings
 from loci.store.base import Store
 from loci.timeutil import Clock
 from loci.tokens import context_window, token_counter
+
+
+#: State keys marking how far a session's events were flushed to memory.
+FLUSHED_PREFIX = "flushed:"
 
 
 def policy_from(settings: Settings) -> CompactionPolicy:
@@ -48,6 +53,12 @@ class CompactionService:
             if chat is not None else ExtractiveSummarizer(model=settings.model)
         )
 
+    def history_budget(self, model: str | None = None) -> int:
+        """The history section's token budget for ``model`` (see ``context.layers``)."""
+        window = context_window(model or self.settings.model, self.settings.models)
+        budget = self.settings.context_budgets.get("history", SECTION_BUDGETS["history"])
+        return tokens_for(budget, window)
+
     def compact(
         self, session: str, *, model: str | None = None, strategy: str = "full",
         instructions: str | None = None, dry_run: bool = False,
@@ -57,30 +68,48 @@ class CompactionService:
             self.store, self.scope, token_counter(model, self.settings.tokenizer),
             self.policy, self.summarizer, self.clock, self.flush,
             summary_tokens=self.settings.compaction_summary_tokens,
+            preserve_cap=self.history_budget(model) // 2,
         )
         return compactor.compact(session, context_window(model, self.settings.models),
                                  strategy=strategy, instructions=instructions, dry_run=dry_run)
 
     def decide(self, session: str, *, model: str | None = None,
                before_compile: bool = False) -> Decision:
-        info = self.store.session_info(self.scope, session)
-        if info is None:
+        activity = self.store.session_activity(self.scope, session)
+        if activity is None:
             return Decision.NONE
+        tokens, last = activity
         window = context_window(model or self.settings.model, self.settings.models)
-        idle = (self.clock() - info.updated_at).total_seconds()
-        return self.policy.decide(info.active_token_count, window, idle_seconds=idle,
-                                  before_compile=before_compile)
+        idle = (self.clock() - last).total_seconds()
+        decision = self.policy.decide(tokens, window, idle_seconds=idle,
+                                      before_compile=before_compile)
+        if decision is Decision.NONE and self.policy.auto and (
+                tokens > self.history_budget(model)):
+            # Compact (and summarize) rather than let the compiler drop turns.
+            return Decision.EMERGENCY if before_compile else Decision.COMPACT
+        return decision
 
     def maybe_compact(
         self, session: str, *, model: str | None = None, before_compile: bool = False
-    ) -> CompactionResult | None:
+    ) -> tuple[Decision, CompactionResult | None]:
         """Compact if the policy says so: a full compaction at the thresholds, masking
         first when idle (sleep-time), and a memory flush when auto-compaction is off."""
         decision = self.decide(session, model=model, before_compile=before_compile)
         if decision in (Decision.COMPACT, Decision.EMERGENCY):
-            return self.compact(session, model=model, strategy="full")
+            return decision, self.compact(session, model=model, strategy="full")
         if decision is Decision.SLEEP:
-            return self.compact(session, model=model, strategy="auto")
-        if decision is Decision.FLUSH:
-            self.flush(self.store.list_events(self.scope, session, include_archived=False))
-        return None
+            return decision, self.compact(session, model=model, strategy="auto")
+        if decision is Decision.FLUSH and not before_compile:
+            self._flush_new(session)
+        return decision, None
+
+    def _flush_new(self, session: str) -> None:
+        """Save facts from the events not flushed yet (the mark lives in state)."""
+        key = f"{FLUSHED_PREFIX}{session}"
+        mark = self.store.get_state(self.scope, key)
+        after = int(mark.value) if mark else 0
+        events = self.store.list_events(self.scope, session, include_archived=False,
+                                        after_id=after)
+        if events:
+            self.flush(events)
+            self.store.set_state(self.scope, key, str(events[-1].id), self.clock())

@@ -16,10 +16,13 @@ from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.history import group_turns, select_turns
 from loci.context.layers import LayerSpec, tokens_for
 from loci.context.render import events_to_messages
-from loci.context.sources import BUILDERS, HISTORY_SCAN_EVENTS, BuildContext
+from loci.context.sources import BUILDERS, BuildContext
 from loci.errors import BudgetExceededError
+from loci.models import Event
 from loci.tokens import REPLY_PRIMING, TokenCounter
 
+#: Dropped items listed one by one before the rest are counted together.
+MAX_DROPS_LISTED = 20
 #: The explain view warns when a layer uses more than this share of its budget.
 NEAR_LIMIT = 0.9
 #: After this many compactions of one session, summaries of summaries lose detail.
@@ -42,7 +45,7 @@ class ContextCompiler:
 
     def compile(self, ctx: BuildContext, request: CompileRequest) -> CompiledContext:
         if ctx.session is not None and not ctx.events:
-            ctx.events = ctx.store.tail_events(ctx.scope, ctx.session, HISTORY_SCAN_EVENTS)
+            ctx.events = self._recent_events(ctx, request)
         message_tokens = self.counter.count_message("user", ctx.message or "")
         if ctx.message is None:
             message_tokens = 0
@@ -81,6 +84,19 @@ class ContextCompiler:
             token_method=self.counter.method, warnings=warnings,
         )
 
+    def _recent_events(self, ctx: BuildContext, request: CompileRequest) -> list[Event]:
+        """Enough recent live events to fill the history budget (and for reflexion),
+        without reading the whole log: start from about 25 tokens an event and read
+        further back only while what was read still fits the budget."""
+        assert ctx.session is not None
+        budget = tokens_for(request.sections["history"], request.window)
+        scan = max(200, budget // 25)
+        while True:
+            events = ctx.store.tail_events(ctx.scope, ctx.session, scan)
+            if len(events) < scan or sum(e.tokens for e in events) > budget:
+                return events
+            scan *= 4
+
     def _section_budgets(self, request: CompileRequest, available: int) -> dict[str, int]:
         wanted = {s: tokens_for(b, request.window) for s, b in request.sections.items()}
         total = sum(wanted.values())
@@ -99,7 +115,12 @@ class ContextCompiler:
             limit = tokens_for(layer.budget, request.window)
             report = LayerReport(layer.name, section, limit)
             kept: list[str] = []
-            for item in BUILDERS[layer.name](ctx):
+            items = BUILDERS[layer.name](ctx)
+            for position, item in enumerate(items):
+                if len(report.dropped) >= MAX_DROPS_LISTED:
+                    rest = len(items) - position
+                    report.dropped.append((f"{rest} more item(s)", "over the budget"))
+                    break
                 tokens = self.counter.count(item.text) + 1
                 if report.used + tokens > limit:
                     report.dropped.append((item.id, f"over the {layer.name} budget"))

@@ -26,8 +26,10 @@ harmful requests.
 - Treat remembered context as possibly outdated; prefer what the user says now.
 - Ask before irreversible or destructive actions."""
 DEFAULT_IDENTITY = "You are {agent}, a helpful assistant with a long-term memory."
-RECENT_MEMORIES = 500
-HISTORY_SCAN_EVENTS = 2_000
+#: How many of the newest memories the memories layer considers.
+RECENT_MEMORIES = 100
+#: State keys Loci keeps for itself (focus, flush marks), not shown as state.
+INTERNAL_STATE = (STATE_PREFIX, "flushed:")
 _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNORECASE)
 
 
@@ -146,7 +148,7 @@ def sticky(ctx: BuildContext) -> list[Item]:
 
 def state(ctx: BuildContext) -> list[Item]:
     return [Item(s.key, f"[STATE] {s.key} = {s.value}")
-            for s in ctx.store.list_state(ctx.scope) if not s.key.startswith(STATE_PREFIX)]
+            for s in ctx.store.list_state(ctx.scope) if not s.key.startswith(INTERNAL_STATE)]
 
 
 def memories(ctx: BuildContext) -> list[Item]:
@@ -156,11 +158,8 @@ def memories(ctx: BuildContext) -> list[Item]:
 
 
 def compaction_summary(ctx: BuildContext) -> list[Item]:
-    summaries = [e for e in ctx.events if e.type == "summary" and not e.archived]
-    if not summaries:
-        return []
-    latest = summaries[-1]
-    return [Item(f"summary event {latest.id}", latest.content)]
+    latest = ctx.store.latest_summary(ctx.scope, ctx.session) if ctx.session else None
+    return [Item(f"summary event {latest.id}", latest.content)] if latest else []
 
 
 def focus(ctx: BuildContext) -> list[Item]:

@@ -136,6 +136,15 @@ class Store(ABC):
     def session_info(self, scope: Scope, session: str) -> SessionInfo | None: ...
 
     @abstractmethod
+    def session_activity(self, scope: Scope, session: str) -> tuple[int, datetime] | None:
+        """(tokens of live, unarchived events, time of the last event), cheaply: the
+        compaction policy asks this on every turn."""
+
+    @abstractmethod
+    def latest_summary(self, scope: Scope, session: str) -> Event | None:
+        """The newest unarchived summary event of a session."""
+
+    @abstractmethod
     def list_sessions(self, scope: Scope) -> list[SessionInfo]: ...
 
     @abstractmethod

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -16,9 +16,7 @@ def to_micros(value: datetime) -> int:
 
 
 def from_micros(value: int) -> datetime:
-    return datetime.fromtimestamp(value // 1_000_000, UTC).replace(
-        microsecond=value % 1_000_000
-    )
+    return _EPOCH + timedelta(microseconds=value)
 
 
 def dump_json(value: Any) -> str | None:

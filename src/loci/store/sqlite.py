@@ -83,14 +83,20 @@ class SQLiteStore(SQLiteVectors, Store):
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
+            # A 64 MB page cache and memory-mapped reads: hot rows and indexes stay in
+            # memory instead of costing a system call per page.
+            self._db.execute("PRAGMA cache_size=-65536")
+            self._db.execute("PRAGMA mmap_size=268435456")
             migrate(self._db, to_micros(utc_now()))
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
         self._lock = threading.RLock()
         self._indexes = {}
+        self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
 
     def close(self) -> None:
         with self._lock:
+            self.persist_indexes()
             self._db.close()
 
     @contextmanager
@@ -228,6 +234,26 @@ class SQLiteStore(SQLiteVectors, Store):
                 [(scope.tenant, scope.agent, session, i) for i in ids],
             )
             return cursor.rowcount
+
+    def session_activity(self, scope: Scope, session: str) -> tuple[int, datetime] | None:
+        rows = self._query(
+            "SELECT (SELECT COALESCE(SUM(tokens), 0) FROM events INDEXED BY events_live_tokens "
+            "WHERE tenant = ?1 AND agent = ?2 AND session = ?3 AND archived = 0), "
+            "(SELECT ts FROM events WHERE tenant = ?1 AND agent = ?2 AND session = ?3 "
+            "ORDER BY id DESC LIMIT 1)",
+            (scope.tenant, scope.agent, session),
+        )
+        tokens, last = rows[0]
+        return None if last is None else (int(tokens), from_micros(last))
+
+    def latest_summary(self, scope: Scope, session: str) -> Event | None:
+        rows = self._query(
+            f"SELECT {EVENT_COLUMNS} FROM events INDEXED BY events_summaries "
+            "WHERE tenant = ? AND agent = ? AND session = ? AND type = 'summary' "
+            "AND archived = 0 ORDER BY id DESC LIMIT 1",
+            (scope.tenant, scope.agent, session),
+        )
+        return to_event(rows[0]) if rows else None
 
     def session_info(self, scope: Scope, session: str) -> SessionInfo | None:
         rows = self._session_rows(scope, "AND session = ?", (session,))

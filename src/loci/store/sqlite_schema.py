@@ -193,6 +193,21 @@ def _v4_masking(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE events ADD COLUMN masked TEXT")
 
 
+def _v5_hot_path_indexes(db: sqlite3.Connection) -> None:
+    """Indexes for what every compile asks: sticky facts by type, a session's live token
+    count (covering, so no row is read) and its latest summary."""
+    run_script(
+        db,
+        """
+        CREATE INDEX memories_by_type ON memories (tenant, agent, type, created);
+        CREATE INDEX events_live_tokens ON events (tenant, agent, session, tokens)
+            WHERE archived = 0;
+        CREATE INDEX events_summaries ON events (tenant, agent, session, id)
+            WHERE type = 'summary';
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 #: Version → (name, function). Append only.
@@ -201,6 +216,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     2: ("embeddings in rows", _v2_embeddings),
     3: ("memory history", _v3_memory_history),
     4: ("masked tool outputs", _v4_masking),
+    5: ("hot path indexes", _v5_hot_path_indexes),
 }
 
 

@@ -7,10 +7,12 @@ writes are seen without reloading everything.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,7 @@ class SQLiteVectors:
 
     _lock: threading.RLock
     _indexes: dict[tuple[str, str, str], VectorIndex]
+    _ann_dir: Path | None
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         raise NotImplementedError
@@ -109,7 +112,7 @@ class SQLiteVectors:
         slot = (kind, scope.tenant, scope.agent)
         index = self._indexes.get(slot)
         if index is None or index.dim != dim:
-            index = self._indexes[slot] = VectorIndex(dim)
+            index = self._indexes[slot] = VectorIndex(dim, self._ann_path(kind, scope))
         latest = self._query(
             f"SELECT MAX(vec_seq) FROM {k.table} "
             "WHERE tenant = ? AND agent = ? AND vec_seq IS NOT NULL",
@@ -118,6 +121,17 @@ class SQLiteVectors:
         if latest is not None and latest > index.max_seq:
             index.update(self._vector_rows(k.table, k.key, scope, index.max_seq))
         return index
+
+    def _ann_path(self, kind: str, scope: Scope) -> Path | None:
+        if self._ann_dir is None:
+            return None
+        name = hashlib.sha256(f"{kind}\0{scope.tenant}\0{scope.agent}".encode()).hexdigest()
+        return self._ann_dir / f"{kind}-{name[:24]}.usearch"
+
+    def persist_indexes(self) -> None:
+        with self._lock:
+            for index in self._indexes.values():
+                index.persist()
 
     def _vector_rows(
         self, table: str, key: str, scope: Scope, after: int

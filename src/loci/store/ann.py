@@ -1,0 +1,83 @@
+"""An approximate (HNSW) index for large scopes, persisted next to the database.
+
+Exact search reads every vector per query: at 100k x 384 float32 that is 150 MB of
+memory traffic, ~5-25 ms on two cores. Above ``ANN_THRESHOLD`` vectors a usearch HNSW
+graph (half-precision, cosine) answers in about a millisecond. Building it costs time
+once (tens of seconds at 100k), so the graph is saved to ``<dir>/<name>.usearch`` with
+the highest ``vec_seq`` it holds, and the next process loads it and only adds what was
+written since. Rows deleted from the database may linger in the graph; hits are always
+re-read from the database, which drops them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+Matrix = npt.NDArray[np.float32]
+ANN_THRESHOLD = 20_000
+#: Search breadth: recall of ~0.98 at 100k for k <= 50 in our measurements.
+EXPANSION_SEARCH = 96
+
+
+class AnnIndex:
+    def __init__(self, dim: int, path: Path | None) -> None:
+        from usearch.index import Index
+
+        self.dim = dim
+        self.path = path
+        self.max_seq = 0
+        self.dirty = 0
+        self._index = Index(ndim=dim, metric="cos", dtype="f16", connectivity=16,
+                            expansion_add=128, expansion_search=EXPANSION_SEARCH)
+
+    @classmethod
+    def open(cls, dim: int, path: Path | None) -> AnnIndex:
+        """A saved graph for ``path`` if a compatible one exists, else an empty one."""
+        ann = cls(dim, path)
+        meta = path.with_suffix(".json") if path else None
+        if path is not None and meta is not None and path.exists() and meta.exists():
+            try:
+                info = json.loads(meta.read_text())
+                if info.get("dim") == dim:
+                    ann._index.load(str(path))
+                    ann.max_seq = int(info["max_seq"])
+            except (OSError, ValueError, KeyError, RuntimeError):
+                ann = cls(dim, path)  # unreadable: rebuild from the database
+        return ann
+
+    def __len__(self) -> int:
+        return int(self._index.size)
+
+    def upsert(self, keys: Sequence[int], vectors: Matrix, seq: int) -> None:
+        if not len(keys):
+            return
+        key_array = np.asarray(keys, dtype=np.uint64)
+        present = [k for k in keys if self._index.contains(k)]
+        if present:
+            self._index.remove(present)
+        self._index.add(key_array, vectors, threads=2)
+        self.max_seq = max(self.max_seq, seq)
+        self.dirty += len(keys)
+
+    def search(self, query: Matrix, k: int) -> list[tuple[int, float]]:
+        if len(self) == 0:
+            return []
+        found = self._index.search(query, min(k, len(self)))
+        return [(int(key), 1.0 - float(dist)) for key, dist in zip(
+            found.keys, found.distances, strict=True)]
+
+    def save(self) -> None:
+        if self.path is None or not self.dirty:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        self._index.save(str(tmp))
+        tmp.replace(self.path)
+        self.path.with_suffix(".json").write_text(
+            json.dumps({"dim": self.dim, "max_seq": self.max_seq}))
+        self.dirty = 0

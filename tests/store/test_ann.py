@@ -1,0 +1,55 @@
+"""The HNSW path of vector search: same answers as exact search, persisted, caught up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from loci.store.vector_index import VectorIndex
+
+
+def _rows(vectors: np.ndarray, first_seq: int = 1) -> list[tuple[int, bytes, int]]:
+    return [(i + 1, v.astype(np.float32).tobytes(), first_seq + i)
+            for i, v in enumerate(vectors)]
+
+
+def _unit(n: int, dim: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    m = rng.normal(size=(n, dim)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def test_graph_agrees_with_exact_search_and_is_persisted(tmp_path: Path) -> None:
+    vectors = _unit(3_000, 32, 1)
+    exact = VectorIndex(32, ann_threshold=10**9)
+    graph = VectorIndex(32, tmp_path / "g.usearch", ann_threshold=1_000)
+    exact.update(_rows(vectors))
+    graph.update(_rows(vectors))
+    recalls = []
+    for q in _unit(20, 32, 2):
+        truth = {i for i, _ in exact.search(q, 10)}
+        found = graph.search(q, 10)
+        recalls.append(len(truth & {i for i, _ in found}) / 10)
+        assert all(-1.0 <= score <= 1.0001 for _, score in found)
+    assert sum(recalls) / len(recalls) >= 0.9
+    assert (tmp_path / "g.usearch").exists()
+    # A new row after the graph exists is found at once (and persisted on request).
+    extra = _unit(1, 32, 3)
+    graph.update([(99_999, extra[0].tobytes(), 10_000)])
+    assert graph.search(extra[0], 1)[0][0] == 99_999
+    graph.persist()
+    # Another process: loads the saved graph and finds the newest row without a rebuild.
+    reopened = VectorIndex(32, tmp_path / "g.usearch", ann_threshold=1_000)
+    reopened.update(_rows(vectors))
+    reopened.update([(99_999, extra[0].tobytes(), 10_000)])
+    assert reopened.search(extra[0], 1)[0][0] == 99_999
+
+
+def test_filtered_searches_stay_exact(tmp_path: Path) -> None:
+    vectors = _unit(2_000, 16, 4)
+    index = VectorIndex(16, tmp_path / "f.usearch", ann_threshold=500)
+    index.update(_rows(vectors))
+    hits = index.search(vectors[41], 3, allowed=[42, 7, 9])
+    assert hits[0] == (42, hits[0][1]) and abs(hits[0][1] - 1.0) < 1e-5
+    assert {i for i, _ in hits} == {42, 7, 9}
