@@ -17,7 +17,6 @@ from loci.store.base import Store
 from loci.timeutil import Clock
 from loci.tokens import context_window, token_counter
 
-
 #: State keys marking how far a session's events were flushed to memory.
 FLUSHED_PREFIX = "flushed:"
 
