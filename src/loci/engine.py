@@ -22,7 +22,7 @@ from loci.context.compiler import CompileRequest, ContextCompiler
 from loci.context.focus import STATE_PREFIX as FOCUS_PREFIX
 from loci.context.focus import Focus
 from loci.context.layers import configure
-from loci.context.sources import BuildContext
+from loci.context.sources import BuildContext, agent_spec, skill_items
 from loci.context.workspace import Workspace
 from loci.embeddings import make_embedder
 from loci.errors import NotFoundError, ValidationError
@@ -347,10 +347,13 @@ class Loci:
         window = context_window(model, self.settings.models)
         layers, sections = configure(self.settings.context_layers,
                                      self.settings.context_budgets)
+        workspace = self.workspace()
         ctx = BuildContext(
             store=self.store, scope=self.scope, session=session, message=message,
             now=self.clock(), user_name=self.settings.user_name or self.scope.tenant,
-            workspace=self.workspace(), retriever=self.retriever,
+            workspace=workspace, retriever=self.retriever,
+            agent=agent_spec(workspace, self.scope.agent),
+            skills=skill_items(workspace, message),
             recall_limit=self.settings.recall_limit,
             reflexion_threshold=self.settings.reflexion_threshold, flush=flush,
         )

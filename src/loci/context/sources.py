@@ -11,9 +11,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from loci.context.focus import STATE_PREFIX, Focus
+from loci.context.skills import load_skills, match_skills
+from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
 from loci.models import Document, Event, Scope
 from loci.search.retriever import Retriever
@@ -48,7 +49,7 @@ class BuildContext:
     now: datetime
     user_name: str
     workspace: Workspace
-    agent: Any | None = None
+    agent: AgentSpec | None = None
     retriever: Retriever | None = None
     skills: Sequence[Item] = ()
     recall_limit: int = 5
@@ -200,6 +201,24 @@ def _failed(event: Event) -> bool:
 
 def skills(ctx: BuildContext) -> list[Item]:
     return list(ctx.skills)
+
+
+def skill_items(workspace: Workspace, message: str | None) -> list[Item]:
+    """seeds/000: workspace skills scoring above zero on the message, best first."""
+    if not message:
+        return []
+    matches = match_skills(load_skills([d for d in workspace.directories]), message)
+    return [Item(f"skill:{s.slug} (score {score})",
+                 f"## Skill: {s.skill.name}\n{s.body.strip()}") for s, score in matches]
+
+
+def agent_spec(workspace: Workspace, agent: str) -> AgentSpec | None:
+    """This agent's entry in AGENTS.toml (or the only entry there is)."""
+    found = workspace.find("AGENTS.toml")
+    if found is None:
+        return None
+    agents = load_agents(found.text, source=str(found.path))
+    return agents.get(agent) or (next(iter(agents.values())) if len(agents) == 1 else None)
 
 
 def recall(ctx: BuildContext) -> list[Item]:

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 IDENTITY_FILES = ("SOUL.md", "IDENTITY.md")
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 MAX_FILE_CHARS = 200_000
 
 
@@ -31,7 +33,9 @@ class Workspace:
                 path = directory / name
                 if path.is_file():
                     text = path.read_text(encoding="utf-8", errors="replace")
-                    return WorkspaceFile(name, path, text[:MAX_FILE_CHARS].strip())
+                    # Template comments are for the human editing the file, not the model.
+                    text = _COMMENT.sub("", text[:MAX_FILE_CHARS])
+                    return WorkspaceFile(name, path, re.sub(r"\n{3,}", "\n\n", text).strip())
         return None
 
     def identity(self) -> WorkspaceFile | None:
