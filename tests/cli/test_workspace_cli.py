@@ -46,7 +46,7 @@ def test_skills_list_match_and_injection(home: Path, tmp_path: Path,
         "  keywords: [solana, SOL, sol, crypto, price]\n"
         "  patterns: [\".*price.*\", \".*token.*\"]\n---\nUse http_fetch on the price API.\n")
     (skills / "broken.md").write_text("no front matter here\n")
-    code, out, err = run(capsys, "skills", "list")
+    _, out, err = run(capsys, "skills", "list")
     assert "sol-price: Solana Price Monitor" in out and "broken.md" in err
     assert run(capsys, "skills", "match", "What's the SOL price?")[1].startswith("3 sol-price")
     assert run(capsys, "skills", "match", "hello there")[1] == "no skill matches\n"
