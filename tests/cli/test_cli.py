@@ -159,7 +159,8 @@ def test_tokens_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
 def test_demo_runs(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "demo")
     assert code == 0, err
-    for step in ("1. Import", "2. Memories", "3. Recall", "4. The context", "5. Explain"):
+    for step in ("1. Import", "2. An assistant reply", "3. Recall", "4. The context",
+                 "5. Explain", "6. Compaction"):
         assert step in out
     assert "static prefix hash" in out and "[STICKY]" in out
 

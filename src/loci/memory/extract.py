@@ -50,6 +50,12 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("project_context", "project",
          r"\b(?:deadline|launch(?:es)?|goes live|release|milestone|sprint|project|repo|"
          r"stack|we(?:'re| are) using|built with)\b"),
+        # A statement carrying a concrete value (a date, time, address, path, id, amount)
+        # is a fact someone may ask about later.
+        ("project_context", "specific",
+         r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}\b|\b\d{1,3}(?:\.\d{1,3}){3}\b|"
+         r"[\w.-]+@[\w-]+\.\w+|(?:^|\s)(?:/[\w.-]+){2,}|\b[\w.-]+/[\w.-]+/[\w./-]+|"
+         r"\$\s?\d|\b(?-i:[A-Z]{2,})-\d+\b"),
     )
 )
 ASSISTANT_RULES = tuple(r for r in USER_RULES if r[1] == "decision")

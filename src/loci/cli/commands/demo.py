@@ -12,15 +12,21 @@ from loci.cli.app import cli, one_line
 from loci.engine import Loci
 
 QUESTION = "Why did station 9414290 fail, and what did we decide to do about it?"
-#: Facts an agent would have saved with memory tags during these sessions.
-DEMO_FACTS = (
-    ("sticky", "The user is Maya, a backend engineer in Lisbon.", ("identity",)),
-    ("user_preference", "Maya wants short answers, in bullet points.", ("style",)),
-    ("project_context", "Tidepool: tide-prediction API, FastAPI + PostgreSQL, NOAA data.",
-     ("tidepool",)),
-    ("project_context", "Tidepool launches on December 1st; Rui builds the mobile app.",
-     ("tidepool", "launch")),
+#: A reply as an agent would write it, saving facts with memory tags.
+TAGGED_REPLY = (
+    "Welcome back, Maya!\n"
+    "[MEMORY:sticky] The user is Maya, a backend engineer in Lisbon. [/MEMORY]\n"
+    "[MEMORY:user_preference] Maya wants short answers, in bullet points. [/MEMORY]\n"
+    "[MEMORY:project_context] Tidepool launches on December 1st; Rui builds the mobile "
+    "app. [/MEMORY]\n"
+    "[STATE:free_tier_requests_per_day] 1000 [/STATE]"
 )
+SOUL = ("# Soul\nYou are Tide, a backend engineering assistant. You answer briefly, show "
+        "code rather than prose, and say when you are unsure.\n")
+SKILL = ("---\nslug: api-errors\nname: Debugging API errors\ntriggers:\n"
+         "  keywords: [error, fail, 500, 503]\n  patterns: [\"station \\\\d+\"]\n---\n"
+         "1. Read the log line of the failing request.\n2. Check the upstream payload.\n"
+         "3. Prefer 503 + Retry-After when upstream data is missing.\n")
 
 
 def _step(title: str) -> None:
@@ -35,7 +41,11 @@ def demo(store: str | None, user: str) -> None:
     """Load an example conversation and show what Loci stores and compiles."""
     with tempfile.TemporaryDirectory(prefix="loci-demo-") as tmp:
         url = store or f"sqlite:///{Path(tmp) / 'demo.db'}"
-        with Loci.open(store=url, user=user, home=tmp) as loci:
+        workspace = Path(tmp) / "workspace"
+        (workspace / "skills").mkdir(parents=True)
+        (workspace / "SOUL.md").write_text(SOUL, encoding="utf-8")
+        (workspace / "skills" / "api-errors.md").write_text(SKILL, encoding="utf-8")
+        with Loci.open(store=url, user=user, home=tmp, workspace=str(workspace)) as loci:
             _tour(loci, url)
 
 
@@ -51,29 +61,36 @@ def _tour(loci: Loci, url: str) -> None:
             click.echo(f"  {session}: {len(events)} events, {info.message_count} messages, "
                        f"{info.token_count} tokens")
 
-    _step("2. Memories and state the agent saved")
-    for memory_type, text, tags in DEMO_FACTS:
-        memory = loci.remember(text, type=memory_type, tags=tags)
-        expires = f"{memory.expires_at:%Y-%m-%d}" if memory.expires_at else "never"
-        click.echo(f"  {memory.id} [{memory.type}, expires {expires}] {text}")
-    loci.state_set("free_tier_requests_per_day", "1000")
-    loci.state_set("launch_date", "2026-12-01")
-    for pair in loci.state():
+    _step("2. An assistant reply with memory tags: saved, and stripped from what Maya sees")
+    event, result = loci.add_reply("03-launch", TAGGED_REPLY)
+    click.echo(f"  shown to the user: {event.content!r}")
+    for saved in result.saved:
+        expires = f"{saved.memory.expires_at:%Y-%m-%d}" if saved.memory.expires_at else "never"
+        click.echo(f"  {saved.action} {saved.memory.id} [{saved.memory.type}, expires "
+                   f"{expires}] {saved.memory.content}")
+    for pair in result.state:
         click.echo(f"  state {pair.key} = {pair.value}")
+    extracted = loci.extract_memories(loci.events("01-kickoff"))
+    click.echo(f"  + {len(extracted)} facts extracted offline from 01-kickoff, e.g. "
+               f"{extracted[0].memory.content!r}" if extracted else "")
 
     _step(f"3. Recall (hybrid search of the conversations): {QUESTION!r}")
     for hit in loci.search_conversation(QUESTION, limit=4):
         click.echo(f"  {hit.score:.2f} {hit.session:13} #{hit.id:<3} {one_line(hit.text, 70)}")
     _step("   Memory search (summaries first, read if needed): 'what stack does Tidepool use'")
-    for result in loci.memory_search("what stack does Tidepool use", limit=2):
-        click.echo(f"  {result.relevance:.2f} {result.id} [{result.type}] {result.summary}")
+    for found in loci.memory_search("what stack does Tidepool use", limit=2):
+        click.echo(f"  {found.relevance:.2f} {found.id} [{found.type}] {found.summary}")
 
-    _step("4. The context compiled for the next call in 03-launch")
-    compiled = loci.compile("03-launch", QUESTION)
+    _step("4. The context compiled for the next call in 02-debugging")
+    compiled = loci.compile("02-debugging", QUESTION)
     click.echo(_indent(compiled.to_text()))
 
     _step("5. Explain: every layer, its tokens against its budget, what was kept or dropped")
     click.echo(_indent(compiled.explain()))
+
+    _step("6. Compaction (dry run): what would be masked, summarized and archived")
+    dry = loci.compact("02-debugging", dry_run=True, strategy="mask")
+    click.echo(f"  {dry.masked} tool output(s) would be masked; nothing is ever deleted")
     click.echo("\nTry it yourself: loci --help, loci context SESSION MESSAGE --explain")
 
 
