@@ -107,3 +107,11 @@ def test_reply_tags_are_saved_and_stripped(loci: Loci) -> None:
     assert loci.state_get("last_topic").value == "introductions"
     _, again = loci.add_reply("s", "[MEMORY:sticky] user's name is John [/MEMORY]")
     assert again.saved[0].action == "refreshed" and len(loci.memories()) == 2
+
+
+def test_facts_about_different_things_are_not_merged(loci: Loci) -> None:
+    a = loci.remember("Ticket OPS-2823 is blocked on the vendor API", type="project_context")
+    b = loci.remember("Ticket OPS-8039 is blocked on the vendor API", type="project_context")
+    c = loci.remember("Ticket OPS-8039 is blocked on the vendor API again", type="project_context")
+    assert a.id != b.id and c.id == b.id
+    assert len(loci.memories()) == 2

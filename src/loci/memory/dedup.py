@@ -4,7 +4,8 @@
 ``DUPLICATE_OVERLAP`` a new fact is the same fact as a stored one: identical words
 refresh the stored fact, changed words supersede it (the old text goes to history).
 With embeddings, a cosine of ``NEAR_DUPLICATE_COSINE`` or more also counts as the
-same fact, which catches paraphrases that share few words.
+same fact, which catches paraphrases that share few words. Facts that name different
+things ("ticket OPS-12 is blocked" / "ticket OPS-40 is blocked") are never merged.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ from loci.models import Memory
 DUPLICATE_OVERLAP = 0.7
 NEAR_DUPLICATE_COSINE = 0.9
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: Names of things that mix letters and digits (repo-12, OPS-2823, proj157): two facts
+#: that name different things are different facts, however many words they share.
+_ANCHOR = re.compile(r"\b[A-Za-z]+[-_]?\d+[A-Za-z0-9]*\b")
+
+
+def anchors(text: str) -> frozenset[str]:
+    return frozenset(a.lower() for a in _ANCHOR.findall(text))
 
 
 def word_set(text: str) -> frozenset[str]:
@@ -51,8 +59,12 @@ def find_duplicate(
     the one with the highest word overlap above the threshold, or else the nearest
     embedding at or above the cosine threshold. ``load`` fetches the chosen memory."""
     words = word_set(content)
+    names = anchors(content)
     best_id, best_overlap, best_cosine = None, -1.0, -1.0
     for memory_id, text in candidates.items():
+        other_names = anchors(text)
+        if names and other_names and names != other_names:
+            continue
         other = word_set(text)
         union = words | other
         overlap = len(words & other) / len(union) if union else 0.0
