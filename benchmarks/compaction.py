@@ -25,7 +25,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, percentiles, sentence
-
 from loci import Loci, load_settings
 
 CITIES = ["Lisbon", "Porto", "Berlin", "Oslo", "Kyoto", "Lima", "Quito", "Accra"]
@@ -34,6 +33,17 @@ PEOPLE = ["Priya", "Rui", "Tomasz", "Amara", "Keiko", "Lars", "Ines", "Omar"]
 CHITCHAT = ["ok thanks", "sounds good", "haha nice", "cool, let's continue",
             "what do you think about the weather today?", "got it", "hmm interesting",
             "can you say that again more simply?", "great, thank you!", "sure"]
+
+
+class TickingClock:
+    """Thirty seconds pass between two readings: a long session, deterministically."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=30)
+        return self.now
 
 
 def needle(rng: random.Random, n: int) -> tuple[str, str]:
@@ -127,10 +137,7 @@ def main() -> None:
                                      user=f"user{user}", model="bench-32k",
                                      models={"bench-32k": 32_000}, memory_mirror=False,
                                      embedding_provider="hash")
-            clock_start = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-            ticks = iter(range(10**9))
-            with Loci(settings,
-                      clock=lambda: clock_start + timedelta(seconds=30 * next(ticks))) as loci:
+            with Loci(settings, clock=TickingClock()) as loci:
                 results.append(run_user(loci, rng, args.turns, 25))
     total = sum(int(r["total_tokens"]) for r in results)  # type: ignore[call-overload]
     live = sum(int(r["live_tokens"]) for r in results)  # type: ignore[call-overload]
