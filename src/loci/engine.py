@@ -28,6 +28,13 @@ from loci.embeddings import make_embedder
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import dump_jsonl, new_event, parse_jsonl
 from loci.indexing import Indexer
+from loci.knowledge import (
+    DocumentPage,
+    DocumentSummary,
+    KnowledgeBase,
+    Librarian,
+    SessionKnowledge,
+)
 from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
 from loci.memory.mirror import Mirror
 from loci.memory.service import MemoryService, SaveResult
@@ -102,6 +109,8 @@ class Loci:
         self.indexer = indexer or _make_indexer(self.settings, self.store)
         self.retriever = Retriever(self.store, self.indexer, _fusion(self.settings))
         self.chat = chat_model_from(self.settings)
+        self.knowledge = KnowledgeBase(self.store, self.scope, self.retriever, self.indexer,
+                                       clock)
         self.compaction = CompactionService(self.store, self.scope, self.settings, clock,
                                             self._flush, self.chat)
         mirror_root = self.settings.workspace or self.settings.home
@@ -325,6 +334,24 @@ class Loci:
     def state(self) -> list[StateItem]:
         return self.store.list_state(self.scope)
 
+    # -- knowledge (documents: see ``self.knowledge``) -------------------------------
+    def search_knowledge(
+        self, query: str, path_filter: str | None = None, tags: Sequence[str] | None = None,
+        top_k: int = 5,
+    ) -> list[DocumentSummary]:
+        """seeds/004 ``search_knowledge``: document summaries with paths and relevance."""
+        return self.knowledge.search_knowledge(query, path_filter, tags, top_k)
+
+    def read_document(self, path: str, offset: int = 0, limit: int = 10_000) -> DocumentPage:
+        """seeds/004 ``read_document``: a document's latest version, page by page."""
+        return self.knowledge.read_document(path, offset, limit)
+
+    def end_session(self, session: str) -> SessionKnowledge:
+        """The librarian: file ``session`` into /conversations/ and /profile/ documents
+        and consolidate it into memories (offline rules unless a chat model is set)."""
+        librarian = Librarian(self.knowledge, self.chat, self._consolidate)
+        return librarian.end_session(session, self.events(session))
+
     # -- context ------------------------------------------------------------------
     def workspace(self) -> Workspace:
         dirs = [Path.cwd()]
@@ -388,8 +415,11 @@ class Loci:
         return self.compaction.maybe_compact(session, model=model)[1]
 
     def _flush(self, events: Sequence[Event]) -> int:
+        return len(self._consolidate(events))
+
+    def _consolidate(self, events: Sequence[Event]) -> list[SaveResult]:
         extractor = LLMExtractor(self.chat) if self.chat is not None else None
-        return len(self.extract_memories(events, extractor))
+        return self.extract_memories(events, extractor)
 
     def set_focus(self, session: str, focus: Focus | None) -> None:
         """Set (or with None, clear) the focus of a goal-driven session (seeds/001)."""

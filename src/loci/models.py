@@ -137,6 +137,20 @@ class Document:
 
 
 @dataclass(frozen=True)
+class DocumentVersion:
+    """An earlier version of a document, kept when a new version replaced it."""
+
+    path: str
+    version: int
+    content: str
+    tags: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    superseded_at: datetime
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Skill:
     """A markdown skill injected when its triggers score above zero on a message."""
 

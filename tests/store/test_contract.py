@@ -70,7 +70,8 @@ def test_archive_never_deletes(store: Store) -> None:
     assert [e.content for e in store.list_events(ALICE, "s", include_archived=False)] == ["c"]
     assert store.search_events(ALICE, "a b")  # archived events stay searchable
     hits = store.search_events(ALICE, "b", filters=SearchFilters(include_archived=False))
-    assert hits == []
+    # "c" may match through its context (the turns before it); "b" itself may not.
+    assert str(events[1].id) not in {h.id for h in hits}
 
 
 def test_session_info_is_derived_from_the_log(store: Store) -> None:
@@ -112,8 +113,9 @@ def test_keyword_search_ranks_and_scores_in_unit_interval(store: Store) -> None:
     assert all(0 <= h.score <= 1 for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     # A query of stop words only still searches for those words.
-    assert [h.text for h in store.search_events(ALICE, "the of")] == [
-        "the tide station 9414290 failed with KeyError"]
+    # (Later turns may match through their context, below the turn itself.)
+    assert store.search_events(ALICE, "the of")[0].text == (
+        "the tide station 9414290 failed with KeyError")
     assert store.search_events(ALICE, "") == []
 
 

@@ -129,16 +129,33 @@ def profile(ctx: BuildContext) -> list[Item]:
     people = [d for d in documents if d.path.startswith("/profile/people/")]
     others = sorted((d for d in documents if d not in people),
                     key=lambda d: (order.get(d.path, 9), d.path))
-    items = [Item(d.path, f"## {_title(d)}\n{d.content.strip()}") for d in others]
+    items = [Item(d.path, f"## {_title(d)}\n{_body(d)}") for d in others]
     if people:
-        lines = [f"- {_title(d)}: {' '.join(d.content.split())[:200]}" for d in people]
+        lines = [f"- {_heading(d) or _title(d)}: "
+                 f"{' '.join(_BULLET.sub('', _body(d)).split())[:200]}" for d in people]
         items.append(Item("/profile/people/", "## People\n" + "\n".join(lines)))
     return items
+
+
+_HEADING = re.compile(r"\A\s*#{1,6}[ \t]+([^\n]*?)[ \t#]*(?:\n|\Z)")
+_BULLET = re.compile(r"^\s*[-*+]\s+", re.MULTILINE)
 
 
 def _title(document: Document) -> str:
     name = document.path.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return name.replace("-", " ").replace("_", " ").capitalize()
+
+
+def _heading(document: Document) -> str | None:
+    """The document's own leading markdown heading, if it starts with one."""
+    match = _HEADING.match(document.content)
+    return match.group(1).strip() or None if match else None
+
+
+def _body(document: Document) -> str:
+    """The content without its leading heading (the layer writes its own)."""
+    match = _HEADING.match(document.content)
+    return (document.content[match.end():] if match else document.content).strip()
 
 
 def sticky(ctx: BuildContext) -> list[Item]:

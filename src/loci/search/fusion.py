@@ -2,9 +2,17 @@
 
 Two methods (seeds/002 gives the weights of the first):
 
-- ``weighted``: ``vector_weight * cosine + keyword_weight * bm25 / best_bm25``;
+- ``weighted``: ``vector_weight * cosine + keyword_weight * bm25 / best_bm25``, where
+  ``bm25`` is the raw BM25 relevance (stores report it squashed into [0, 1) as
+  ``r / (1 + r)``; it is unsquashed here, because the squash flattens the differences
+  between good and very good keyword matches);
 - ``rrf``: reciprocal-rank fusion, ``Σ w / (k + rank)``, scaled so a hit ranked first by
   both retrievers scores 1.
+
+An item found by one retriever only was still scored by the other, just below its
+cut: callers that cut a pool pass that pool's lowest score as ``vector_floor`` /
+``keyword_floor``, and the item gets it instead of zero (an upper bound, and a far
+better guess than zero for cosines, which are rarely near zero).
 
 Optional recency weighting blends in ``0.5 ** (age / half_life)``.
 """
@@ -47,25 +55,43 @@ def fuse(
     vector: Sequence[SearchHit],
     config: FusionConfig,
     now: datetime | None = None,
+    *,
+    vector_floor: float = 0.0,
+    keyword_floor: float = 0.0,
 ) -> list[SearchHit]:
-    """One ranking of the union of both hit lists, best first."""
+    """One ranking of the union of both hit lists, best first. The floors are what an
+    item missing from one list gets from it (weighted fusion only)."""
     total = config.vector_weight + config.keyword_weight
     wv, wk = config.vector_weight / total, config.keyword_weight / total
     by_id: dict[str, SearchHit] = {}
-    scores: dict[str, float] = {}
-    for weight, hits, is_keyword in ((wv, vector, False), (wk, keyword, True)):
-        best = max((h.score for h in hits), default=0.0) or 1.0
+    parts: dict[str, list[float]] = {}
+    best = max((_relevance(h.score) for h in keyword), default=0.0) or 1.0
+    for slot, hits in enumerate((vector, keyword)):
         for rank, hit in enumerate(hits, start=1):
             if config.method == "rrf":
                 part = (config.rrf_k + 1) / (config.rrf_k + rank)
-            else:  # keyword scores are relative to the query's best, cosines absolute
-                part = hit.score / best if is_keyword else hit.score
+            elif slot:  # keyword scores are relative to the query's best
+                part = _relevance(hit.score) / best
+            else:  # cosines are absolute
+                part = hit.score
             by_id.setdefault(hit.id, hit)
-            scores[hit.id] = scores.get(hit.id, 0.0) + weight * part
-    fused = [replace(by_id[i], score=min(1.0, s)) for i, s in scores.items()]
+            parts.setdefault(hit.id, [-1.0, -1.0])[slot] = part
+    floors = (0.0, 0.0) if config.method == "rrf" else (
+        vector_floor, min(1.0, _relevance(keyword_floor) / best))
+    fused = [
+        replace(by_id[i], score=min(1.0, sum(
+            w * (p if p >= 0 else floor) for w, p, floor in zip((wv, wk), ps, floors,
+                                                                 strict=True))))
+        for i, ps in parts.items()
+    ]
     if config.recency_weight and now is not None:
         fused = [_with_recency(h, config, now) for h in fused]
     return sorted(fused, key=lambda h: h.score, reverse=True)
+
+
+def _relevance(score: float) -> float:
+    """The raw BM25 relevance behind a keyword score ``r / (1 + r)``."""
+    return score / max(1e-9, 1.0 - score)
 
 
 def _with_recency(hit: SearchHit, config: FusionConfig, now: datetime) -> SearchHit:

@@ -1,20 +1,41 @@
 """Hybrid retrieval: keyword (BM25) and vector hits for one kind of item, fused.
 
 Without an embedder (provider ``none``) it is keyword search alone.
+
+Conversation search (kind ``event``) does more, all of it generic:
+
+- what is indexed for an event includes its speaker, captions and preceding turns
+  (``search.conversation``; done by the store when events are appended);
+- each retriever's pool is at least ``EVENT_MIN_POOL`` hits, because turns are short
+  and many of them share words;
+- time awareness: dates named in the query (``search.temporal``) bring in candidates
+  from those periods (the same searches, filtered to the period), and events inside a
+  named period get ``TIME_WEIGHT`` of their final score from being there.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
 
+from loci.embeddings.base import Vectors
 from loci.indexing import Indexer
 from loci.models import Scope, SearchHit
 from loci.search.fusion import FusionConfig, fuse
+from loci.search.temporal import Period, periods
 from loci.store.base import SearchFilters, Store
 
 #: Each retriever returns this many times the requested hits before fusion.
 POOL_FACTOR = 3
 MIN_POOL = 30
+#: The smallest pool of conversation search (per retriever, and per named period).
+EVENT_MIN_POOL = 50
+#: Share of an event's score that comes from lying in a period the query names.
+TIME_WEIGHT = 0.25
+#: At most this many named periods add candidates of their own.
+MAX_PERIODS = 3
+_TICK = timedelta(microseconds=1)
 
 
 class Retriever:
@@ -27,16 +48,40 @@ class Retriever:
         self, scope: Scope, kind: str, query: str, *, limit: int, filters: SearchFilters,
         now: datetime | None = None,
     ) -> list[SearchHit]:
-        pool = max(limit * POOL_FACTOR, MIN_POOL)
-        keyword = self._keyword(scope, kind, query, pool, filters)
+        pool = max(limit * POOL_FACTOR, EVENT_MIN_POOL if kind == "event" else MIN_POOL)
+        vector_query = self._embed(scope, kind, query)
+        keyword, vector = self._candidates(scope, kind, query, vector_query, pool, filters)
+        # Hits cut from a full pool scored at most its lowest score.
+        floors = {"vector_floor": vector[-1].score if len(vector) >= pool else 0.0,
+                  "keyword_floor": keyword[-1].score if len(keyword) >= pool else 0.0}
+        named = periods(query) if kind == "event" else []
+        for period in [p for p in named if p.start is not None][:MAX_PERIODS]:
+            narrowed = _narrow(filters, period)
+            if narrowed is not None:
+                more_k, more_v = self._candidates(scope, kind, query, vector_query, pool,
+                                                  narrowed)
+                keyword, vector = _merge(keyword, more_k), _merge(vector, more_v)
+        fused = fuse(keyword, vector, self.config, now, **floors)
+        if named:
+            fused = _favour_periods(fused, named)
+        return fused[:limit]
+
+    def _embed(self, scope: Scope, kind: str, query: str) -> Vectors | None:
         if self.indexer is None or not query.strip():
-            vector: list[SearchHit] = []
-        else:
-            self.indexer.embed_pending(kind, scope)
-            query_vector = self.indexer.embed_query(query)
-            vector = self.store.vector_search(scope, kind, query_vector, limit=pool,
-                                              filters=filters)
-        return fuse(keyword, vector, self.config, now)[:limit]
+            return None
+        self.indexer.embed_pending(kind, scope)
+        return self.indexer.embed_query(query)
+
+    def _candidates(
+        self, scope: Scope, kind: str, query: str, vector_query: Vectors | None, pool: int,
+        filters: SearchFilters,
+    ) -> tuple[list[SearchHit], list[SearchHit]]:
+        keyword = self._keyword(scope, kind, query, pool, filters)
+        if vector_query is None:
+            return keyword, []
+        vector = self.store.vector_search(scope, kind, vector_query, limit=pool,
+                                          filters=filters)
+        return keyword, vector
 
     def _keyword(
         self, scope: Scope, kind: str, query: str, limit: int, filters: SearchFilters
@@ -47,3 +92,30 @@ class Retriever:
             "document": self.store.search_documents,
         }[kind]
         return search(scope, query, limit=limit, filters=filters)
+
+
+def _narrow(filters: SearchFilters, period: Period) -> SearchFilters | None:
+    """``filters`` limited to a bounded period, or None if nothing can pass both."""
+    assert period.start is not None and period.end is not None
+    since = max(filters.since, period.start) if filters.since else period.start
+    last = period.end - _TICK  # ``until`` is inclusive
+    until = min(filters.until, last) if filters.until else last
+    return None if since > until else replace(filters, since=since, until=until)
+
+
+def _merge(hits: Sequence[SearchHit], more: Sequence[SearchHit]) -> list[SearchHit]:
+    """Both lists' hits, each once (at its best score), best first."""
+    best: dict[str, SearchHit] = {}
+    for hit in (*hits, *more):
+        if hit.id not in best or hit.score > best[hit.id].score:
+            best[hit.id] = hit
+    return sorted(best.values(), key=lambda h: h.score, reverse=True)
+
+
+def _favour_periods(hits: Sequence[SearchHit], named: Sequence[Period]) -> list[SearchHit]:
+    """Blend ``TIME_WEIGHT`` of "lies in a named period" into each score."""
+    def blended(hit: SearchHit) -> SearchHit:
+        inside = any(period.contains(hit.timestamp) for period in named)
+        return replace(hit, score=(1 - TIME_WEIGHT) * hit.score + TIME_WEIGHT * inside)
+
+    return sorted(map(blended, hits), key=lambda h: h.score, reverse=True)

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from loci.models import (
     Compaction,
     Document,
+    DocumentVersion,
     Event,
     Memory,
     MemoryVersion,
@@ -218,8 +219,17 @@ class Store(ABC):
 
     # -- documents ----------------------------------------------------------------
     @abstractmethod
-    def put_document(self, scope: Scope, document: Document) -> None:
-        """Insert or replace the document at ``document.path``."""
+    def put_document(self, scope: Scope, document: Document) -> Document:
+        """Insert the document at ``document.path``, or replace it keeping the replaced
+        version in its history; returns the stored document.
+
+        The store numbers versions: a new path keeps ``document.version``; a changed
+        content, tags or metadata becomes the stored version + 1 (``created_at`` stays);
+        writing what is already stored changes nothing."""
+
+    @abstractmethod
+    def put_documents(self, scope: Scope, documents: Sequence[Document]) -> list[Document]:
+        """``put_document`` for many in one transaction (all or nothing)."""
 
     @abstractmethod
     def get_document(self, scope: Scope, path: str) -> Document | None: ...
@@ -228,7 +238,12 @@ class Store(ABC):
     def list_documents(self, scope: Scope, prefix: str = "/") -> list[Document]: ...
 
     @abstractmethod
-    def delete_document(self, scope: Scope, path: str) -> bool: ...
+    def delete_document(self, scope: Scope, path: str) -> bool:
+        """Hard-delete a document and its history (an explicit removal)."""
+
+    @abstractmethod
+    def document_history(self, scope: Scope, path: str) -> list[DocumentVersion]:
+        """Earlier versions of a document, oldest first."""
 
     @abstractmethod
     def search_documents(

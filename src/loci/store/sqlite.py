@@ -21,6 +21,7 @@ from loci.errors import ConfigError, NotFoundError, StoreError
 from loci.models import (
     Compaction,
     Document,
+    DocumentVersion,
     Event,
     Memory,
     MemoryVersion,
@@ -39,7 +40,14 @@ from loci.store.base import (
     Store,
     Vectors,
 )
-from loci.store.codec import dump_json, dump_tags, from_micros, to_micros
+from loci.store.codec import (
+    dump_json,
+    dump_tags,
+    from_micros,
+    load_json,
+    load_tags,
+    to_micros,
+)
 from loci.store.sqlite_rows import (
     COMPACTION_COLUMNS,
     DOCUMENT_COLUMNS,
@@ -48,6 +56,7 @@ from loci.store.sqlite_rows import (
     MEMORY_COLUMNS,
     filter_sql,
     memory_filters,
+    search_columns,
     to_document,
     to_event,
     to_hit,
@@ -143,9 +152,10 @@ class SQLiteStore(SQLiteVectors, Store):
             (
                 scope.tenant, scope.agent, session, e.type, e.role, e.content,
                 to_micros(e.timestamp), e.tokens, e.tool_name, e.tool_call_id,
-                dump_json(e.args), dump_json(e.metadata),
+                dump_json(e.args), dump_json(e.metadata), extra, context,
             )
-            for e in events
+            for e, (extra, context) in zip(
+                events, search_columns(db, scope, session, events), strict=True)
         ]
         # AUTOINCREMENT hands out sqlite_sequence + 1, + 2, ... and never reuses ids;
         # under BEGIN IMMEDIATE no other writer interleaves.
@@ -153,14 +163,14 @@ class SQLiteStore(SQLiteVectors, Store):
         first = (seq[0] if seq else 0) + 1
         db.executemany(
             "INSERT INTO events (tenant, agent, session, type, role, content, ts, "
-            "tokens, tool_name, tool_call_id, args, metadata) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "tokens, tool_name, tool_call_id, args, metadata, search_extra, search_context) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         # One statement indexes the whole batch: five times faster than a trigger.
         db.execute(
-            "INSERT INTO events_fts (rowid, content) SELECT id, content FROM events "
-            "WHERE id >= ?",
+            "INSERT INTO events_fts (rowid, content, search_extra, search_context) "
+            "SELECT id, content, search_extra, search_context FROM events WHERE id >= ?",
             (first,),
         )
         return [
@@ -466,27 +476,49 @@ class SQLiteStore(SQLiteVectors, Store):
             return cursor.rowcount > 0
 
     # -- documents ----------------------------------------------------------------
-    def put_document(self, scope: Scope, document: Document) -> None:
+    def put_document(self, scope: Scope, document: Document) -> Document:
+        return self.put_documents(scope, [document])[0]
+
+    def put_documents(self, scope: Scope, documents: Sequence[Document]) -> list[Document]:
         with self._write() as db:
-            self._upsert_document(db, scope, document)
+            return [self._upsert_document(db, scope, d) for d in documents]
 
     @staticmethod
-    def _upsert_document(db: sqlite3.Connection, scope: Scope, document: Document) -> None:
+    def _upsert_document(db: sqlite3.Connection, scope: Scope, document: Document) -> Document:
+        """Insert, or keep the stored version in ``document_versions`` and replace it
+        with the next version number; identical content, tags and metadata: no-op."""
+        key = (scope.tenant, scope.agent, document.path)
+        tags, metadata = dump_tags(document.tags), dump_json(document.metadata)
+        old = db.execute(
+            "SELECT version, content, tags, metadata, created, updated FROM documents "
+            "WHERE tenant = ? AND agent = ? AND path = ?", key).fetchone()
+        if old is None:
+            db.execute(
+                "INSERT INTO documents (tenant, agent, path, content, tags, version, "
+                "created, updated, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
+                (*key, document.content, tags, document.version,
+                 to_micros(document.created_at), to_micros(document.updated_at), metadata),
+            )
+            return document
+        if (old[1], old[2], old[3]) == (document.content, tags, metadata):
+            return replace(document, version=old[0], created_at=from_micros(old[4]),
+                           updated_at=from_micros(old[5]))
         db.execute(
-            "INSERT INTO documents (tenant, agent, path, content, tags, version, "
-            "created, updated, metadata) VALUES (?,?,?,?,?,?,?,?,?) "
-            "ON CONFLICT (tenant, agent, path) DO UPDATE SET "
-            "embedding = CASE WHEN content = excluded.content THEN embedding END, "
-            "content = excluded.content, tags = excluded.tags, "
-            "version = excluded.version, updated = excluded.updated, "
-            "metadata = excluded.metadata",
-            (
-                scope.tenant, scope.agent, document.path, document.content,
-                dump_tags(document.tags), document.version,
-                to_micros(document.created_at), to_micros(document.updated_at),
-                dump_json(document.metadata),
-            ),
+            "INSERT OR REPLACE INTO document_versions (tenant, agent, path, version, content, "
+            "tags, created, updated, metadata, superseded) SELECT tenant, agent, path, "
+            "version, content, tags, created, updated, metadata, ? FROM documents "
+            "WHERE tenant = ? AND agent = ? AND path = ?",
+            (to_micros(document.updated_at), *key),
         )
+        version = max(document.version, old[0] + 1)
+        db.execute(
+            "UPDATE documents SET embedding = CASE WHEN content = ? THEN embedding END, "
+            "content = ?, tags = ?, version = ?, updated = ?, metadata = ? "
+            "WHERE tenant = ? AND agent = ? AND path = ?",
+            (document.content, document.content, tags, version,
+             to_micros(document.updated_at), metadata, *key),
+        )
+        return replace(document, version=version, created_at=from_micros(old[4]))
 
     def get_document(self, scope: Scope, path: str) -> Document | None:
         rows = self._query(
@@ -510,7 +542,25 @@ class SQLiteStore(SQLiteVectors, Store):
                 "DELETE FROM documents WHERE tenant = ? AND agent = ? AND path = ?",
                 (scope.tenant, scope.agent, path),
             )
+            db.execute("DELETE FROM document_versions WHERE tenant = ? AND agent = ? "
+                       "AND path = ?", (scope.tenant, scope.agent, path))
             return cursor.rowcount > 0
+
+    def document_history(self, scope: Scope, path: str) -> list[DocumentVersion]:
+        rows = self._query(
+            "SELECT path, version, content, tags, created, updated, superseded, metadata "
+            "FROM document_versions WHERE tenant = ? AND agent = ? AND path = ? "
+            "ORDER BY version",
+            (scope.tenant, scope.agent, path),
+        )
+        return [
+            DocumentVersion(
+                path=r[0], version=r[1], content=r[2], tags=load_tags(r[3]),
+                created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
+                superseded_at=from_micros(r[6]), metadata=load_json(r[7]) or {},
+            )
+            for r in rows
+        ]
 
     def search_documents(
         self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS

@@ -3,10 +3,22 @@ vector search paths."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loci.models import Document, Event, Memory, MemoryVersion, SearchHit, StateItem
+from loci.models import (
+    Document,
+    Event,
+    Memory,
+    MemoryVersion,
+    NewEvent,
+    Scope,
+    SearchHit,
+    StateItem,
+)
+from loci.search import conversation
 from loci.store.base import SearchFilters
 from loci.store.codec import from_micros, load_json, load_tags, to_micros
 
@@ -108,6 +120,22 @@ def memory_filters(filters: SearchFilters, expired_only: bool) -> tuple[str, lis
         clauses.append("m.updated <= ?")
         params.append(to_micros(filters.until))
     return "".join(f" AND {c}" for c in clauses), params
+
+
+def search_columns(
+    db: sqlite3.Connection, scope: Scope, session: str, events: Sequence[NewEvent]
+) -> list[tuple[str | None, str | None]]:
+    """(``search_extra``, ``search_context``) for events about to be appended to a
+    session, inside the appending transaction (see ``search.conversation``)."""
+    previous: list[tuple[str, Any]] = []
+    if conversation.CONTEXT_TURNS:
+        rows = db.execute(
+            "SELECT content, metadata FROM events WHERE tenant = ? AND agent = ? "
+            "AND session = ? ORDER BY id DESC LIMIT ?",
+            (scope.tenant, scope.agent, session, conversation.CONTEXT_TURNS),
+        ).fetchall()
+        previous = [(r[0], load_json(r[1])) for r in reversed(rows)]
+    return conversation.index_columns([(e.content, e.metadata) for e in events], previous)
 
 
 def to_event(r: tuple[Any, ...]) -> Event:

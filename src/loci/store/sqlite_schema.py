@@ -208,6 +208,55 @@ def _v5_hot_path_indexes(db: sqlite3.Connection) -> None:
     )
 
 
+def _v6_conversation_search(db: sqlite3.Connection) -> None:
+    """Events are searched with more than their content (see ``search.conversation``):
+    ``search_extra`` (speaker name, captions) and ``search_context`` (the preceding
+    turns of the session), the context at 0.3 of the weight in BM25. Events written
+    before this migration keep empty extra columns."""
+    run_script(
+        db,
+        f"""
+        ALTER TABLE events ADD COLUMN search_extra TEXT;
+        ALTER TABLE events ADD COLUMN search_context TEXT;
+        DROP TRIGGER events_ad;
+        DROP TRIGGER events_au;
+        DROP TABLE events_fts;
+        CREATE VIRTUAL TABLE events_fts USING fts5(
+            content, search_extra, search_context, content='events', content_rowid='id',
+            tokenize='{FTS_TOKENIZER}');
+        INSERT INTO events_fts (events_fts) VALUES ('rebuild');
+        INSERT INTO events_fts (events_fts, rank) VALUES ('rank', 'bm25(1.0, 1.0, 0.3)');
+        CREATE TRIGGER events_ad AFTER DELETE ON events BEGIN
+            INSERT INTO events_fts (events_fts, rowid, content, search_extra, search_context)
+            VALUES ('delete', old.id, old.content, old.search_extra, old.search_context);
+        END;
+        CREATE TRIGGER events_au AFTER UPDATE OF content, search_extra, search_context
+        ON events BEGIN
+            INSERT INTO events_fts (events_fts, rowid, content, search_extra, search_context)
+            VALUES ('delete', old.id, old.content, old.search_extra, old.search_context);
+            INSERT INTO events_fts (rowid, content, search_extra, search_context)
+            VALUES (new.id, new.content, new.search_extra, new.search_context);
+        END;
+        """,
+    )
+
+
+def _v7_document_history(db: sqlite3.Connection) -> None:
+    """Earlier versions of knowledge documents: a new version never loses the old text."""
+    run_script(
+        db,
+        """
+        CREATE TABLE document_versions (
+            tenant TEXT NOT NULL, agent TEXT NOT NULL, path TEXT NOT NULL,
+            version INTEGER NOT NULL, content TEXT NOT NULL, tags TEXT NOT NULL,
+            created INTEGER NOT NULL, updated INTEGER NOT NULL, metadata TEXT,
+            superseded INTEGER NOT NULL,
+            PRIMARY KEY (tenant, agent, path, version)
+        );
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 #: Version → (name, function). Append only.
@@ -217,6 +266,8 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     3: ("memory history", _v3_memory_history),
     4: ("masked tool outputs", _v4_masking),
     5: ("hot path indexes", _v5_hot_path_indexes),
+    6: ("conversation search context", _v6_conversation_search),
+    7: ("document history", _v7_document_history),
 }
 
 

@@ -19,7 +19,9 @@ import numpy as np
 import numpy.typing as npt
 
 from loci.models import Scope, SearchHit
+from loci.search import conversation
 from loci.store.base import SearchFilters
+from loci.store.codec import load_json
 from loci.store.sqlite_rows import KINDS, filter_sql, to_hit
 from loci.store.vector_index import VectorIndex
 
@@ -49,14 +51,20 @@ class SQLiteVectors:
         where, params = "", list[Any]()
         if scope is not None:
             where, params = " AND tenant = ? AND agent = ?", [scope.tenant, scope.agent]
+        # Events are embedded with their speaker, captions and context.
+        extra = ", metadata, search_context" if kind == "event" else ""
         rows = self._query(
-            f"SELECT tenant, agent, {k.public}, substr({_TEXT[kind]}, 1, {EMBED_CHARS}) "
+            f"SELECT tenant, agent, {k.public}, substr({_TEXT[kind]}, 1, {EMBED_CHARS})"
+            f"{extra} "
             # The partial index holds only unembedded rows; without INDEXED BY the planner
             # prefers the scope index and reads every row of the scope.
             f"FROM {k.table} INDEXED BY {k.table}_unembedded WHERE embedding IS NULL{where} "
             f"ORDER BY {k.key} LIMIT ?",
             (*params, limit),
         )
+        if kind == "event":
+            return [(Scope(r[0], r[1]), str(r[2]), _event_text(r[3], r[4], r[5]))
+                    for r in rows]
         return [(Scope(r[0], r[1]), str(r[2]), r[3]) for r in rows]
 
     def count_unembedded(self, kind: str) -> int:
@@ -172,6 +180,15 @@ class SQLiteVectors:
             (scope.tenant, scope.agent, *params),
         )
         return [r[0] for r in rows]
+
+
+def _event_text(content: str, metadata: str | None, context: str | None) -> str:
+    """What is embedded for an event (``search.conversation.embedding_text``)."""
+    meta = load_json(metadata)
+    if not content.strip() and not conversation.captions(meta):
+        return ""  # nothing of its own to embed: a zero row
+    text = conversation.embedding_text(content, meta, context)
+    return text[:EMBED_CHARS]
 
 
 def _blob(vector: Vectors) -> bytes:

@@ -1,5 +1,5 @@
 """CLI commands, one module per domain; importing this package registers them."""
 
-from loci.cli.commands import compaction, context, demo, memory, sessions, workspace
+from loci.cli.commands import compaction, context, demo, knowledge, memory, sessions, workspace
 
-__all__ = ["compaction", "context", "demo", "memory", "sessions", "workspace"]
+__all__ = ["compaction", "context", "demo", "knowledge", "memory", "sessions", "workspace"]

@@ -1,0 +1,25 @@
+"""The knowledge base (seeds/004): documents at hierarchical paths with tags, versions
+and hybrid search; directory import; the agent's ``search_knowledge`` and
+``read_document`` tools; and the librarian that files finished sessions into
+``/conversations/`` and ``/profile/``."""
+
+from loci.knowledge.ingest import ImportReport, import_directory
+from loci.knowledge.librarian import Librarian, SessionKnowledge
+from loci.knowledge.paths import check_folder, check_path, clean_tags
+from loci.knowledge.service import KnowledgeBase, NewDocument, PutResult
+from loci.knowledge.tools import DocumentPage, DocumentSummary
+
+__all__ = [
+    "DocumentPage",
+    "DocumentSummary",
+    "ImportReport",
+    "KnowledgeBase",
+    "Librarian",
+    "NewDocument",
+    "PutResult",
+    "SessionKnowledge",
+    "check_folder",
+    "check_path",
+    "clean_tags",
+    "import_directory",
+]

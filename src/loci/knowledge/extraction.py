@@ -1,0 +1,177 @@
+"""What the librarian keeps from a conversation (seeds/004 knowledge extraction):
+decisions, action items, insights, and the user's preferences, goals, identity and
+people, each with an importance in [0, 1].
+
+Two ways, one result type:
+
+- :func:`rule_findings`, offline: every sentence of the user's and the assistant's
+  messages is scored by :mod:`loci.llm.salience` (cue phrases pick decisions, action
+  items and insights; specific content raises the score), and the user's own sentences
+  are matched against profile patterns (people by relation, goals, identity,
+  preferences). Importance is the salience score scaled to [0, 1].
+- :func:`llm_findings`: a chat model lists items as ``kind | importance | text`` lines.
+
+Neither reads what Loci injected (see :func:`loci.memory.extract.readable_lines`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from loci.llm import salience as sal
+from loci.llm.base import ChatModel
+from loci.memory.extract import readable_lines
+from loci.models import Event
+
+KINDS = ("decision", "action", "insight", "preference", "goal", "identity", "person")
+#: A salience score at this value or above is importance 1.
+FULL_SCORE = 6.0
+_SECTION_KIND = {sal.DECISIONS: "decision", sal.ACTIONS: "action", sal.NEXT: "action",
+                 sal.INSIGHTS: "insight"}
+_RELATIONS = (r"wife|husband|partner|girlfriend|boyfriend|son|daughter|mom|mother|dad|father"
+              r"|brother|sister|friend|best friend|co-?founder|boss|manager|colleague"
+              r"|co-?worker|teammate|mentor|client|investor|assistant|doctor|landlord"
+              r"|neighbou?r|report|lead|designer|engineer|cto|ceo")
+_NAME = r"[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?(?:\s+[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?)?"
+_PERSON = (
+    re.compile(rf"\b[Mm]y\s+(?P<rel>(?i:{_RELATIONS}))(?:,)?\s+(?P<name>{_NAME})"),
+    re.compile(rf"\b(?P<name>{_NAME}),?\s+(?:is|was)\s+my\s+(?P<rel>(?i:{_RELATIONS}))\b"),
+    re.compile(rf"\b(?P<name>{_NAME}),\s+my\s+(?P<rel>(?i:{_RELATIONS}))\b"),
+)
+_NOT_NAMES = frozenset(
+    "I The A An It This That We You He She They My Our Your Hi Hello Hey Thanks Sure "
+    "User Assistant Today Tomorrow Yesterday Monday Tuesday Wednesday Thursday Friday "
+    "Saturday Sunday Also Then Now Just So But And Or If Please".split())
+_GOAL = re.compile(
+    r"\b(?:my|our)\s+(?:main\s+|top\s+|current\s+|big\s+)?(?:goal|priority|priorities"
+    r"|objective|aim|mission)\b|\bi(?:'m| am)\s+(?:trying|working|aiming|hoping|planning)"
+    r"\s+to\b|\bi\s+want\s+to\s+(?:ship|launch|finish|build|get|reach|learn|become|run"
+    r"|grow|raise|hire|write|save|lose|move)\b", re.IGNORECASE)
+_IDENTITY = (
+    re.compile(r"\b(?:my name is|call me)\s+[A-Z][\w'-]+"),
+    re.compile(r"\b[Ii](?:'m| am)\s+(?:an?|the)\s+(?!(?:bit|little|lot|few|tad|big fan|huge fan"
+               r"|fan|while|moment|second)\b)\w+"),
+    re.compile(r"\b[Ii](?:'m| am)\s+(?-i:[A-Z])[a-z]+[,.]"),
+    re.compile(r"\b[Ii]\s+(?:live|work|am based|'m based|grew up|was born)\s+(?:in|at|for|on)\b"),
+    re.compile(r"\b[Ii](?:'m| am)\s+from\s+[A-Z]"),
+    re.compile(r"\bmy\s+(?:pronouns|job|role|title|background|timezone|time zone)\b",
+               re.IGNORECASE),
+)
+_PREFERENCE = re.compile(
+    r"\bi\s+(?:really\s+|strongly\s+|usually\s+|generally\s+|always\s+|also\s+)?(?:prefer"
+    r"|like|love|hate|dislike|enjoy|can'?t stand|don'?t like|do not like)\b|\bi'?d rather\b"
+    r"|^(?:please\s+)?(?:always|never)\s+\w+"
+    r"|^(?:please\s+)?(?:keep|make|use|answer|reply|respond|write)\b.*\b(?:short|concise|brief"
+    r"|bullets?|detailed|formal|casual|english|language|metric|plain)\b", re.IGNORECASE)
+_LLM_LINE = re.compile(r"^\s*[-*]?\s*(?P<kind>[a-z_ ]+?)(?::(?P<who>[^|]+?))?\s*\|\s*"
+                       r"(?P<imp>[01](?:\.\d+)?)\s*\|\s*(?P<text>.+?)\s*$", re.IGNORECASE)
+_TITLE_LINE = re.compile(r"^\s*title\s*\|\s*(?P<title>.+?)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing worth keeping. ``person`` names who a ``person`` finding is about."""
+
+    kind: str
+    text: str
+    importance: float
+    event_id: int | None = None
+    person: str | None = None
+    relation: str | None = None
+
+
+def rule_findings(events: Sequence[Event]) -> list[Finding]:
+    """Findings by sentence patterns and salience; no model."""
+    said = [(e, sal.split_sentences(text)) for e in events if (text := readable_lines(e))]
+    names = sal.known_names(s for _, sentences in said for s in sentences)
+    found: list[Finding] = []
+    for event, sentences in said:
+        for raw in sentences:
+            sentence = sal.strip_discourse(raw.strip())
+            if len(sentence) < 8 or sentence.endswith("?"):
+                continue
+            scored = sal.score_sentence(sentence, role=event.role, names=names)
+            if scored.section is None:
+                continue
+            importance = round(min(max(scored.score / FULL_SCORE, 0.05), 1.0), 2)
+            finding = _classify(sentence, event, scored, importance)
+            if finding is not None:
+                found.append(finding)
+    return unique(found)
+
+
+def _classify(sentence: str, event: Event, scored: sal.Scored, importance: float
+              ) -> Finding | None:
+    if event.role == "user":
+        for pattern in _PERSON:
+            match = pattern.search(sentence)
+            if match and match.group("name").split()[0] not in _NOT_NAMES:
+                return Finding("person", sentence, max(importance, 0.5), event.id,
+                               match.group("name"), match.group("rel").lower())
+        if _GOAL.search(sentence):
+            return Finding("goal", sentence, max(importance, 0.5), event.id)
+        if any(p.search(sentence) for p in _IDENTITY):
+            return Finding("identity", sentence, max(importance, 0.6), event.id)
+        if _PREFERENCE.search(sentence):
+            return Finding("preference", sentence, max(importance, 0.5), event.id)
+    kind = _SECTION_KIND.get(scored.section or "")
+    if kind is None or scored.score < sal.MIN_SCORE:
+        return None
+    return Finding(kind, sentence, importance, event.id)
+
+
+def unique(findings: Sequence[Finding]) -> list[Finding]:
+    """Each (kind, text) once, ignoring case and spacing."""
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for finding in findings:
+        key = (finding.kind, " ".join(finding.text.lower().split()))
+        if key not in seen:
+            seen.add(key)
+            kept.append(finding)
+    return kept
+
+
+LIBRARIAN_PROMPT = """You are a librarian filing what matters from a conversation.
+First line: TITLE | a short title of the conversation (3-6 words)
+Then one line per item worth keeping, as KIND | IMPORTANCE | TEXT where
+KIND is decision, action, insight, preference, goal, identity or person:<Full Name>
+(preference, goal, identity and person: only what the user says about themselves or
+people in their life), IMPORTANCE is a number from 0 to 1, and TEXT is one sentence
+that makes sense on its own (write "The user ..." rather than "I ...").
+Skip greetings and small talk. Write nothing but these lines."""
+
+
+def llm_findings(model: ChatModel, events: Sequence[Event]) -> tuple[str | None, list[Finding]]:
+    """(title, findings) from a chat model's ``KIND | IMPORTANCE | TEXT`` lines."""
+    lines = [f"{e.role}: {text}" for e in events if (text := readable_lines(e))]
+    if not lines:
+        return None, []
+    reply = model.complete([
+        {"role": "system", "content": LIBRARIAN_PROMPT},
+        {"role": "user", "content": "\n\n".join(lines)},
+    ])
+    title = None
+    found = []
+    for line in reply.content.splitlines():
+        if (heading := _TITLE_LINE.match(line)) is not None:
+            title = heading.group("title")
+            continue
+        match = _LLM_LINE.match(line)
+        if match is None:
+            continue
+        kind = match.group("kind").strip().lower().replace(" ", "_")
+        kind = {"action_item": "action", "people": "person"}.get(kind, kind)
+        if kind not in KINDS or (kind == "person" and not match.group("who")):
+            continue
+        who = match.group("who").strip() if match.group("who") else None
+        found.append(Finding(kind, match.group("text"), float(match.group("imp")), None, who))
+    return title, unique(found)
+
+
+def session_importance(findings: Sequence[Finding]) -> float:
+    """The mean importance of the three most important findings (0 without any)."""
+    top = sorted((f.importance for f in findings), reverse=True)[:3]
+    return round(sum(top) / len(top), 2) if top else 0.0

@@ -1,0 +1,255 @@
+"""The librarian (seeds/004 knowledge extraction, seeds/003 consolidation): when a
+session ends it files what matters into the knowledge base.
+
+1. Findings (decisions, action items, insights, preferences, goals, identity, people)
+   come from the configured chat model, or offline from rules
+   (:mod:`loci.knowledge.extraction`), each with an importance in [0, 1].
+2. ``/conversations/YYYY-MM-<slug>.md`` gets a readable record with one section per
+   kind; ending the same session again writes the next version of the same document.
+3. The user's own statements update ``/profile/preferences.md``, ``goals.md``,
+   ``identity.md`` and ``people/<name>.md``: new lines are appended in the third person,
+   existing lines are never dropped, and a line that says what one already says (70%
+   word overlap) is not added again.
+4. The session is consolidated into typed memories (``Loci.extract_memories``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from loci.errors import LociError
+from loci.knowledge.extraction import (
+    Finding,
+    llm_findings,
+    rule_findings,
+    session_importance,
+)
+from loci.knowledge.paths import slugify
+from loci.knowledge.service import KnowledgeBase
+from loci.llm import salience as sal
+from loci.llm.base import ChatModel
+from loci.memory.dedup import DUPLICATE_OVERLAP, word_overlap
+from loci.memory.service import SaveResult
+from loci.models import Event
+
+log = logging.getLogger("loci.librarian")
+CONVERSATIONS = "/conversations/"
+#: kind → (section heading in the conversation record, profile document or None)
+SECTIONS: dict[str, tuple[str, str | None]] = {
+    "decision": ("Decisions", None),
+    "action": ("Action items", None),
+    "insight": ("Insights", None),
+    "preference": ("Preferences", "/profile/preferences.md"),
+    "goal": ("Goals", "/profile/goals.md"),
+    "identity": ("About the user", "/profile/identity.md"),
+    "person": ("People", None),
+}
+PROFILE_TITLES = {"/profile/preferences.md": "Preferences", "/profile/goals.md": "Goals",
+                  "/profile/identity.md": "Identity"}
+#: Findings less important than this do not change the profile.
+MIN_PROFILE_IMPORTANCE = 0.3
+Consolidate = Callable[[Sequence[Event]], list[SaveResult]]
+
+
+@dataclass(frozen=True)
+class SessionKnowledge:
+    """What ``end_session`` filed, and where."""
+
+    session: str
+    path: str | None
+    title: str
+    importance: float
+    method: str
+    findings: tuple[Finding, ...]
+    #: profile document → lines appended to it
+    profile: dict[str, list[str]] = field(default_factory=dict)
+    memories: tuple[SaveResult, ...] = ()
+
+
+class Librarian:
+    """Files a finished session into the knowledge base and memory."""
+
+    def __init__(self, kb: KnowledgeBase, chat: ChatModel | None, consolidate: Consolidate
+                 ) -> None:
+        self.kb, self.chat, self.consolidate = kb, chat, consolidate
+
+    def end_session(self, session: str, events: Sequence[Event]) -> SessionKnowledge:
+        title, findings, method = self._extract(events)
+        title = title or _keyword_title(events) or session
+        importance = session_importance(findings)
+        path = None
+        if findings:
+            path = self._conversation_path(session, events, title)
+            self.kb.put(path, render_conversation(title, session, events, findings,
+                                                  importance, method),
+                        tags=("conversation", *sorted({f.kind for f in findings})),
+                        metadata={"session": session, "title": title, "importance": importance,
+                                  "extracted_by": method})
+        profile = self._update_profile(findings)
+        memories = tuple(self.consolidate(events))
+        return SessionKnowledge(session, path, title, importance, method, tuple(findings),
+                                profile, memories)
+
+    def _extract(self, events: Sequence[Event]) -> tuple[str | None, list[Finding], str]:
+        if self.chat is not None:
+            try:
+                title, found = llm_findings(self.chat, events)
+                if found:
+                    return title, found, self.chat.name
+            except LociError as exc:
+                log.warning("librarian fell back to rules: %s", exc)
+        return None, rule_findings(events), "rules"
+
+    def _conversation_path(self, session: str, events: Sequence[Event], title: str) -> str:
+        existing = self.kb.ls(CONVERSATIONS)
+        for document in existing:
+            if document.metadata.get("session") == session:
+                return document.path
+        taken = {d.path for d in existing}
+        stem = f"{CONVERSATIONS}{events[0].timestamp:%Y-%m}-{slugify(title, max_chars=50)}"
+        path, n = f"{stem}.md", 2
+        while path in taken:
+            path, n = f"{stem}-{n}.md", n + 1
+        return path
+
+    def _update_profile(self, findings: Sequence[Finding]) -> dict[str, list[str]]:
+        wanted: dict[str, tuple[str, list[str]]] = {}
+        for f in findings:
+            if f.importance < MIN_PROFILE_IMPORTANCE:
+                continue
+            if f.kind == "person" and f.person:
+                target = f"/profile/people/{slugify(f.person)}.md"
+                lines = wanted.setdefault(target, (f.person, []))[1]
+                if f.relation:
+                    lines.append(f"Relationship: {f.relation}")
+                lines.append(third_person(f.text))
+            elif (doc := SECTIONS[f.kind][1]) is not None:
+                wanted.setdefault(doc, (PROFILE_TITLES[doc], []))[1].append(third_person(f.text))
+        changed = {}
+        for path, (heading, lines) in wanted.items():
+            added = self._append_lines(path, heading, lines)
+            if added:
+                changed[path] = added
+        return changed
+
+    def _append_lines(self, path: str, heading: str, lines: Sequence[str]) -> list[str]:
+        """Append the ``lines`` not already said to the bullet list of ``path``."""
+        document = self.kb.find(path)
+        content = document.content.rstrip() if document else f"# {heading}"
+        present = [line[2:] for line in content.splitlines() if line.startswith("- ")]
+        added: list[str] = []
+        for line in lines:
+            if not any(word_overlap(line, old) >= DUPLICATE_OVERLAP
+                       for old in (*present, *added)):
+                added.append(line)
+        if not added:
+            return []
+        last = content.splitlines()[-1] if content else ""
+        joiner = "\n" if last.startswith("- ") else "\n\n"
+        new = content + joiner + "\n".join(f"- {line}" for line in added) + "\n"
+        if document is None:
+            self.kb.put(path, new, tags=("profile",), metadata={"source": "librarian"})
+        else:
+            self.kb.put(path, new)
+        return added
+
+
+def render_conversation(
+    title: str, session: str, events: Sequence[Event], findings: Sequence[Finding],
+    importance: float, method: str,
+) -> str:
+    """The markdown record of a conversation: facts first, then one section per kind."""
+    messages = [e for e in events if e.type == "message"]
+    roles = {e.id: e.role for e in events}
+    lines = [
+        f"# {title}", "",
+        f"- Session: {session}",
+        f"- When: {_when(events[0].timestamp)} – {_when(events[-1].timestamp)}",
+        f"- Messages: {len(messages)}",
+        f"- Importance: {importance:.2f}",
+        f"- Extracted by: {method}",
+    ]
+    for kind, (heading, _) in SECTIONS.items():
+        items = [f for f in findings if f.kind == kind]
+        if not items:
+            continue
+        lines += ["", f"## {heading}"]
+        for f in items:
+            text = f.text
+            role = roles.get(f.event_id) if f.event_id is not None else None
+            if kind == "person" and f.person:
+                text = f"{f.person} ({f.relation}): {text}" if f.relation else f"{f.person}: {text}"
+            elif role and sal.needs_speaker(text):
+                text = f"{role.capitalize()}: {text}"
+            lines.append(f"- [ ] {text}" if kind == "action" else f"- {text}")
+    return "\n".join(lines) + "\n"
+
+
+def _when(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M} UTC"
+
+
+def _keyword_title(events: Sequence[Event]) -> str:
+    """A title from the user's most frequent content words (ties: first said)."""
+    counts: dict[str, int] = {}
+    for event in events:
+        if event.type == "message" and event.role == "user":
+            for word in sal.words(event.content):
+                if word in sal.content_words(word) and not word.isdigit():
+                    counts[word] = counts.get(word, 0) + 1
+    top = sorted(counts, key=lambda w: -counts[w])[:3]
+    return " ".join(top).capitalize()
+
+
+_ADVERBS = (r"really|strongly|usually|generally|always|never|also|often|mostly|rarely"
+            r"|sometimes|absolutely|totally|definitely|just|still|mainly|actually")
+_MODALS = frozenset("can could will would should must may might shall".split())
+_STARTS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), replacement) for pattern, replacement in (
+        (r"^my name is\b", "The user's name is"),
+        (r"^call me\b", "The user goes by"),
+        (r"^i(?:'m| am)\b", "The user is"),
+        (r"^i(?:'ve| have)\b", "The user has"),
+        (r"^i'd\b", "The user would"),
+        (r"^i(?:'ll| will)\b", "The user will"),
+        (rf"^i\s+((?:(?:{_ADVERBS})\s+)?)(?:don'?t|do not)\b", r"The user \1doesn't"),
+        (r"^my\b", "The user's"),
+    )
+)
+_FIRST_VERB = re.compile(rf"^i\s+((?:(?:{_ADVERBS})\s+)?)([a-z]+)\b", re.IGNORECASE)
+
+
+def third_person(sentence: str) -> str:
+    """A user's first-person sentence as a statement about "the user"."""
+    text = sentence.strip()
+    for pattern, replacement in _STARTS:
+        if pattern.match(text):
+            text = pattern.sub(replacement, text, count=1)
+            break
+    else:
+        verb = _FIRST_VERB.match(text)
+        if verb is not None:
+            text = f"The user {verb.group(1)}{_conjugate(verb.group(2))}{text[verb.end():]}"
+    text = re.sub(r"\bmyself\b", "themselves", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bmy\b", "their", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bme\b", "them", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bI'm\b", "they're", text)
+    return re.sub(r"\bI\b", "they", text)
+
+
+def _conjugate(verb: str) -> str:
+    lower = verb.lower()
+    if lower in _MODALS or lower.endswith("ed"):
+        return verb
+    irregular = {"have": "has", "do": "does", "go": "goes", "am": "is"}
+    if lower in irregular:
+        return irregular[lower]
+    if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"

@@ -1,0 +1,203 @@
+"""The knowledge base of one scope (seeds/004): documents at paths, with tags, versions
+and hybrid search.
+
+- ``put`` creates a document or writes its next version (the old one stays in its
+  history); writing the same content, tags and metadata again changes nothing;
+- ``get`` returns the latest version (or an earlier one), ``history`` every earlier one;
+- ``ls`` lists a folder, ``tree`` shows it as a tree, ``rm`` deletes a document and its
+  history;
+- ``search`` is hybrid (keyword + vector via the retriever) within a folder and tags;
+  ``search_knowledge`` and ``read_document`` are the agent's tools.
+
+Every path goes through :mod:`loci.knowledge.paths` first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from loci.errors import NotFoundError, ValidationError
+from loci.indexing import Indexer
+from loci.knowledge.paths import check_folder, check_path, clean_tags
+from loci.knowledge.tools import DocumentPage, DocumentSummary, page, to_summary
+from loci.knowledge.tree import Node, build_tree
+from loci.models import Document, DocumentVersion, Scope, SearchHit
+from loci.search.retriever import Retriever
+from loci.store.base import SearchFilters, Store
+from loci.timeutil import Clock
+
+MAX_DOCUMENT_CHARS = 2_000_000
+MAX_RESULTS = 100
+#: Tag filters are applied to fused hits: widen the pool up to this many to fill a page.
+MAX_TAG_POOL = 1_000
+
+Status = Literal["created", "updated", "unchanged"]
+
+
+@dataclass(frozen=True)
+class PutResult:
+    """The stored document and what writing it did."""
+
+    document: Document
+    status: Status
+
+
+@dataclass(frozen=True)
+class NewDocument:
+    """A document to write with :meth:`KnowledgeBase.put_many`. ``None`` tags or
+    metadata keep those of the stored version (none for a new document)."""
+
+    path: str
+    content: str
+    tags: Sequence[str] | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+class KnowledgeBase:
+    """Documents of one scope: put, get, ls, rm, history, search."""
+
+    def __init__(
+        self, store: Store, scope: Scope, retriever: Retriever, indexer: Indexer | None,
+        clock: Clock,
+    ) -> None:
+        self.store, self.scope, self.retriever = store, scope, retriever
+        self.indexer, self.clock = indexer, clock
+
+    # -- writing ------------------------------------------------------------------
+    def put(
+        self, path: str, content: str, tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> PutResult:
+        """Create the document at ``path`` or write its next version; ``None`` tags or
+        metadata keep the stored ones."""
+        return self.put_many([NewDocument(path, content, tags, metadata)])[0]
+
+    def put_many(self, documents: Sequence[NewDocument], *, embed: bool = True
+                 ) -> list[PutResult]:
+        """Write several documents in one transaction: all are validated first, so a
+        bad one stores nothing. ``embed=False`` leaves embedding to a later call of
+        :meth:`embed_pending` (bulk imports embed once per batch)."""
+        now = self.clock()
+        checked = [(check_path(new.path), new) for new in documents]
+        before = {path: self.store.get_document(self.scope, path) for path, _ in checked}
+        drafts: dict[str, Document] = {}
+        for path, new in checked:
+            content = _check_content(path, new.content)
+            old = before[path]
+            tags = clean_tags(new.tags) if new.tags is not None else old.tags if old else ()
+            metadata = dict(new.metadata if new.metadata is not None
+                            else old.metadata if old else {})
+            drafts[path] = Document(path, content, tags, 1, now, now, metadata)
+        stored = self.store.put_documents(self.scope, list(drafts.values()))
+        if embed:
+            self.embed_pending()
+        return [PutResult(doc, _status(before[doc.path], doc)) for doc in stored]
+
+    def embed_pending(self) -> int:
+        """Embed documents written without vectors; returns how many."""
+        if self.indexer is None:
+            return 0
+        return self.indexer.embed_pending("document", self.scope)
+
+    def rm(self, path: str) -> None:
+        """Delete the document at ``path`` and its history."""
+        path = check_path(path)
+        if not self.store.delete_document(self.scope, path):
+            raise NotFoundError(f"no document {path!r}; see `loci kb ls`")
+
+    # -- reading ------------------------------------------------------------------
+    def get(self, path: str, version: int | None = None) -> Document:
+        """The latest version of the document at ``path``, or its ``version``."""
+        path = check_path(path)
+        document = self.store.get_document(self.scope, path)
+        if document is None:
+            raise NotFoundError(f"no document {path!r}; see `loci kb ls`")
+        if version is None or version == document.version:
+            return document
+        for old in self.store.document_history(self.scope, path):
+            if old.version == version:
+                return _as_document(old)
+        known = [v.version for v in self.store.document_history(self.scope, path)]
+        raise NotFoundError(f"{path} has no version {version} (versions: "
+                            f"{', '.join(map(str, [*known, document.version]))})")
+
+    def find(self, path: str) -> Document | None:
+        """The document at ``path``, or None."""
+        return self.store.get_document(self.scope, check_path(path))
+
+    def history(self, path: str) -> list[DocumentVersion]:
+        """Earlier versions of the document at ``path``, oldest first."""
+        self.get(path)
+        return self.store.document_history(self.scope, check_path(path))
+
+    def ls(self, prefix: str | None = "/") -> list[Document]:
+        """Documents in the folder ``prefix`` and below, by path."""
+        return self.store.list_documents(self.scope, check_folder(prefix))
+
+    def tree(self, prefix: str | None = "/") -> Node:
+        folder = check_folder(prefix)
+        return build_tree(self.store.list_documents(self.scope, folder), folder)
+
+    # -- search -------------------------------------------------------------------
+    def search(
+        self, query: str, *, path_prefix: str | None = None, tags: Sequence[str] = (),
+        limit: int = 5,
+    ) -> list[SearchHit]:
+        """Hybrid search of documents in ``path_prefix`` carrying all of ``tags``."""
+        if not isinstance(query, str):
+            raise ValidationError("a search query must be text")
+        if not 1 <= limit <= MAX_RESULTS:
+            raise ValidationError(f"limit must be between 1 and {MAX_RESULTS}")
+        folder = check_folder(path_prefix)
+        wanted = clean_tags(tags)
+        filters = SearchFilters(path_prefix=None if folder == "/" else folder, tags=wanted)
+        now = self.clock()
+        pool = limit if not wanted else max(limit * 4, 20)
+        while True:
+            hits = self.retriever.search(self.scope, "document", query, limit=pool,
+                                         filters=filters, now=now)
+            kept = [h for h in hits if set(wanted) <= set(h.metadata.get("tags", ()))]
+            if len(kept) >= limit or len(hits) < pool or pool >= MAX_TAG_POOL:
+                return kept[:limit]
+            pool = min(pool * 4, MAX_TAG_POOL)
+
+    def search_knowledge(
+        self, query: str, path_filter: str | None = None, tags: Sequence[str] | None = None,
+        top_k: int = 5,
+    ) -> list[DocumentSummary]:
+        """seeds/004 ``search_knowledge``: summaries with paths and relevance."""
+        summaries = []
+        for hit in self.search(query, path_prefix=path_filter, tags=tags or (), limit=top_k):
+            document = self.store.get_document(self.scope, hit.id)
+            if document is not None:
+                summaries.append(to_summary(hit, document, query))
+        return summaries
+
+    def read_document(self, path: str, offset: int = 0, limit: int = 10_000) -> DocumentPage:
+        """seeds/004 ``read_document``: the latest version, paginated by characters."""
+        return page(self.get(path), offset, limit)
+
+
+def _check_content(path: str, content: object) -> str:
+    if not isinstance(content, str):
+        raise ValidationError(f"{path}: content must be text")
+    if not content.strip():
+        raise ValidationError(f"{path}: a document needs some content")
+    if len(content) > MAX_DOCUMENT_CHARS:
+        raise ValidationError(f"{path}: longer than {MAX_DOCUMENT_CHARS:,} characters; "
+                              "split it into several documents")
+    return content
+
+
+def _status(before: Document | None, after: Document) -> Status:
+    if before is None:
+        return "created"
+    return "unchanged" if before.version == after.version else "updated"
+
+
+def _as_document(version: DocumentVersion) -> Document:
+    return Document(version.path, version.content, version.tags, version.version,
+                    version.created_at, version.updated_at, dict(version.metadata))
+

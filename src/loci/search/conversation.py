@@ -1,0 +1,118 @@
+"""What conversation search indexes for an event, beyond its content.
+
+A chat turn alone is often a poor search target: "Yes, last weekend!" answers a question
+asked one turn earlier, a photo is only described by its caption, and "what did Ana say
+about X" needs to know who spoke. So every event is indexed with:
+
+- **extra text** from its ``metadata``, by this convention (all keys optional):
+
+  - ``name``: who spoke, as in an OpenAI chat message's ``name`` (``"Ana"``);
+  - ``caption``: a description of what the message shared (an image caption, an alt
+    text), a string or a list of strings;
+  - ``attachments``: a list of strings or of objects whose ``caption``, ``alt``,
+    ``title``, ``name`` or ``text`` describe each attachment.
+
+  The event's *line* is ``"Ana: <content> (shared: <caption>)"``;
+- **context**: the lines of the ``CONTEXT_TURNS`` events before it in its session (at
+  most ``CONTEXT_CHARS`` characters of each). The log is append-only, so an event's
+  context never changes once written.
+
+Keyword search weighs the context at a fraction of the event's own text (the store's
+BM25 column weights); the embedding is of the line followed by ``(context: ...)``, the
+line first so that a model's token limit cuts the context, not the event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+#: How many preceding events of the session are indexed with an event.
+CONTEXT_TURNS = 2
+#: Characters of each preceding event's line kept in the context.
+CONTEXT_CHARS = 500
+#: Characters of one extra text (a name, a caption) that are kept.
+EXTRA_CHARS = 500
+_ATTACHMENT_KEYS = ("caption", "alt", "title", "name", "text")
+
+
+def speaker(metadata: Mapping[str, Any] | None) -> str | None:
+    """The ``name`` of whoever wrote the event, if the metadata says."""
+    name = _mapping(metadata).get("name")
+    if isinstance(name, str) and name.strip():
+        return " ".join(name.split())[:EXTRA_CHARS]
+    return None
+
+
+def captions(metadata: Mapping[str, Any] | None) -> list[str]:
+    """Descriptions of what the event shared: ``caption`` and ``attachments``."""
+    metadata = _mapping(metadata)
+    found: list[str] = []
+    for value in _as_list(metadata.get("caption")):
+        if isinstance(value, str):
+            found.append(value)
+    for item in _as_list(metadata.get("attachments")):
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, Mapping):
+            found.extend(str(item[k]) for k in _ATTACHMENT_KEYS
+                         if isinstance(item.get(k), str))
+    cleaned = (" ".join(text.split())[:EXTRA_CHARS] for text in found)
+    return list(dict.fromkeys(text for text in cleaned if text))
+
+
+def extra_text(metadata: Mapping[str, Any] | None) -> str | None:
+    """Speaker name and captions, for the keyword index (None when there are none)."""
+    parts = [p for p in (speaker(metadata), *captions(metadata)) if p]
+    return " ".join(parts) if parts else None
+
+
+def line(content: str, metadata: Mapping[str, Any] | None) -> str:
+    """``"name: content (shared: caption)"``, or the content alone without metadata."""
+    name = speaker(metadata)
+    text = f"{name}: {content}" if name else content
+    shared = captions(metadata)
+    if shared:
+        text += f" (shared: {'; '.join(shared)})"
+    return text
+
+
+def context_text(previous: Iterable[tuple[str, Mapping[str, Any] | None]]) -> str | None:
+    """The context of an event from its predecessors (oldest first), or None."""
+    lines = [line(content, metadata)[:CONTEXT_CHARS] for content, metadata in previous]
+    lines = [text for text in lines if text.strip()]
+    return " / ".join(lines) if lines else None
+
+
+def index_columns(
+    events: Sequence[tuple[str, Mapping[str, Any] | None]],
+    previous: Sequence[tuple[str, Mapping[str, Any] | None]],
+) -> list[tuple[str | None, str | None]]:
+    """(extra text, context) for each of a batch appended to one session, given the
+    (content, metadata) of the events before it, oldest first."""
+    window = list(previous)[-CONTEXT_TURNS:] if CONTEXT_TURNS else []
+    columns: list[tuple[str | None, str | None]] = []
+    for content, metadata in events:
+        columns.append((extra_text(metadata), context_text(window)))
+        if CONTEXT_TURNS:
+            window = [*window, (content, metadata)][-CONTEXT_TURNS:]
+    return columns
+
+
+def embedding_text(content: str, metadata: Mapping[str, Any] | None,
+                   context: str | None) -> str:
+    """What is embedded for an event: its line, then its context."""
+    text = line(content, metadata)
+    if context and text.strip():
+        text += f"\n(context: {context})"
+    return text
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]

@@ -1,0 +1,44 @@
+"""What conversation search indexes for an event: metadata convention and context."""
+
+from __future__ import annotations
+
+from loci.search import conversation as conv
+
+
+def test_speaker_and_captions_follow_the_metadata_convention() -> None:
+    meta = {"name": "  Ana  Lee ", "caption": ["a photo of a cat", ""],
+            "attachments": ["diagram.png", {"alt": "a red bike", "size": 3}, 7]}
+    assert conv.speaker(meta) == "Ana Lee"
+    assert conv.captions(meta) == ["a photo of a cat", "diagram.png", "a red bike"]
+    assert conv.extra_text(meta) == "Ana Lee a photo of a cat diagram.png a red bike"
+    assert conv.line("look!", meta) == (
+        "Ana Lee: look! (shared: a photo of a cat; diagram.png; a red bike)")
+
+
+def test_events_without_the_convention_are_their_content() -> None:
+    for meta in (None, {}, {"name": 3, "caption": {"x": 1}}, ["not", "a", "mapping"]):
+        assert conv.extra_text(meta) is None  # type: ignore[arg-type]
+        assert conv.line("hello", meta) == "hello"  # type: ignore[arg-type]
+        assert conv.embedding_text("hello", meta, None) == "hello"  # type: ignore[arg-type]
+
+
+def test_context_is_the_preceding_turns_oldest_first() -> None:
+    previous = [("one", {"name": "A"}), ("two", {"name": "B"}), ("three", {"name": "A"})]
+    batch = [("four", {"name": "B"}), ("five", {"name": "A", "caption": "a dog"})]
+    columns = conv.index_columns(batch, previous)
+    assert columns == [("B", "B: two / A: three"),
+                       ("A a dog", "A: three / B: four")]
+    assert conv.index_columns([("first", None)], []) == [(None, None)]
+
+
+def test_context_lines_are_capped() -> None:
+    long = "x" * (conv.CONTEXT_CHARS * 3)
+    context = conv.context_text([(long, None)])
+    assert context is not None and len(context) == conv.CONTEXT_CHARS
+
+
+def test_embedding_text_puts_the_event_before_its_context() -> None:
+    text = conv.embedding_text("Contemporary, for sure.", {"name": "Gina"},
+                               "Jon: Got any favourite dance styles?")
+    assert text == ("Gina: Contemporary, for sure.\n"
+                    "(context: Jon: Got any favourite dance styles?)")

@@ -1,0 +1,78 @@
+"""Conversation search through the facade: speakers, captions, context and dates."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from loci import Loci, load_settings
+from tests.conftest import FakeClock
+
+
+def open_loci(home: Path, clock: FakeClock) -> Loci:
+    return Loci(load_settings(store=f"sqlite:///{home / 'c.db'}"), clock=clock)
+
+
+def turn(name: str, text: str, **metadata: object) -> dict[str, object]:
+    return {"type": "message", "role": "user", "content": text,
+            "metadata": {"name": name, **metadata}}
+
+
+def top(loci: Loci, query: str, **kw: object) -> str:
+    return loci.search_conversation(query, **kw)[0].text  # type: ignore[arg-type]
+
+
+def test_speaker_names_and_captions_are_searchable(home: Path, clock: FakeClock) -> None:
+    with open_loci(home, clock) as loci:
+        loci.add_events("s", [
+            turn("Melanie", "Look at what I made last week!",
+                 caption="a photo of a painting of a sunset over a lake"),
+            turn("Caroline", "I went to a support group yesterday."),
+            turn("Melanie", "That sounds powerful."),
+        ])
+        assert top(loci, "painting sunset lake") == "Look at what I made last week!"
+        hits = loci.search_conversation("Caroline", limit=3)
+        assert hits[0].text == "I went to a support group yesterday."
+
+
+def test_an_answer_is_found_through_the_question_before_it(
+    home: Path, clock: FakeClock
+) -> None:
+    with open_loci(home, clock) as loci:
+        loci.add_events("noise", [turn("Ana", f"Unrelated remark number {i} about lunch.")
+                                  for i in range(8)])
+        loci.add_events("s", [
+            turn("Jon", "Got any favourite dance styles?"),
+            turn("Gina", "Contemporary, for sure. So expressive."),
+        ])
+        loci.add_events("s", [turn("Jon", "Nice. I am off to the bank now.")])
+        texts = [h.text for h in loci.search_conversation("favourite dance styles", limit=3)]
+        assert texts[:2] == ["Got any favourite dance styles?",
+                             "Contemporary, for sure. So expressive."]
+        # Context is the preceding turns: the turn after the answer comes later.
+        assert texts[2] == "Nice. I am off to the bank now."
+
+
+def test_context_never_crosses_sessions(home: Path, clock: FakeClock) -> None:
+    with open_loci(home, clock) as loci:
+        loci.add_events("a", [turn("Jon", "What is the capital of Portugal?")])
+        loci.add_events("b", [turn("Gina", "I have no idea.")])
+        assert [h.session for h in loci.search_conversation("capital Portugal")] == ["a"]
+
+
+def test_dates_in_the_query_favour_events_of_that_period(
+    home: Path, clock: FakeClock
+) -> None:
+    with open_loci(home, clock) as loci:
+        may = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+        june = datetime(2023, 6, 20, 9, 0, tzinfo=UTC)
+        loci.add_events("s1", [{**turn("Ana", "We went hiking by the river."),
+                                "timestamp": may}])
+        loci.add_events("s2", [{**turn("Ana", "We went hiking by the river again!"),
+                                "timestamp": june}])
+        assert top(loci, "Where did Ana go hiking on 20 June, 2023?") == (
+            "We went hiking by the river again!")
+        assert top(loci, "Where did Ana go hiking on 8 May, 2023?") == (
+            "We went hiking by the river.")
+        hit = loci.search_conversation("hiking in May 2023", limit=1)[0]
+        assert hit.timestamp == may and 0 < hit.score <= 1

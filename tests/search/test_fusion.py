@@ -1,0 +1,43 @@
+"""Weighted fusion: raw BM25 ratios and floors for items one retriever cut."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from loci.models import SearchHit
+from loci.search import bm25_to_score
+from loci.search.fusion import FusionConfig, fuse
+
+T = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def hit(id: str, score: float) -> SearchHit:
+    return SearchHit(kind="event", id=id, score=score, text=id, timestamp=T)
+
+
+def test_keyword_part_is_the_raw_bm25_ratio() -> None:
+    keyword = [hit("a", bm25_to_score(-12.0)), hit("b", bm25_to_score(-3.0))]
+    fused = {h.id: h.score for h in fuse(keyword, [], FusionConfig())}
+    assert fused["a"] == pytest.approx(0.3)
+    assert fused["b"] == pytest.approx(0.3 * 3.0 / 12.0)  # not 0.3 * 0.75 / 0.923
+
+
+def test_items_cut_from_a_pool_get_its_floor() -> None:
+    keyword = [hit("k", bm25_to_score(-5.0))]
+    vector = [hit("v", 0.6), hit("w", 0.4)]
+    fused = {h.id: h.score for h in fuse(keyword, vector, FusionConfig(),
+                                         vector_floor=0.4, keyword_floor=bm25_to_score(-1.0))}
+    assert fused["k"] == pytest.approx(0.7 * 0.4 + 0.3)
+    assert fused["v"] == pytest.approx(0.7 * 0.6 + 0.3 * 1.0 / 5.0)
+    without = {h.id: h.score for h in fuse(keyword, vector, FusionConfig())}
+    assert without["k"] == pytest.approx(0.3) and without["v"] == pytest.approx(0.42)
+
+
+def test_rrf_ignores_floors() -> None:
+    config = FusionConfig(method="rrf")
+    plain = fuse([hit("k", 0.5)], [hit("v", 0.9)], config)
+    floored = fuse([hit("k", 0.5)], [hit("v", 0.9)], config, vector_floor=0.8,
+                   keyword_floor=0.4)
+    assert [(h.id, h.score) for h in plain] == [(h.id, h.score) for h in floored]
