@@ -8,10 +8,8 @@ writes are seen without reloading everything.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from loci.models import Scope, SearchHit
 from loci.search import conversation
 from loci.store.base import SearchFilters
 from loci.store.codec import load_json
+from loci.store.sqlite_base import SQLiteBase
 from loci.store.sqlite_rows import KINDS, filter_sql, to_hit
 from loci.store.vector_index import VectorIndex
 
@@ -31,18 +30,13 @@ EMBED_CHARS = 4_000
 _TEXT = {"event": "content", "memory": "content", "document": "path || ' ' || content"}
 
 
-class SQLiteVectors:
+class SQLiteVectors(SQLiteBase):
     """Mixed into :class:`SQLiteStore`; uses its ``_query``, ``_write`` and ``_lock``."""
 
     _lock: threading.RLock
     _indexes: dict[tuple[str, str, str], VectorIndex]
     _ann_dir: Path | None
 
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
-        raise NotImplementedError
 
     def unembedded(
         self, kind: str, limit: int, scope: Scope | None = None

@@ -1,0 +1,108 @@
+"""Knowledge documents in the SQLite backend: paths, versions and search."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import replace
+
+from loci.models import Document, DocumentVersion, Scope, SearchHit
+from loci.store.base import NO_FILTERS, SearchFilters
+from loci.store.codec import dump_json, dump_tags, from_micros, load_json, load_tags, to_micros
+from loci.store.sqlite_base import SQLiteBase
+from loci.store.sqlite_rows import DOCUMENT_COLUMNS, to_document
+
+
+class SQLiteDocuments(SQLiteBase):
+    """Mixed into :class:`SQLiteStore`."""
+
+    def put_document(self, scope: Scope, document: Document) -> Document:
+        return self.put_documents(scope, [document])[0]
+
+    def put_documents(self, scope: Scope, documents: Sequence[Document]) -> list[Document]:
+        with self._write() as db:
+            return [self._upsert_document(db, scope, d) for d in documents]
+
+    @staticmethod
+    def _upsert_document(db: sqlite3.Connection, scope: Scope, document: Document) -> Document:
+        """Insert, or keep the stored version in ``document_versions`` and replace it
+        with the next version number; identical content, tags and metadata: no-op."""
+        key = (scope.tenant, scope.agent, document.path)
+        tags, metadata = dump_tags(document.tags), dump_json(document.metadata)
+        old = db.execute(
+            "SELECT version, content, tags, metadata, created, updated FROM documents "
+            "WHERE tenant = ? AND agent = ? AND path = ?", key).fetchone()
+        if old is None:
+            db.execute(
+                "INSERT INTO documents (tenant, agent, path, content, tags, version, "
+                "created, updated, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
+                (*key, document.content, tags, document.version,
+                 to_micros(document.created_at), to_micros(document.updated_at), metadata),
+            )
+            return document
+        if (old[1], old[2], old[3]) == (document.content, tags, metadata):
+            return replace(document, version=old[0], created_at=from_micros(old[4]),
+                           updated_at=from_micros(old[5]))
+        db.execute(
+            "INSERT OR REPLACE INTO document_versions (tenant, agent, path, version, content, "
+            "tags, created, updated, metadata, superseded) SELECT tenant, agent, path, "
+            "version, content, tags, created, updated, metadata, ? FROM documents "
+            "WHERE tenant = ? AND agent = ? AND path = ?",
+            (to_micros(document.updated_at), *key),
+        )
+        version = max(document.version, old[0] + 1)
+        db.execute(
+            "UPDATE documents SET embedding = CASE WHEN content = ? THEN embedding END, "
+            "content = ?, tags = ?, version = ?, updated = ?, metadata = ? "
+            "WHERE tenant = ? AND agent = ? AND path = ?",
+            (document.content, document.content, tags, version,
+             to_micros(document.updated_at), metadata, *key),
+        )
+        return replace(document, version=version, created_at=from_micros(old[4]))
+
+    def get_document(self, scope: Scope, path: str) -> Document | None:
+        rows = self._query(
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents "
+            "WHERE tenant = ? AND agent = ? AND path = ?",
+            (scope.tenant, scope.agent, path),
+        )
+        return to_document(rows[0]) if rows else None
+
+    def list_documents(self, scope: Scope, prefix: str = "/") -> list[Document]:
+        rows = self._query(
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE tenant = ? AND agent = ? "
+            "AND substr(path, 1, ?) = ? ORDER BY path",
+            (scope.tenant, scope.agent, len(prefix), prefix),
+        )
+        return [to_document(r) for r in rows]
+
+    def delete_document(self, scope: Scope, path: str) -> bool:
+        with self._write() as db:
+            cursor = db.execute(
+                "DELETE FROM documents WHERE tenant = ? AND agent = ? AND path = ?",
+                (scope.tenant, scope.agent, path),
+            )
+            db.execute("DELETE FROM document_versions WHERE tenant = ? AND agent = ? "
+                       "AND path = ?", (scope.tenant, scope.agent, path))
+            return cursor.rowcount > 0
+
+    def document_history(self, scope: Scope, path: str) -> list[DocumentVersion]:
+        rows = self._query(
+            "SELECT path, version, content, tags, created, updated, superseded, metadata "
+            "FROM document_versions WHERE tenant = ? AND agent = ? AND path = ? "
+            "ORDER BY version",
+            (scope.tenant, scope.agent, path),
+        )
+        return [
+            DocumentVersion(
+                path=r[0], version=r[1], content=r[2], tags=load_tags(r[3]),
+                created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
+                superseded_at=from_micros(r[6]), metadata=load_json(r[7]) or {},
+            )
+            for r in rows
+        ]
+
+    def search_documents(
+        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
+    ) -> list[SearchHit]:
+        return self._keyword_search("document", scope, query, limit, filters)
