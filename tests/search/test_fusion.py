@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -41,3 +42,14 @@ def test_rrf_ignores_floors() -> None:
     floored = fuse([hit("k", 0.5)], [hit("v", 0.9)], config, vector_floor=0.8,
                    keyword_floor=0.4)
     assert [(h.id, h.score) for h in plain] == [(h.id, h.score) for h in floored]
+
+
+def test_session_evidence_lifts_turns_of_well_matching_sessions() -> None:
+    from loci.search.retriever import SESSION_WEIGHT, _with_session_evidence
+
+    hits = [replace(hit("x", 0.9), session="a"), replace(hit("y", 0.5), session="a"),
+            replace(hit("z", 0.52), session="b")]
+    blended = _with_session_evidence(hits)
+    assert [h.id for h in blended] == ["x", "y", "z"]
+    y = next(h for h in blended if h.id == "y")
+    assert y.score == pytest.approx((1 - SESSION_WEIGHT) * 0.5 + SESSION_WEIGHT * 0.9)

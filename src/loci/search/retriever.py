@@ -8,6 +8,9 @@ Conversation search (kind ``event``) does more, all of it generic:
   (``search.conversation``; done by the store when events are appended);
 - each retriever's pool is at least ``EVENT_MIN_POOL`` hits, because turns are short
   and many of them share words;
+- session evidence: a turn in a session that matches the query well elsewhere is more
+  likely relevant (hierarchical retrieval), so ``SESSION_WEIGHT`` of each event's score
+  comes from the best score of its session's candidates;
 - time awareness: dates named in the query (``search.temporal``) bring in candidates
   from those periods (the same searches, filtered to the period), and events inside a
   named period get ``TIME_WEIGHT`` of their final score from being there.
@@ -31,6 +34,8 @@ POOL_FACTOR = 3
 MIN_POOL = 30
 #: The smallest pool of conversation search (per retriever, and per named period).
 EVENT_MIN_POOL = 50
+#: Share of an event's score that comes from the best candidate of its session.
+SESSION_WEIGHT = 0.2
 #: Share of an event's score that comes from lying in a period the query names.
 TIME_WEIGHT = 0.25
 #: At most this many named periods add candidates of their own.
@@ -62,6 +67,8 @@ class Retriever:
                                                   narrowed)
                 keyword, vector = _merge(keyword, more_k), _merge(vector, more_v)
         fused = fuse(keyword, vector, self.config, now, **floors)
+        if kind == "event":
+            fused = _with_session_evidence(fused)
         if named:
             fused = _favour_periods(fused, named)
         return fused[:limit]
@@ -110,6 +117,16 @@ def _merge(hits: Sequence[SearchHit], more: Sequence[SearchHit]) -> list[SearchH
         if hit.id not in best or hit.score > best[hit.id].score:
             best[hit.id] = hit
     return sorted(best.values(), key=lambda h: h.score, reverse=True)
+
+
+def _with_session_evidence(hits: Sequence[SearchHit]) -> list[SearchHit]:
+    """Blend ``SESSION_WEIGHT`` of the best score in each hit's session into it."""
+    best: dict[str | None, float] = {}
+    for hit in hits:
+        best[hit.session] = max(best.get(hit.session, 0.0), hit.score)
+    w = SESSION_WEIGHT
+    blended = [replace(h, score=(1 - w) * h.score + w * best[h.session]) for h in hits]
+    return sorted(blended, key=lambda h: h.score, reverse=True)
 
 
 def _favour_periods(hits: Sequence[SearchHit], named: Sequence[Period]) -> list[SearchHit]:
