@@ -6,8 +6,6 @@ Conversation search (kind ``event``) does more, all of it generic:
 
 - what is indexed for an event includes its speaker, captions and preceding turns
   (``search.conversation``; done by the store when events are appended);
-- each retriever's pool is at least ``EVENT_MIN_POOL`` hits, because turns are short
-  and many of them share words;
 - session evidence: a turn in a session that matches the query well elsewhere is more
   likely relevant (hierarchical retrieval), so ``SESSION_WEIGHT`` of each event's score
   comes from the best score of its session's candidates;
@@ -32,8 +30,6 @@ from loci.store.base import SearchFilters, Store
 #: Each retriever returns this many times the requested hits before fusion.
 POOL_FACTOR = 3
 MIN_POOL = 30
-#: The smallest pool of conversation search (per retriever, and per named period).
-EVENT_MIN_POOL = 50
 #: Share of an event's score that comes from the best candidate of its session.
 SESSION_WEIGHT = 0.2
 #: Share of an event's score that comes from lying in a period the query names.
@@ -53,7 +49,7 @@ class Retriever:
         self, scope: Scope, kind: str, query: str, *, limit: int, filters: SearchFilters,
         now: datetime | None = None,
     ) -> list[SearchHit]:
-        pool = max(limit * POOL_FACTOR, EVENT_MIN_POOL if kind == "event" else MIN_POOL)
+        pool = max(limit * POOL_FACTOR, MIN_POOL)
         vector_query = self._embed(scope, kind, query)
         keyword, vector = self._candidates(scope, kind, query, vector_query, pool, filters)
         # Hits cut from a full pool scored at most its lowest score.
