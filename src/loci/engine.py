@@ -21,6 +21,7 @@ from loci.context.compiled import CompiledContext
 from loci.context.compiler import CompileRequest, ContextCompiler
 from loci.context.focus import STATE_PREFIX as FOCUS_PREFIX
 from loci.context.focus import Focus
+from loci.context.history import LiveEvents
 from loci.context.layers import configure
 from loci.context.sources import BuildContext, agent_spec, skill_items
 from loci.context.workspace import Workspace
@@ -109,6 +110,7 @@ class Loci:
         self.indexer = indexer or _make_indexer(self.settings, self.store)
         self.retriever = Retriever(self.store, self.indexer, _fusion(self.settings))
         self.chat = chat_model_from(self.settings)
+        self._live_events = LiveEvents()
         self.knowledge = KnowledgeBase(self.store, self.scope, self.retriever, self.indexer,
                                        clock)
         self.compaction = CompactionService(self.store, self.scope, self.settings, clock,
@@ -384,10 +386,12 @@ class Loci:
             recall_limit=self.settings.recall_limit,
             reflexion_threshold=self.settings.reflexion_threshold, flush=flush,
         )
+        compactions = len(self.store.list_compactions(self.scope, session)) if session else 0
+        if session is not None:
+            ctx.events = self._live_events.get(self.store, self.scope, session, compactions)
         request = CompileRequest(
             model=model, window=window, budget=int(window * self.settings.context_target),
-            layers=layers, sections=sections,
-            compactions=len(self.store.list_compactions(self.scope, session)) if session else 0,
+            layers=layers, sections=sections, compactions=compactions,
         )
         counter = token_counter(model, self.settings.tokenizer)
         return ContextCompiler(counter).compile(ctx, request)

@@ -10,9 +10,11 @@ half budget of new conversation (compaction normally runs long before that).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 
-from loci.models import Event
+from loci.models import Event, Scope
+from loci.store.base import Store
 
 
 def group_turns(events: Sequence[Event]) -> list[list[Event]]:
@@ -50,3 +52,30 @@ def select_turns(turns: Sequence[list[Event]], budget: int) -> tuple[int, int]:
         kept -= 1
         used += sizes[kept]
     return kept, used
+
+
+class LiveEvents:
+    """The live (unarchived) events of recently compiled sessions, kept between
+    compiles so that each compile reads only what was appended since. The log is
+    append-only and only compactions archive or mask events, so a session's entry is
+    reloaded whenever its number of compactions changes."""
+
+    def __init__(self, sessions: int = 64) -> None:
+        self._entries: OrderedDict[tuple[str, str, str], tuple[int, list[Event]]] = (
+            OrderedDict())
+        self._size = sessions
+
+    def get(self, store: Store, scope: Scope, session: str, compactions: int) -> list[Event]:
+        key = (scope.tenant, scope.agent, session)
+        entry = self._entries.pop(key, None)
+        if entry is not None and entry[0] == compactions:
+            events = entry[1]
+            after = events[-1].id if events else 0
+            events = events + store.list_events(scope, session, include_archived=False,
+                                                after_id=after)
+        else:
+            events = store.list_events(scope, session, include_archived=False)
+        self._entries[key] = (compactions, events)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+        return events

@@ -83,9 +83,12 @@ class SQLiteMemories(SQLiteBase):
         limit: int | None = None,
     ) -> list[Memory]:
         where, params = memory_filters(SearchFilters(types=tuple(types), now=now), expired_only)
+        # With types, read that type's rows (few, e.g. sticky) rather than walking the
+        # whole scope in update order.
+        index = " INDEXED BY memories_by_type" if types else ""
         rows = self._query(
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE tenant = ? AND agent = ?{where} "
-            "ORDER BY updated DESC, rowid DESC LIMIT ?",
+            f"SELECT {MEMORY_COLUMNS} FROM memories m{index} WHERE tenant = ? AND agent = ?"
+            f"{where} ORDER BY updated DESC, rowid DESC LIMIT ?",
             (scope.tenant, scope.agent, *params, -1 if limit is None else limit),
         )
         return [to_memory(r) for r in rows]
