@@ -5,7 +5,8 @@ Usage: python benchmarks/compaction.py [--users 3] [--turns 250] [--json]
 Each user has one long session: chit-chat, questions, bulky tool outputs (logs and file
 dumps of 2-8 KB) and 25 planted facts ("needles": paths, dates, IPs, decisions,
 preferences, budgets...). Automatic compaction runs as it would in production, on a
-32k-token model, with the offline extractive summarizer and rule-based memory flush.
+32k-token model, with the offline extractive summarizer, rule-based memory flush and the
+bundled embedding model (``--embedding hash`` for a fast run).
 Reported: the tokens the full log holds vs. the tokens left live (token reduction); the
 share of needles present in the compiled context after compaction (summary + memories +
 kept history); the share findable by `search_conversation` (must be 100%); compile
@@ -125,6 +126,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=3)
     parser.add_argument("--turns", type=int, default=250)
+    parser.add_argument("--embedding", default="local",
+                        help="embedding provider (local: the bundled model; hash: fast)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rng = random.Random(17)
@@ -136,7 +139,7 @@ def main() -> None:
             settings = load_settings(store=f"sqlite:///{tmp / 'c.db'}", home=tmp,
                                      user=f"user{user}", model="bench-32k",
                                      models={"bench-32k": 32_000}, memory_mirror=False,
-                                     embedding_provider="hash")
+                                     embedding_provider=args.embedding)
             with Loci(settings, clock=TickingClock()) as loci:
                 results.append(run_user(loci, rng, args.turns, 25))
     total = sum(int(r["total_tokens"]) for r in results)  # type: ignore[call-overload]

@@ -76,3 +76,13 @@ def test_dates_in_the_query_favour_events_of_that_period(
             "We went hiking by the river.")
         hit = loci.search_conversation("hiking in May 2023", limit=1)[0]
         assert hit.timestamp == may and 0 < hit.score <= 1
+
+
+def test_when_questions_favour_turns_that_say_when(home: Path, clock: FakeClock) -> None:
+    with open_loci(home, clock) as loci:
+        loci.add_events("s", [turn("Nate", "I love winning video game tournaments.")])
+        loci.add_events("t", [turn("Nate", "I won a video game tournament last Friday.")])
+        assert top(loci, "When did Nate win a video game tournament?") == (
+            "I won a video game tournament last Friday.")
+        assert top(loci, "Does Nate love winning video game tournaments?") == (
+            "I love winning video game tournaments.")

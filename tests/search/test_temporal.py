@@ -41,3 +41,14 @@ def test_contains() -> None:
     assert not day(2023, 7, 3).contains(datetime(2023, 7, 4, tzinfo=UTC))
     assert Period(month=7).contains(datetime(1999, 7, 20, tzinfo=UTC))
     assert not Period(month=7).contains(datetime(1999, 8, 1, tzinfo=UTC))
+
+
+def test_questions_about_time_and_texts_that_say_when() -> None:
+    from loci.search.temporal import asks_when, says_when
+
+    assert asks_when("When did Nate win his third tournament?")
+    assert asks_when("How long has Jon been dancing?")
+    assert not asks_when("What did Nate win?")
+    assert says_when("I won another tournament last week!")
+    assert says_when("We met in June.") and says_when("back in 2019")
+    assert not says_when("I won another tournament!")

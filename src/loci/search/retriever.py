@@ -11,12 +11,14 @@ Conversation search (kind ``event``) does more, all of it generic:
   comes from the best score of its session's candidates;
 - time awareness: dates named in the query (``search.temporal``) bring in candidates
   from those periods (the same searches, filtered to the period), and events inside a
-  named period get ``TIME_WEIGHT`` of their final score from being there.
+  named period get ``TIME_WEIGHT`` of their final score from being there; when the
+  query asks *when* (or how long), ``WHEN_WEIGHT`` of the score comes from the event
+  saying when something happened.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -24,7 +26,7 @@ from loci.embeddings.base import Vectors
 from loci.indexing import Indexer
 from loci.models import Scope, SearchHit
 from loci.search.fusion import FusionConfig, fuse
-from loci.search.temporal import Period, periods
+from loci.search.temporal import Period, asks_when, periods, says_when
 from loci.store.base import SearchFilters, Store
 
 #: Each retriever returns this many times the requested hits before fusion.
@@ -34,6 +36,8 @@ MIN_POOL = 30
 SESSION_WEIGHT = 0.2
 #: Share of an event's score that comes from lying in a period the query names.
 TIME_WEIGHT = 0.25
+#: Share of an event's score that comes from saying when, if the query asks when.
+WHEN_WEIGHT = 0.1
 #: At most this many named periods add candidates of their own.
 MAX_PERIODS = 3
 _TICK = timedelta(microseconds=1)
@@ -65,6 +69,8 @@ class Retriever:
         fused = fuse(keyword, vector, self.config, now, **floors)
         if kind == "event":
             fused = _with_session_evidence(fused)
+            if asks_when(query):
+                fused = _blend(fused, WHEN_WEIGHT, lambda hit: says_when(hit.text))
         if named:
             fused = _favour_periods(fused, named)
         return fused[:limit]
@@ -127,8 +133,13 @@ def _with_session_evidence(hits: Sequence[SearchHit]) -> list[SearchHit]:
 
 def _favour_periods(hits: Sequence[SearchHit], named: Sequence[Period]) -> list[SearchHit]:
     """Blend ``TIME_WEIGHT`` of "lies in a named period" into each score."""
-    def blended(hit: SearchHit) -> SearchHit:
-        inside = any(period.contains(hit.timestamp) for period in named)
-        return replace(hit, score=(1 - TIME_WEIGHT) * hit.score + TIME_WEIGHT * inside)
+    return _blend(hits, TIME_WEIGHT,
+                  lambda hit: any(period.contains(hit.timestamp) for period in named))
 
-    return sorted(map(blended, hits), key=lambda h: h.score, reverse=True)
+
+def _blend(
+    hits: Sequence[SearchHit], weight: float, test: Callable[[SearchHit], bool]
+) -> list[SearchHit]:
+    """Scores become ``(1 - weight) * score + weight * test(hit)``, best first."""
+    blended = [replace(h, score=(1 - weight) * h.score + weight * test(h)) for h in hits]
+    return sorted(blended, key=lambda h: h.score, reverse=True)

@@ -10,6 +10,10 @@ calendar expressions in English text and turns each into a :class:`Period`:
 
 Relative expressions ("last week") need an anchor the query does not give and are left
 alone; so is a bare "May", which is more often a verb. Periods are in UTC.
+
+It also tells questions about time ("When did...", "How long...") and texts that say
+when something happened ("last Friday", "two years ago", "in June"): the answer to a
+"when" question is usually a text of the second kind (answer-type matching).
 """
 
 from __future__ import annotations
@@ -34,6 +38,26 @@ _MONTH_ALONE = re.compile(
     r"\b(january|february|march|april|june|july|august|september|october|november"
     r"|december)\b", re.I)
 _YEAR_ALONE = re.compile(rf"\b(?:in|during|of|since|from|by)\s+{_YEAR}\b", re.I)
+
+
+_ASKS_WHEN = re.compile(
+    r"^\W*(when|since when|how long|how many (years|months|weeks|days)"
+    r"|what (year|month|day|date|time))\b", re.I)
+_SAYS_WHEN = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|ago|last|next|weekends?|recently|soon|earlier"
+    r"|later|monday|tuesday|wednesday|thursday|friday|saturday|sunday|years?|months?"
+    r"|weeks?|days?|january|february|march|april|june|july|august|september|october"
+    r"|november|december|(19|20)\d\d)\b", re.I)
+
+
+def asks_when(question: str) -> bool:
+    """Whether ``question`` asks for a time or a duration."""
+    return _ASKS_WHEN.search(question) is not None
+
+
+def says_when(text: str) -> bool:
+    """Whether ``text`` says when something happened (a date, a day, "ago", ...)."""
+    return _SAYS_WHEN.search(text) is not None
 
 
 @dataclass(frozen=True)
