@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck bench clean
+.PHONY: test demo lint typecheck bench bench-locomo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,16 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/foundation.py
+	$(BIN)/python benchmarks/retrieval_latency.py
+	$(BIN)/python benchmarks/memory_save.py
+	$(BIN)/python benchmarks/cache_stability.py
+	$(BIN)/python benchmarks/compaction.py
+	$(BIN)/python benchmarks/knowledge.py
+
+# LoCoMo data is not shipped (CC BY-NC): point LOCOMO at a copy of locomo_dev.json.
+LOCOMO ?= ../shared/data/locomo/locomo_dev.json
+bench-locomo: $(STAMP)
+	$(BIN)/python benchmarks/locomo.py --data $(LOCOMO)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build src/*.egg-info
