@@ -12,7 +12,6 @@ Every provider returns float32 rows of unit length, so a dot product is a cosine
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from loci.embeddings.hashing import HashEmbedder
 from loci.embeddings.local import INSTALL_HINT, LocalEmbedder
 from loci.embeddings.openai_compat import OpenAICompatibleEmbedder
 from loci.errors import ConfigError
+from loci.providers import provider_options
 
 __all__ = [
     "DEFAULT_PROVIDER",
@@ -53,23 +53,8 @@ def make_embedder(provider: str = DEFAULT_PROVIDER, **options: Any) -> Embedder:
     Options whose value is ``None`` or ``""`` are dropped, so unset settings fall back
     to each provider's defaults. Unknown providers or options raise ``ConfigError``.
     """
-    key = (provider or DEFAULT_PROVIDER).strip().lower()
-    factory = PROVIDERS.get(key)
-    if factory is None:
-        known = ", ".join(sorted(PROVIDERS))
-        raise ConfigError(f"unknown embedding provider {provider!r}; known providers: {known}")
-    given = {name: value for name, value in options.items() if value is not None and value != ""}
-    accepted = [
-        p.name
-        for p in inspect.signature(factory).parameters.values()
-        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    ]
-    unknown = sorted(set(given) - set(accepted))
-    if unknown:
-        raise ConfigError(
-            f"embedding provider {key!r} does not take option(s) {', '.join(unknown)}; "
-            f"it takes: {', '.join(accepted)}"
-        )
+    key, factory, given = provider_options("embedding", PROVIDERS, provider,
+                                           DEFAULT_PROVIDER, options)
     if key.startswith("openai") and "model" not in given:
         raise ConfigError(
             f"embedding provider {key!r} needs a model "

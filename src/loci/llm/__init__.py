@@ -14,7 +14,6 @@ the HTTP providers also ``stream`` text deltas.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +23,7 @@ from loci.llm.base import ChatModel, ChatReply
 from loci.llm.extractive import ExtractiveSummarizer
 from loci.llm.openai_compat import OpenAICompatibleChat
 from loci.llm.scripted import ScriptedChatModel
+from loci.providers import provider_options
 
 __all__ = [
     "DEFAULT_PROVIDER",
@@ -60,24 +60,9 @@ def make_chat_model(provider: str = DEFAULT_PROVIDER, **options: Any) -> ChatMod
     each provider's defaults. Unknown providers or options raise ``ConfigError``.
     """
     key = (provider or DEFAULT_PROVIDER).strip().lower()
-    factory = PROVIDERS.get(key)
-    if factory is None:
-        known = ", ".join(sorted(PROVIDERS))
-        raise ConfigError(f"unknown chat provider {provider!r}; known providers: {known}")
-    given = {name: value for name, value in options.items() if value is not None and value != ""}
-    if key in _OFFLINE:
-        given = {name: value for name, value in given.items() if name not in _NETWORK_OPTIONS}
-    accepted = [
-        p.name
-        for p in inspect.signature(factory).parameters.values()
-        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    ]
-    unknown = sorted(set(given) - set(accepted))
-    if unknown:
-        raise ConfigError(
-            f"chat provider {key!r} does not take option(s) {', '.join(unknown)}; "
-            f"it takes: {', '.join(accepted)}"
-        )
+    key, factory, given = provider_options(
+        "chat", PROVIDERS, provider, DEFAULT_PROVIDER, options,
+        _NETWORK_OPTIONS if key in _OFFLINE else frozenset())
     if key in ("openai", "openai-compatible", "anthropic") and "model" not in given:
         example = "claude-haiku-4-5" if key == "anthropic" else "gpt-4.1-mini' or 'llama3.2"
         raise ConfigError(f"chat provider {key!r} needs a model (llm.model, e.g. '{example}')")
