@@ -124,6 +124,17 @@ class StateItem:
 
 
 @dataclass(frozen=True)
+class ApiKey:
+    """A server API key's record. The secret itself is never stored, only its hash."""
+
+    id: str
+    tenant: str
+    label: str
+    created_at: datetime
+    revoked: bool = False
+
+
+@dataclass(frozen=True)
 class Document:
     """A knowledge-base entry at a hierarchical path such as ``/profile/identity.md``."""
 

@@ -240,3 +240,19 @@ def test_changed_content_needs_a_new_vector(store: Store) -> None:
     assert store.unembedded("memory", 10) == []
     store.put_memory(ALICE, mem("m", "second text"))
     assert store.unembedded("memory", 10) == [(ALICE, "m", "second text")]
+
+
+def test_api_keys_bind_a_hash_to_one_tenant(store: Store) -> None:
+    from loci.models import ApiKey
+
+    store.add_api_key(ApiKey("k1", "alice", "laptop", T0), "hash-1")
+    store.add_api_key(ApiKey("k2", "bob", "", T0 + timedelta(seconds=1)), "hash-2")
+    found = store.find_api_key("hash-1")
+    assert found is not None and (found.id, found.tenant, found.label) == ("k1", "alice", "laptop")
+    assert store.find_api_key("hash-3") is None
+    assert [k.id for k in store.list_api_keys()] == ["k1", "k2"]
+    assert [k.id for k in store.list_api_keys("bob")] == ["k2"]
+    assert store.revoke_api_key("k1") is True
+    assert store.revoke_api_key("k1") is False
+    assert store.find_api_key("hash-1") is None
+    assert [k.revoked for k in store.list_api_keys()] == [True, False]

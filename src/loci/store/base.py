@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from loci.models import (
+    ApiKey,
     Compaction,
     Document,
     DocumentVersion,
@@ -256,6 +257,23 @@ class Store(ABC):
 
     @abstractmethod
     def list_compactions(self, scope: Scope, session: str) -> list[Compaction]: ...
+
+    # -- API keys -----------------------------------------------------------------
+    # Keys belong to no scope: each binds a secret (stored only as its SHA-256) to one
+    # tenant, and the server derives every request's scope from it.
+    @abstractmethod
+    def add_api_key(self, key: ApiKey, secret_hash: str) -> None: ...
+
+    @abstractmethod
+    def find_api_key(self, secret_hash: str) -> ApiKey | None:
+        """The active (not revoked) key with this hash, if any."""
+
+    @abstractmethod
+    def list_api_keys(self, tenant: str | None = None) -> list[ApiKey]:
+        """Every key, revoked ones included, oldest first; one tenant's if given."""
+
+    @abstractmethod
+    def revoke_api_key(self, key_id: str) -> bool: ...
 
     # -- embeddings ---------------------------------------------------------------
     # Items are written first and embedded after, so a failing embedding provider never

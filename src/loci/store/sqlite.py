@@ -39,6 +39,7 @@ from loci.store.codec import (
     to_micros,
 )
 from loci.store.sqlite_documents import SQLiteDocuments
+from loci.store.sqlite_keys import SQLiteKeys
 from loci.store.sqlite_memories import SQLiteMemories
 from loci.store.sqlite_rows import (
     COMPACTION_COLUMNS,
@@ -60,7 +61,7 @@ def sqlite_path(url: str) -> str:
     return url[len(prefix) :]
 
 
-class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, Store):
+class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, Store):
     """Storage in one SQLite file (or in memory for ``sqlite:///:memory:``)."""
 
     def __init__(self, url: str) -> None:

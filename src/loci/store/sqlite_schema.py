@@ -257,6 +257,19 @@ def _v7_document_history(db: sqlite3.Connection) -> None:
     )
 
 
+def _v8_api_keys(db: sqlite3.Connection) -> None:
+    """Server API keys: a secret's hash bound to one tenant."""
+    run_script(
+        db,
+        """
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY, secret_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
+            label TEXT NOT NULL, created INTEGER NOT NULL, revoked INTEGER NOT NULL DEFAULT 0
+        );
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 #: Version → (name, function). Append only.
@@ -268,6 +281,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     5: ("hot path indexes", _v5_hot_path_indexes),
     6: ("conversation search context", _v6_conversation_search),
     7: ("document history", _v7_document_history),
+    8: ("api keys", _v8_api_keys),
 }
 
 
