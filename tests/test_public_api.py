@@ -3,8 +3,9 @@ import loci
 
 def test_public_api_is_pinned() -> None:
     assert sorted(loci.__all__) == [
-        "BudgetExceededError", "Compaction", "CompiledContext", "ConfigError",
-        "ConflictError", "Document", "EmbeddingMismatchError", "Event", "LayerReport",
+        "AuthError", "BudgetExceededError", "Compaction", "CompiledContext", "ConfigError",
+        "ConflictError", "Document", "EmbeddingMismatchError", "Event", "ForbiddenError",
+        "LayerReport",
         "Loci", "LociError", "Memory", "NotFoundError", "ProviderError", "Scope",
         "SearchFilters", "SearchHit", "SessionInfo", "Settings", "Skill", "StateItem",
         "Store", "StoreError", "TokenCounter", "ValidationError", "__version__",
@@ -16,7 +17,7 @@ def test_public_api_is_pinned() -> None:
 
 def test_every_error_is_a_loci_error() -> None:
     errors = [getattr(loci, n) for n in loci.__all__ if n.endswith("Error")]
-    assert len(errors) == 9
+    assert len(errors) == 11
     for error in errors:
         assert issubclass(error, loci.LociError)
     assert not issubclass(loci.LociError, MemoryError)

@@ -6,10 +6,12 @@ The public API is exactly what ``__all__`` lists; everything else is private.
 from loci.context.compiled import CompiledContext, LayerReport
 from loci.engine import Loci
 from loci.errors import (
+    AuthError,
     BudgetExceededError,
     ConfigError,
     ConflictError,
     EmbeddingMismatchError,
+    ForbiddenError,
     LociError,
     NotFoundError,
     ProviderError,
@@ -34,6 +36,7 @@ from loci.tokens import TokenCounter, context_window, token_counter
 __version__ = "0.1.0"
 
 __all__ = [
+    "AuthError",
     "BudgetExceededError",
     "Compaction",
     "CompiledContext",
@@ -42,6 +45,7 @@ __all__ = [
     "Document",
     "EmbeddingMismatchError",
     "Event",
+    "ForbiddenError",
     "LayerReport",
     "Loci",
     "LociError",

@@ -336,6 +336,10 @@ class Loci:
     def state(self) -> list[StateItem]:
         return self.store.list_state(self.scope)
 
+    def state_delete(self, key: str) -> None:
+        if not self.store.delete_state(self.scope, key):
+            raise NotFoundError(f"no state key {key!r}")
+
     # -- knowledge (documents: see ``self.knowledge``) -------------------------------
     def search_knowledge(
         self, query: str, path_filter: str | None = None, tags: Sequence[str] | None = None,

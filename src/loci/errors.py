@@ -9,6 +9,8 @@ class, and the CLI and server turn it into a one-line message (exit code 2, HTTP
     │   └── BudgetExceededError   the current message cannot fit the token budget
     ├── NotFoundError        no such session, memory, document or state key
     ├── ConflictError        the same thing changed in two places (markdown sync)
+    ├── AuthError            the server got no API key, or an unknown or revoked one
+    │   └── ForbiddenError   a valid key that may not do this
     ├── StoreError           the storage backend failed or is incompatible
     │   └── EmbeddingMismatchError  the store was indexed with another model
     └── ProviderError        an embedding or chat provider failed
@@ -50,6 +52,18 @@ class ConflictError(LociError):
     """Two versions of the same item disagree and Loci will not pick one silently."""
 
     http_status = 409
+
+
+class AuthError(LociError):
+    """The server got no API key, or an unknown or revoked one."""
+
+    http_status = 401
+
+
+class ForbiddenError(AuthError):
+    """The API key is valid but does not allow this."""
+
+    http_status = 403
 
 
 class StoreError(LociError):

@@ -83,6 +83,20 @@ class Settings:
     compaction_summary_tokens: int = 1_500
     #: A custom summarization prompt for LLM summaries (empty: the built-in one).
     compaction_prompt: str = ""
+    #: ``loci serve``: where to listen. A non-loopback host needs API keys.
+    server_host: str = "127.0.0.1"
+    server_port: int = 8765
+    #: Largest request body the server accepts, in bytes (larger: HTTP 413).
+    server_max_body: int = 8 * 1024 * 1024
+    #: Scopes (user, agent) whose engines the server keeps open.
+    server_cache_scopes: int = 256
+    #: The OpenAI-compatible proxy's upstream: ``openai`` (any compatible base URL) or
+    #: ``anthropic``; empty means the ``[llm]`` provider.
+    proxy_provider: str = ""
+    proxy_base_url: str = ""
+    proxy_api_key: str = ""
+    #: Models that ``GET /v1/models`` lists (default: the configured model).
+    proxy_models: list[str] = field(default_factory=list)
 
     @property
     def store_url(self) -> str:

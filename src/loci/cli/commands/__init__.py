@@ -1,5 +1,15 @@
 """CLI commands, one module per domain; importing this package registers them."""
 
-from loci.cli.commands import compaction, context, demo, knowledge, memory, sessions, workspace
+from loci.cli.commands import (
+    compaction,
+    context,
+    demo,
+    knowledge,
+    memory,
+    server,
+    sessions,
+    workspace,
+)
 
-__all__ = ["compaction", "context", "demo", "knowledge", "memory", "sessions", "workspace"]
+__all__ = ["compaction", "context", "demo", "knowledge", "memory", "server", "sessions",
+           "workspace"]

@@ -1,0 +1,98 @@
+"""Server commands: ``loci serve`` and API keys (``loci keys create/list/revoke``)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import click
+
+from loci.cli.app import cli, json_option, print_json, scoped
+from loci.engine import Loci, check_name
+from loci.errors import ConfigError
+from loci.keys import create_key, revoke_key
+from loci.settings import load_settings
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@cli.command()
+@click.option("--host", help="Address to bind (default 127.0.0.1, [server] host).")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port (default 8765).")
+@click.option("--store", metavar="URL", help="Store URL (default from settings).")
+@click.option("--workspace", metavar="DIR", help="Workspace directory for files.")
+def serve(host: str | None, port: int | None, store: str | None,
+          workspace: str | None) -> None:
+    """Run the server: REST at /api, MCP at /mcp, the OpenAI-compatible proxy at /v1,
+    the dashboard at / and the API docs at /docs.
+
+    Without API keys the server only binds to loopback; create one with
+    `loci keys create --user NAME` to serve other hosts.
+    """
+    import uvicorn
+
+    from loci.server import create_app
+
+    settings = load_settings(store=store, workspace=workspace, server_host=host,
+                             server_port=port)
+    app = create_app(settings)
+    hub = app.state.hub
+    if not is_loopback(settings.server_host) and not hub.keys_required():
+        hub.close()
+        raise ConfigError(
+            f"refusing to serve {settings.server_host} without API keys: anyone on the "
+            "network could read every memory. Create one with `loci keys create --user "
+            "NAME`, or bind to 127.0.0.1.")
+    mode = "API keys required" if hub.keys_required() else "open (loopback only)"
+    click.echo(f"loci: serving {settings.store_url} on http://{settings.server_host}:"
+               f"{settings.server_port} ({mode}); docs at /docs", err=True)
+    uvicorn.run(app, host=settings.server_host, port=settings.server_port,
+                log_level="warning", server_header=False)
+
+
+@cli.group()
+def keys() -> None:
+    """API keys for the server, each bound to one user (tenant)."""
+
+
+@keys.command(name="create")
+@click.option("--user", "tenant", required=True, help="The user (tenant) the key serves.")
+@click.option("--label", default="", help="A note to recognise the key by.")
+@click.option("--store", metavar="URL", help="Store URL (default from settings).")
+def keys_create(tenant: str, label: str, store: str | None) -> None:
+    """Create a key for USER and print it (it is shown only this once)."""
+    with Loci.open(store=store) as loci:
+        record, key = create_key(loci.store, check_name("user", tenant), loci.clock(), label)
+    click.echo(key)
+    click.echo(f"key id {record.id} for user {record.tenant}: store it now, it is not "
+               "shown again", err=True)
+
+
+@keys.command(name="list")
+@click.option("--user", "tenant", help="Only this user's keys.")
+@json_option
+@scoped
+def keys_list(loci: Loci, tenant: str | None, as_json: bool) -> None:
+    """List keys (ids, users, labels; never the secrets)."""
+    found = loci.store.list_api_keys(tenant)
+    if as_json:
+        print_json(found)
+        return
+    for key in found:
+        state = "revoked" if key.revoked else "active"
+        click.echo(f"{key.id}  {key.tenant}  {state}  {key.label}")
+
+
+@keys.command(name="revoke")
+@click.argument("key_id")
+@scoped
+def keys_revoke(loci: Loci, key_id: str) -> None:
+    """Revoke the key KEY_ID; requests with it are refused from then on."""
+    revoke_key(loci.store, key_id)
+    click.echo(f"revoked {key_id}")

@@ -1,0 +1,115 @@
+"""REST routes for the knowledge base (documents at paths, with versions, a tree and
+search) and for the workspace's skills."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
+
+from loci.context.skills import load_skill_set, match_skills
+from loci.knowledge import DocumentPage, DocumentSummary
+from loci.knowledge.tree import Node
+from loci.models import Document, DocumentVersion
+from loci.server.deps import Engine
+
+router = APIRouter()
+
+
+class DocumentIn(BaseModel):
+    content: str
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class KnowledgeSearchIn(BaseModel):
+    """seeds/004 ``search_knowledge``."""
+
+    query: str
+    path_filter: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    top_k: int = Field(5, ge=1, le=100)
+
+
+class SkillMatchIn(BaseModel):
+    text: str
+
+
+def _summary(document: Document) -> dict[str, Any]:
+    return {"path": document.path, "version": document.version, "tags": document.tags,
+            "chars": len(document.content), "updated_at": document.updated_at}
+
+
+def _tree(node: Node) -> dict[str, Any]:
+    if not node.is_folder:
+        assert node.document is not None
+        return {"name": node.name, **_summary(node.document)}
+    return {"name": node.name, "path": node.path, "count": node.count(),
+            "children": [_tree(child) for _, child in sorted(node.children.items())]}
+
+
+@router.get("/kb", response_model=None, tags=["knowledge"])
+def list_documents(loci: Engine, prefix: str = "/") -> list[dict[str, Any]]:
+    """Documents in the folder ``prefix`` and below (no content)."""
+    return [_summary(d) for d in loci.knowledge.ls(prefix)]
+
+
+@router.get("/kb/tree", response_model=None, tags=["knowledge"])
+def document_tree(loci: Engine, prefix: str = "/") -> dict[str, Any]:
+    return _tree(loci.knowledge.tree(prefix))
+
+
+@router.get("/kb/doc", response_model=None, tags=["knowledge"])
+def get_document(loci: Engine, path: str, version: int | None = None) -> Document:
+    return loci.knowledge.get(path, version)
+
+
+@router.put("/kb/doc", response_model=None, tags=["knowledge"])
+def put_document(loci: Engine, path: str, body: DocumentIn) -> dict[str, Any]:
+    """Create the document at ``path`` or write its next version."""
+    result = loci.knowledge.put(path, body.content, body.tags, body.metadata)
+    return {"status": result.status, "document": result.document}
+
+
+@router.delete("/kb/doc", status_code=204, tags=["knowledge"])
+def delete_document(loci: Engine, path: str) -> Response:
+    loci.knowledge.rm(path)
+    return Response(status_code=204)
+
+
+@router.get("/kb/history", response_model=None, tags=["knowledge"])
+def document_history(loci: Engine, path: str) -> list[DocumentVersion]:
+    return loci.knowledge.history(path)
+
+
+@router.get("/kb/read", response_model=None, tags=["knowledge"])
+def read_document(
+    loci: Engine, path: str, offset: int = Query(0, ge=0),
+    limit: int = Query(10_000, ge=1, le=1_000_000),
+) -> DocumentPage:
+    """seeds/004 ``read_document``: the latest version, page by page."""
+    return loci.read_document(path, offset, limit)
+
+
+@router.post("/kb/search", response_model=None, tags=["knowledge"])
+def search_knowledge(loci: Engine, body: KnowledgeSearchIn) -> list[DocumentSummary]:
+    return loci.search_knowledge(body.query, body.path_filter, body.tags, body.top_k)
+
+
+@router.get("/skills", response_model=None, tags=["skills"])
+def list_skills(loci: Engine) -> dict[str, Any]:
+    found = load_skill_set(loci.workspace().directories)
+    return {"skills": [{"slug": s.slug, "name": s.skill.name, "description": s.description,
+                        "keywords": s.skill.keywords, "patterns": s.skill.patterns}
+                       for s in found.skills],
+            "issues": [{"path": str(i.path), "reason": i.reason} for i in found.issues]}
+
+
+@router.post("/skills/match", response_model=None, tags=["skills"])
+def match(loci: Engine, body: SkillMatchIn) -> list[dict[str, Any]]:
+    """Score every skill against the text (keyword matches + pattern matches)."""
+    skills = load_skill_set(loci.workspace().directories).skills
+    return [{"slug": s.slug, "name": s.skill.name, "score": score}
+            for s, score in match_skills(skills, body.text)]

@@ -1,0 +1,113 @@
+"""REST routes for memories (CRUD, hybrid search, history, paginated reads) and the
+key/value state."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
+
+from loci.memory.tools import MemoryPage, MemorySummary
+from loci.models import Memory, MemoryVersion, StateItem
+from loci.server.deps import Engine
+from loci.store import SearchFilters
+
+router = APIRouter(tags=["memories"])
+
+
+class MemoryIn(BaseModel):
+    """seeds/002 ``memory_write``: the type decides the expiry."""
+
+    content: str
+    type: str = "project_context"
+    tags: list[str] = Field(default_factory=list)
+
+
+class SearchIn(BaseModel):
+    """seeds/002 ``memory_search``: hybrid search with optional filters."""
+
+    query: str
+    limit: int = Field(5, ge=1, le=100)
+    types: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+class StateIn(BaseModel):
+    value: str
+
+
+@router.get("/memories", response_model=None)
+def list_memories(
+    loci: Engine, type: str | None = None, include_expired: bool = False,
+    limit: int = Query(500, ge=1, le=10_000),
+) -> list[Memory]:
+    """Memories newest first; expired ones only when asked for."""
+    return loci.memories(type, include_expired=include_expired)[:limit]
+
+
+@router.post("/memories", response_model=None, status_code=201)
+def create_memory(loci: Engine, body: MemoryIn) -> Memory:
+    return loci.memory_write(body.type, body.tags, body.content)
+
+
+@router.get("/memories/{memory_id}", response_model=None)
+def get_memory(loci: Engine, memory_id: str) -> Memory:
+    return loci.memory(memory_id)
+
+
+@router.put("/memories/{memory_id}", response_model=None)
+def update_memory(loci: Engine, memory_id: str, body: MemoryIn) -> Memory:
+    """Update in place; the old version stays in the memory's history."""
+    return loci.memory_write(body.type, body.tags, body.content, id=memory_id)
+
+
+@router.delete("/memories/{memory_id}", status_code=204)
+def delete_memory(loci: Engine, memory_id: str) -> Response:
+    loci.forget(memory_id)
+    return Response(status_code=204)
+
+
+@router.get("/memories/{memory_id}/history", response_model=None)
+def memory_history(loci: Engine, memory_id: str) -> list[MemoryVersion]:
+    return loci.memory_history(memory_id)
+
+
+@router.get("/memories/{memory_id}/read", response_model=None)
+def read_memory(
+    loci: Engine, memory_id: str, offset: int = Query(0, ge=0),
+    limit: int = Query(1000, ge=1, le=100_000),
+) -> MemoryPage:
+    """seeds/002 ``memory_read``: the memory's markdown, paginated by characters."""
+    return loci.memory_read(memory_id, offset, limit)
+
+
+@router.post("/search", response_model=None)
+def search_memories(loci: Engine, body: SearchIn) -> list[MemorySummary]:
+    filters = SearchFilters(types=tuple(body.types), tags=tuple(body.tags),
+                            since=body.since, until=body.until)
+    return loci.memory_search(body.query, body.limit, filters)
+
+
+@router.get("/state", response_model=None)
+def list_state(loci: Engine) -> list[StateItem]:
+    return loci.state()
+
+
+@router.get("/state/{key}", response_model=None)
+def get_state(loci: Engine, key: str) -> StateItem:
+    return loci.state_get(key)
+
+
+@router.put("/state/{key}", response_model=None)
+def set_state(loci: Engine, key: str, body: StateIn) -> StateItem:
+    return loci.state_set(key, body.value)
+
+
+@router.delete("/state/{key}", status_code=204)
+def delete_state(loci: Engine, key: str) -> Response:
+    loci.state_delete(key)
+    return Response(status_code=204)

@@ -1,0 +1,141 @@
+"""REST routes for sessions: events (append, list, import, export), conversation
+search, context compilation with its explain view, compaction and session end."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import PlainTextResponse
+from pydantic import BaseModel, Field
+
+from loci.compaction.compactor import CompactionResult
+from loci.errors import ValidationError
+from loci.knowledge import SessionKnowledge
+from loci.models import Compaction, Event, SearchHit, SessionInfo
+from loci.server.deps import Engine
+
+router = APIRouter(tags=["sessions"])
+
+
+class EventIn(BaseModel):
+    """One event to append (seeds/002): a message, a tool call or a tool result."""
+
+    type: str = "message"
+    role: str
+    content: str = ""
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    args: dict[str, Any] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ContextIn(BaseModel):
+    message: str | None = None
+    model: str | None = None
+    format: Literal["openai", "anthropic", "text"] = "openai"
+
+
+class CompactIn(BaseModel):
+    instructions: str | None = None
+    dry_run: bool = False
+    strategy: str = "full"
+    model: str | None = None
+
+
+class ReplyIn(BaseModel):
+    content: str
+
+
+class RecallIn(BaseModel):
+    query: str
+    session: str | None = None
+    limit: int = Field(10, ge=1, le=100)
+
+
+@router.get("/sessions", response_model=None)
+def list_sessions(loci: Engine) -> list[SessionInfo]:
+    return loci.sessions()
+
+
+@router.get("/sessions/{session}", response_model=None)
+def get_session(loci: Engine, session: str) -> SessionInfo:
+    return loci.session(session)
+
+
+@router.post("/sessions/{session}/events", response_model=None, status_code=201)
+def append_events(loci: Engine, session: str, body: EventIn | list[EventIn]) -> list[Event]:
+    """Append one event or a list of events, atomically."""
+    events = body if isinstance(body, list) else [body]
+    if not events:
+        raise ValidationError("no events to append")
+    return loci.add_events(session, [e.model_dump(exclude_none=True) for e in events])
+
+
+@router.get("/sessions/{session}/events", response_model=None)
+def list_events(
+    loci: Engine, session: str, include_archived: bool = True,
+    after: int = Query(0, ge=0, description="only events with a greater id"),
+    limit: int = Query(1000, ge=1, le=10_000),
+) -> list[Event]:
+    events = loci.events(session, include_archived=include_archived)
+    return [e for e in events if e.id > after][:limit]
+
+
+@router.get("/sessions/{session}/export", response_class=PlainTextResponse)
+def export_session(loci: Engine, session: str) -> PlainTextResponse:
+    """The session's log as seeds/002 JSONL."""
+    text = "".join(line + "\n" for line in loci.export_jsonl(session))
+    return PlainTextResponse(text, media_type="application/x-ndjson")
+
+
+@router.post("/sessions/{session}/import", response_model=None, status_code=201)
+async def import_session(loci: Engine, session: str, request: Request) -> dict[str, int]:
+    """Append a JSONL log (the body); a bad line stores nothing."""
+    body = (await request.body()).decode("utf-8", errors="strict")
+    return {"imported": len(loci.import_jsonl(body.splitlines(), session))}
+
+
+@router.post("/sessions/{session}/reply", response_model=None, status_code=201)
+def add_reply(loci: Engine, session: str, body: ReplyIn) -> dict[str, Any]:
+    """Record an assistant reply: memory and state tags are saved and stripped."""
+    event, result = loci.add_reply(session, body.content)
+    return {"event": event, "saved": [{"action": s.action, "memory": s.memory}
+                                       for s in result.saved], "state": result.state}
+
+
+@router.post("/sessions/{session}/context", response_model=None)
+def compile_context(loci: Engine, session: str, body: ContextIn) -> dict[str, Any]:
+    """Compile the context for the next LLM call, with the explain view."""
+    compiled = loci.compile(session, body.message, model=body.model)
+    result = compiled.to_dict()
+    if body.format == "anthropic":
+        result["messages"] = compiled.to_anthropic()
+    elif body.format == "text":
+        result["messages"] = compiled.to_text()
+    result["explain"] = compiled.explain()
+    return result
+
+
+@router.post("/sessions/{session}/compact", response_model=None)
+def compact(loci: Engine, session: str, body: CompactIn | None = None) -> CompactionResult:
+    body = body or CompactIn()
+    return loci.compact(session, instructions=body.instructions, dry_run=body.dry_run,
+                        strategy=body.strategy, model=body.model)
+
+
+@router.get("/sessions/{session}/compactions", response_model=None)
+def list_compactions(loci: Engine, session: str) -> list[Compaction]:
+    return loci.compactions(session)
+
+
+@router.post("/sessions/{session}/end", response_model=None)
+def end_session(loci: Engine, session: str) -> SessionKnowledge:
+    """The librarian: file the session into the knowledge base and memories."""
+    return loci.end_session(session)
+
+
+@router.post("/recall", response_model=None)
+def search_conversation(loci: Engine, body: RecallIn) -> list[SearchHit]:
+    """Search the event log, archived events included (seeds/002)."""
+    return loci.search_conversation(body.query, body.session, body.limit)

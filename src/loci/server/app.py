@@ -1,0 +1,88 @@
+"""The ASGI application: REST under ``/api``, MCP at ``/mcp``, the OpenAI-compatible
+proxy under ``/v1`` and the dashboard at ``/``, all over one :class:`Hub`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from loci import __version__
+from loci.server import errors
+from loci.server.api_knowledge import router as knowledge_router
+from loci.server.api_memory import router as memory_router
+from loci.server.api_sessions import router as sessions_router
+from loci.server.hub import Hub
+from loci.settings import Settings, load_settings
+from loci.store import Store
+from loci.timeutil import Clock, utc_now
+
+
+class BodyLimit:
+    """Answers 413 to bodies over ``limit`` bytes, declared or streamed, before any
+    route reads them."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._reject(send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._reject(send)
+
+    async def _reject(self, send: Send) -> None:
+        response = errors.error_response(
+            413, "PayloadTooLarge", f"request body over {self.limit} bytes "
+            "(raise [server] max_body in loci.toml)")
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": response.raw_headers})
+        await send({"type": "http.response.body", "body": response.body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def create_app(settings: Settings | None = None, *, store: Store | None = None,
+               clock: Clock = utc_now) -> FastAPI:
+    """The server application over ``store`` (default: the one in ``settings``)."""
+    hub = Hub(settings or load_settings(), store=store, clock=clock)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        hub.close()
+
+    app = FastAPI(title="Loci", version=__version__, lifespan=lifespan,
+                  description="Context and memory engine for LLM agents.")
+    app.state.hub = hub
+    errors.install(app)
+    for router in (sessions_router, memory_router, knowledge_router):
+        app.include_router(router, prefix="/api")
+
+    @app.get("/api/health", tags=["server"])
+    def health() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    app.add_middleware(BodyLimit, limit=hub.settings.server_max_body)
+    return app

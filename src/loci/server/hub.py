@@ -1,0 +1,96 @@
+"""What every route and tool of the server shares: one store, one engine per scope,
+and the rule that turns a request's credentials into a scope.
+
+With no API keys in the store the server is in *open mode*: it only binds to loopback
+(see ``loci serve``), and a request may name its user with ``X-Loci-User``. Once a key
+exists, every request needs ``Authorization: Bearer <key>`` and its tenant comes from
+the key alone; ``X-Loci-Agent`` picks one of that tenant's agents.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from loci.engine import Loci, check_name
+from loci.errors import AuthError, ForbiddenError
+from loci.keys import check_key
+from loci.models import Scope
+from loci.settings import Settings
+from loci.store import Store
+from loci.timeutil import Clock, utc_now
+
+#: How long the server trusts its "are there any keys?" answer, in seconds.
+_KEYS_TTL = 2.0
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the scope their data lives in, and the key they used."""
+
+    scope: Scope
+    key_id: str | None = None
+
+
+class Hub:
+    """The store, a bounded cache of engines by scope, and authentication."""
+
+    def __init__(self, settings: Settings, *, store: Store | None = None,
+                 clock: Clock = utc_now) -> None:
+        self.base = Loci(settings, store=store, clock=clock)
+        self.settings = self.base.settings
+        self.store = self.base.store
+        self._engines: OrderedDict[Scope, Loci] = OrderedDict()
+        self._lock = threading.Lock()
+        self._keys_checked = 0.0
+        self._keys_exist = False
+
+    def engine(self, principal: Principal) -> Loci:
+        """The engine for the principal's scope (created on first use, then cached)."""
+        scope = principal.scope
+        with self._lock:
+            engine = self._engines.get(scope)
+            if engine is not None:
+                self._engines.move_to_end(scope)
+                return engine
+        engine = self.base.for_scope(scope.tenant, scope.agent)
+        with self._lock:
+            engine = self._engines.setdefault(scope, engine)
+            while len(self._engines) > self.settings.server_cache_scopes:
+                self._engines.popitem(last=False)
+        return engine
+
+    def keys_required(self) -> bool:
+        """True once the store holds an active key (re-checked every few seconds, so
+        a key created with ``loci keys create`` while the server runs takes effect)."""
+        now = time.monotonic()
+        if now - self._keys_checked > _KEYS_TTL:
+            self._keys_exist = any(not k.revoked for k in self.store.list_api_keys())
+            self._keys_checked = now
+        return self._keys_exist
+
+    def authenticate(self, authorization: str | None, user: str | None,
+                     agent: str | None) -> Principal:
+        """The principal for a request's ``Authorization``, ``X-Loci-User`` and
+        ``X-Loci-Agent`` headers."""
+        agent_name = check_name("agent", agent) if agent else self.settings.agent
+        if authorization:
+            scheme, _, token = authorization.partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise AuthError("use the header 'Authorization: Bearer <API key>'")
+            key = check_key(self.store, token.strip())
+            if key is None:
+                raise AuthError("unknown or revoked API key")
+            if user and user != key.tenant:
+                raise ForbiddenError("this API key belongs to another user")
+            return Principal(Scope(key.tenant, agent_name), key.id)
+        if self.keys_required():
+            raise AuthError("an API key is required: 'Authorization: Bearer <key>' "
+                            "(create one with `loci keys create --user NAME`)")
+        tenant = check_name("user", user) if user else self.settings.user
+        return Principal(Scope(tenant, agent_name))
+
+    def close(self) -> None:
+        self.base.close()
