@@ -75,7 +75,7 @@ def keys_create(tenant: str, label: str, store: str | None) -> None:
 
 
 @keys.command(name="list")
-@click.option("--user", "tenant", help="Only this user's keys.")
+@click.option("--for-user", "tenant", help="Only this user's keys.")
 @json_option
 @scoped
 def keys_list(loci: Loci, tenant: str | None, as_json: bool) -> None:
