@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck bench bench-locomo clean
+.PHONY: serve test demo lint browser typecheck bench bench-locomo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,8 +20,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
+# The dashboard's end-to-end tests drive Debian's Chromium (no browser download).
+browser:
+	@command -v chromium >/dev/null || apt-get install -y -q chromium >/dev/null \
+		|| (apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)
+
+test: lint typecheck browser
 	$(BIN)/pytest
+
+serve: $(STAMP)
+	$(BIN)/loci serve
 
 demo: $(STAMP)
 	$(BIN)/loci demo
