@@ -32,23 +32,29 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = dict(scope.get("headers", [])).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._reject(send)
+        if declared is not None:
+            if declared.isdigit() and int(declared) > self.limit:
+                await self._reject(send)
+                return
+            await self.app(scope, receive, send)
             return
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        # No declared length (chunked): read the body here, up to the limit, and
+        # replay it, so that a route never sees half a body.
+        messages: list[Message] = []
+        size, more = 0, True
+        while more:
             message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.limit:
-                raise _TooLarge
-            return message
+            messages.append(message)
+            size += len(message.get("body", b""))
+            if size > self.limit:
+                await self._reject(send)
+                return
+            more = message["type"] == "http.request" and message.get("more_body", False)
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._reject(send)
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
 
     async def _reject(self, send: Send) -> None:
         response = errors.error_response(
@@ -57,10 +63,6 @@ class BodyLimit:
         await send({"type": "http.response.start", "status": 413,
                     "headers": response.raw_headers})
         await send({"type": "http.response.body", "body": response.body})
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def create_app(settings: Settings | None = None, *, store: Store | None = None,

@@ -1,0 +1,203 @@
+"""The REST API, in process through the real ASGI app: every route family, the error
+shape, 413 for large bodies, and hostile input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from loci import load_settings
+from loci.server import create_app
+from tests.conftest import FakeClock
+
+
+@pytest.fixture
+def client(home: Path, clock: FakeClock) -> Iterator[TestClient]:
+    settings = load_settings(store=f"sqlite:///{home / 'loci.db'}", server_max_body=64_000)
+    with TestClient(create_app(settings, clock=clock)) as c:
+        yield c
+
+
+def error(response: object) -> str:
+    body = response.json()  # type: ignore[attr-defined]
+    assert set(body) == {"error"}, body
+    return str(body["error"]["message"])
+
+
+def test_health_and_openapi(client: TestClient) -> None:
+    assert client.get("/api/health").json()["status"] == "ok"
+    assert client.get("/docs").status_code == 200
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/api/sessions/{session}/events", "/api/search", "/api/kb/doc",
+            "/api/state/{key}", "/api/sessions/{session}/context"} <= set(paths)
+
+
+def test_events_append_list_export_import(client: TestClient) -> None:
+    one = client.post("/api/sessions/work/events", json={"role": "user", "content": "hi"})
+    assert one.status_code == 201 and one.json()[0]["content"] == "hi"
+    batch = [{"type": "tool_call", "role": "assistant", "tool_name": "read",
+              "tool_call_id": "c1", "args": {"path": "a.md"}},
+             {"type": "tool_result", "role": "tool", "tool_call_id": "c1", "content": "A"}]
+    assert len(client.post("/api/sessions/work/events", json=batch).json()) == 2
+    events = client.get("/api/sessions/work/events").json()
+    assert [e["type"] for e in events] == ["message", "tool_call", "tool_result"]
+    assert client.get("/api/sessions/work/events", params={"after": events[0]["id"],
+                                                          "limit": 1}).json()[0]["id"] == 2
+    info = client.get("/api/sessions/work").json()
+    assert info["event_count"] == 3
+    exported = client.get("/api/sessions/work/export")
+    assert exported.headers["content-type"].startswith("application/x-ndjson")
+    lines = exported.text.splitlines()
+    assert len(lines) == 3 and json.loads(lines[1])["toolName"] == "read"
+    copied = client.post("/api/sessions/copy/import", content=exported.text)
+    assert copied.json() == {"imported": 3}
+    assert {s["id"] for s in client.get("/api/sessions").json()} == {"copy", "work"}
+
+
+def test_bad_events_store_nothing(client: TestClient) -> None:
+    bad_role = client.post("/api/sessions/s/events", json={"role": "wizard", "content": "x"})
+    assert bad_role.status_code == 422 and "role" in error(bad_role)
+    broken = client.post("/api/sessions/s/events", content=b"{not json",
+                         headers={"content-type": "application/json"})
+    assert broken.status_code == 422
+    bad_line = client.post("/api/sessions/s/import", content='{"role": "user"}\nnot json\n')
+    assert bad_line.status_code == 422
+    missing = client.get("/api/sessions/s/events")
+    assert missing.status_code == 404 and "no session" in error(missing)
+
+
+def test_context_compile_with_explain_and_formats(client: TestClient) -> None:
+    client.post("/api/memories", json={"content": "User's name is Maya", "type": "sticky"})
+    client.post("/api/sessions/work/events", json={"role": "user", "content": "hello"})
+    body = client.post("/api/sessions/work/context", json={"message": "Who am I?"}).json()
+    assert body["messages"][-1] == {"role": "user", "content": "Who am I?"}
+    assert any("Maya" in m["content"] for m in body["messages"] if m["role"] == "system")
+    layer = next(x for x in body["layers"] if x["name"] == "sticky")
+    assert layer["used"] > 0 and layer["budget"] >= layer["used"]
+    assert body["prefix_hash"] in body["explain"]
+    anthropic = client.post("/api/sessions/work/context",
+                            json={"message": "Who am I?", "format": "anthropic"}).json()
+    assert anthropic["messages"]["system"][0]["cache_control"] == {"type": "ephemeral"}
+    text = client.post("/api/sessions/work/context", json={"format": "text"}).json()
+    assert text["messages"].startswith("[system]")
+    bad = client.post("/api/sessions/work/context", json={"format": "xml"})
+    assert bad.status_code == 422
+
+
+def test_compaction_routes(client: TestClient) -> None:
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " * 40}
+             for i in range(60)]
+    client.post("/api/sessions/long/events", json=turns)
+    small = {"model": "gpt-4"}  # an 8k window: 60 long turns are well over the threshold
+    dry = client.post("/api/sessions/long/compact", json={"dry_run": True, **small}).json()
+    assert dry["dry_run"] is True and client.get("/api/sessions/long/compactions").json() == []
+    done = client.post("/api/sessions/long/compact", json=small).json()
+    assert done["archived"] > 0 and done["tokens_after"] < done["tokens_before"]
+    assert len(client.get("/api/sessions/long/compactions").json()) == 1
+    assert client.post("/api/sessions/long/compact", json={"strategy": "magic"}).status_code == 422
+
+
+def test_memory_crud_history_read_and_search(client: TestClient) -> None:
+    created = client.post("/api/memories", json={"content": "The deploy target is Fly.io",
+                                                 "type": "project_context", "tags": ["ops"]})
+    assert created.status_code == 201
+    mid = created.json()["id"]
+    assert client.get(f"/api/memories/{mid}").json()["tags"] == ["ops"]
+    updated = client.put(f"/api/memories/{mid}", json={"content": "The deploy target is AWS",
+                                                       "type": "project_context"})
+    assert updated.json()["content"] == "The deploy target is AWS"
+    history = client.get(f"/api/memories/{mid}/history").json()
+    assert history[0]["content"] == "The deploy target is Fly.io"
+    page = client.get(f"/api/memories/{mid}/read", params={"offset": 0, "limit": 5}).json()
+    assert len(page["content"]) == 5 and page["next_offset"] == 5
+    client.post("/api/memories", json={"content": "User prefers tea", "type": "user_preference"})
+    hits = client.post("/api/search", json={"query": "deploy target"}).json()
+    assert hits[0]["id"] == mid and 0 < hits[0]["relevance"] <= 1
+    typed = client.post("/api/search", json={"query": "tea deploy", "types": ["user_preference"]})
+    assert {h["type"] for h in typed.json()} == {"user_preference"}
+    assert [m["id"] for m in client.get("/api/memories",
+                                        params={"type": "project_context"}).json()] == [mid]
+    assert client.delete(f"/api/memories/{mid}").status_code == 204
+    gone = client.get(f"/api/memories/{mid}")
+    assert gone.status_code == 404 and mid in error(gone)
+    bad_type = client.post("/api/memories", json={"content": "x", "type": "Not a type!"})
+    assert bad_type.status_code == 422
+
+
+@pytest.mark.parametrize("query", ['"unbalanced', "a OR AND NOT", "x*) NEAR(", "'; DROP TABLE "
+                                   "memories; --", "\x00", "é" * 5000])
+def test_hostile_search_queries_are_text(client: TestClient, query: str) -> None:
+    client.post("/api/memories", json={"content": "memories survive", "type": "sticky"})
+    response = client.post("/api/search", json={"query": query})
+    assert response.status_code in (200, 422), response.text
+    assert client.get("/api/memories").json()[0]["content"] == "memories survive"
+
+
+def test_state_routes(client: TestClient) -> None:
+    assert client.put("/api/state/topic", json={"value": "tides"}).json()["value"] == "tides"
+    client.put("/api/state/topic", json={"value": "moons"})
+    assert [(s["key"], s["value"]) for s in client.get("/api/state").json()] == [
+        ("topic", "moons")]
+    assert client.get("/api/state/topic").json()["value"] == "moons"
+    assert client.delete("/api/state/topic").status_code == 204
+    assert client.get("/api/state/topic").status_code == 404
+    assert client.delete("/api/state/topic").status_code == 404
+
+
+def test_knowledge_routes(client: TestClient) -> None:
+    put = client.put("/api/kb/doc", params={"path": "/projects/loci/db.md"},
+                     json={"content": "# DB\nWe chose SQLite first.", "tags": ["decision"]})
+    assert put.json()["status"] == "created"
+    client.put("/api/kb/doc", params={"path": "/projects/loci/db.md"},
+               json={"content": "# DB\nSQLite first, Postgres for teams."})
+    doc = client.get("/api/kb/doc", params={"path": "/projects/loci/db.md"}).json()
+    assert doc["version"] == 2 and doc["tags"] == ["decision"]
+    assert client.get("/api/kb/history", params={"path": "/projects/loci/db.md"}).json()[0][
+        "version"] == 1
+    tree = client.get("/api/kb/tree").json()
+    assert tree["count"] == 1 and tree["children"][0]["name"] == "projects/"
+    hits = client.post("/api/kb/search", json={"query": "postgres teams"}).json()
+    assert hits[0]["path"] == "/projects/loci/db.md"
+    page = client.get("/api/kb/read", params={"path": "/projects/loci/db.md", "limit": 4})
+    assert page.json()["content"] == "# DB"
+    escape = client.put("/api/kb/doc", params={"path": "/../etc/passwd"}, json={"content": "x"})
+    assert escape.status_code == 422
+    assert client.delete("/api/kb/doc", params={"path": "/projects/loci/db.md"}).status_code \
+        == 204
+    assert client.get("/api/kb", params={"prefix": "/"}).json() == []
+
+
+def test_skills_routes(client: TestClient, home: Path) -> None:
+    (home / "skills").mkdir()
+    (home / "skills" / "deploy.md").write_text(
+        "---\nslug: deploy\nname: Deploying\ntriggers:\n  keywords: [deploy, release]\n---\n"
+        "Run the checklist.\n")
+    assert [s["slug"] for s in client.get("/api/skills").json()["skills"]] == ["deploy"]
+    matched = client.post("/api/skills/match", json={"text": "time to deploy the release"})
+    assert matched.json() == [{"slug": "deploy", "name": "Deploying", "score": 2}]
+
+
+def test_oversized_bodies_get_413(client: TestClient) -> None:
+    big = {"role": "user", "content": "x" * 70_000}
+    response = client.post("/api/sessions/s/events", json=big)
+    assert response.status_code == 413 and "64000" in error(response)
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted while streaming
+        yield b'{"role": "user", "content": "'
+        for _ in range(10):
+            yield b"y" * 10_000
+        yield b'"}'
+
+    streamed = client.post("/api/sessions/s/events", content=chunks(),
+                           headers={"content-type": "application/json"})
+    assert streamed.status_code == 413
+    assert client.get("/api/sessions").json() == []
+
+
+def test_unknown_route_is_json_404(client: TestClient) -> None:
+    response = client.get("/api/nothing-here")
+    assert response.status_code == 404 and error(response)

@@ -1,0 +1,55 @@
+"""``loci serve`` as users run it: a real process with uvicorn on a loopback port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until_up(url: str, process: subprocess.Popen[bytes], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited: {process.stderr.read().decode()}")  # type: ignore[union-attr]
+        try:
+            if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError("server did not come up")
+
+
+def test_loci_serve_runs_the_server(home: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "LOCI_HOME": str(home), "LOCI_EMBEDDING_PROVIDER": "hash"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "loci", "serve", "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, process)
+        created = httpx.post(f"{url}/api/memories", json={"content": "User likes tides",
+                                                          "type": "user_preference"})
+        assert created.status_code == 201
+        hits = httpx.post(f"{url}/api/search", json={"query": "tides"}).json()
+        assert hits[0]["id"] == created.json()["id"]
+        assert "swagger" in httpx.get(f"{url}/docs").text.lower()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        assert process.stderr is not None and process.stdout is not None
+        process.stderr.close()
+        process.stdout.close()
+    assert (home / "loci.db").exists()
