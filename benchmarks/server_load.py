@@ -1,0 +1,150 @@
+"""Server throughput and latency under concurrent clients on loopback.
+
+Usage: python benchmarks/server_load.py [--memories 10000] [--clients 16] [--seconds 10]
+       [--embedding local|hash] [--json]
+
+A store of synthetic memories is bulk-loaded, then ``loci serve`` runs in its own
+process and an asyncio load generator (in this process) keeps ``--clients`` requests in
+flight for ``--seconds`` per endpoint, each search with a fresh query (no two alike, so
+no cache helps). The baseline in the same run is ``GET /api/health``: the cost of the
+HTTP stack alone. Figures: requests/s, p50 and p99 per endpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine, query, sentence
+from loci import Loci, Memory, load_settings
+
+Request = Callable[[httpx.AsyncClient, random.Random], Any]
+
+
+def build_store(path: Path, memories: int, embedding: str) -> None:
+    settings = load_settings(store=f"sqlite:///{path}", home=path.parent,
+                             embedding_provider=embedding, memory_mirror=False)
+    rng = random.Random(7)
+    now = datetime.now(UTC)
+    with Loci(settings) as loci:
+        assert loci.indexer is not None
+        for start in range(0, memories, 2000):
+            texts = [sentence(rng, 12) for _ in range(min(2000, memories - start))]
+            batch = [Memory(f"mem_{start + i:08d}", "project_context", t, (), now, now, None)
+                     for i, t in enumerate(texts)]
+            loci.store.put_memories(loci.scope, batch, loci.indexer.vectors_for(texts))
+        loci.add_events("load", [{"role": "user" if i % 2 == 0 else "assistant",
+                                  "content": sentence(rng, 30)} for i in range(200)])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(db: Path, port: int, embedding: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "LOCI_HOME": str(db.parent), "LOCI_EMBEDDING_PROVIDER": embedding,
+           "LOCI_MEMORY_MIRROR": "false"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "loci", "serve", "--port", str(port), "--store",
+         f"sqlite:///{db}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/health").status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit("the server did not start")
+
+
+async def health(client: httpx.AsyncClient, _: random.Random) -> httpx.Response:
+    return await client.get("/api/health")
+
+
+async def search(client: httpx.AsyncClient, rng: random.Random) -> httpx.Response:
+    return await client.post("/api/search", json={"query": query(rng), "limit": 10})
+
+
+async def context(client: httpx.AsyncClient, rng: random.Random) -> httpx.Response:
+    return await client.post("/api/sessions/load/context", json={"message": query(rng)})
+
+
+async def load(base: str, request: Request, clients: int, seconds: float) -> dict[str, float]:
+    samples: list[float] = []
+    errors = 0
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+        await request(client, random.Random(0))  # warm-up: connections, caches, model
+
+        async def worker(seed: int, deadline: float) -> None:
+            nonlocal errors
+            rng = random.Random(seed)
+            while time.perf_counter() < deadline:
+                start = time.perf_counter()
+                response = await request(client, rng)
+                samples.append((time.perf_counter() - start) * 1000)
+                errors += response.status_code != 200
+
+        begin = time.perf_counter()
+        await asyncio.gather(*(worker(i, begin + seconds) for i in range(clients)))
+        elapsed = time.perf_counter() - begin
+    ordered = sorted(samples)
+    return {"requests": len(ordered), "errors": errors,
+            "rps": round(len(ordered) / elapsed, 1),
+            "p50_ms": round(ordered[len(ordered) // 2], 2),
+            "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--embedding", choices=["local", "hash"], default="local")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "load.db"
+        build_store(db, args.memories, args.embedding)
+        port = free_port()
+        server = start_server(db, port, args.embedding)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            results = {name: asyncio.run(load(base, fn, args.clients, args.seconds))
+                       for name, fn in (("health", health), ("search", search),
+                                        ("context", context))}
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+    report = {"machine": machine(), "memories": args.memories, "clients": args.clients,
+              "embedding": args.embedding, **results}
+    if args.json:
+        print(json.dumps(report))
+        return
+    print(f"{machine()}; {args.memories:,} memories, {args.clients} clients, "
+          f"{args.embedding} embeddings")
+    for name, r in results.items():
+        print(f"{name:8} {r['rps']:8.1f} req/s  p50 {r['p50_ms']:7.2f} ms  "
+              f"p99 {r['p99_ms']:7.2f} ms  ({r['requests']} requests, {r['errors']} errors)")
+
+
+if __name__ == "__main__":
+    main()
