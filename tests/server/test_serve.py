@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 
 def free_port() -> int:
@@ -31,11 +32,13 @@ def wait_until_up(url: str, process: subprocess.Popen[bytes], seconds: float = 3
     raise AssertionError("server did not come up")
 
 
-def test_loci_serve_runs_the_server(home: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_loci_serve_runs_the_server(home: Path, workers: int) -> None:
     port = free_port()
     env = {**os.environ, "LOCI_HOME": str(home), "LOCI_EMBEDDING_PROVIDER": "hash"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "loci", "serve", "--port", str(port)],
+        [sys.executable, "-m", "loci", "serve", "--port", str(port), "--workers", str(workers),
+         "--store", f"sqlite:///{home / 'loci.db'}"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -43,8 +46,9 @@ def test_loci_serve_runs_the_server(home: Path) -> None:
         created = httpx.post(f"{url}/api/memories", json={"content": "User likes tides",
                                                           "type": "user_preference"})
         assert created.status_code == 201
-        hits = httpx.post(f"{url}/api/search", json={"query": "tides"}).json()
-        assert hits[0]["id"] == created.json()["id"]
+        for _ in range(4):  # with two workers, both see the write
+            hits = httpx.post(f"{url}/api/search", json={"query": "tides"}).json()
+            assert hits[0]["id"] == created.json()["id"]
         assert "swagger" in httpx.get(f"{url}/docs").text.lower()
     finally:
         process.terminate()

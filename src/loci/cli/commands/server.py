@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
+import os
+from typing import Any
 
 import click
 
@@ -27,8 +29,10 @@ def is_loopback(host: str) -> bool:
 @click.option("--port", type=click.IntRange(0, 65535), help="Port (default 8765).")
 @click.option("--store", metavar="URL", help="Store URL (default from settings).")
 @click.option("--workspace", metavar="DIR", help="Workspace directory for files.")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Server processes (one per core is a good start).")
 def serve(host: str | None, port: int | None, store: str | None,
-          workspace: str | None) -> None:
+          workspace: str | None, workers: int) -> None:
     """Run the server: REST at /api, MCP at /mcp, the OpenAI-compatible proxy at /v1,
     the dashboard at / and the API docs at /docs.
 
@@ -52,8 +56,18 @@ def serve(host: str | None, port: int | None, store: str | None,
     mode = "API keys required" if hub.keys_required() else "open (loopback only)"
     click.echo(f"loci: serving {settings.store_url} on http://{settings.server_host}:"
                f"{settings.server_port} ({mode}); docs at /docs", err=True)
-    uvicorn.run(app, host=settings.server_host, port=settings.server_port,
-                log_level="warning", server_header=False)
+    options: dict[str, Any] = {"host": settings.server_host, "port": settings.server_port,
+                               "log_level": "warning", "server_header": False}
+    if workers == 1:
+        uvicorn.run(app, **options)
+        return
+    # Each worker process builds its own app from the environment, so pass on what
+    # the flags chose.
+    hub.close()
+    os.environ["LOCI_STORE"] = settings.store_url
+    if settings.workspace is not None:
+        os.environ["LOCI_WORKSPACE"] = str(settings.workspace)
+    uvicorn.run("loci.server:create_app", factory=True, workers=workers, **options)
 
 
 @cli.group()
