@@ -51,8 +51,9 @@ class Site:
     ids: dict[str, str]
 
 
-def chromium_path() -> str:
-    path = shutil.which("chromium") or "/usr/bin/chromium"
+def chromium_path(default: str = "/usr/bin/chromium") -> str:
+    """Debian's Chromium; a missing browser fails the tests (it never skips them)."""
+    path = shutil.which("chromium") or default
     if not Path(path).exists():
         pytest.fail("Chromium is missing: `make browser` installs Debian's chromium")
     return path
@@ -138,6 +139,13 @@ def page(browser: Browser) -> Iterator[Page]:
 def shoot(page: Page, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_a_missing_chromium_fails_and_says_how_to_install_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match="`make browser` installs"):
+        chromium_path(str(tmp_path / "chromium"))
 
 
 def test_static_files_ship_without_cdn_and_do_not_shadow_the_api(site: Site) -> None:
@@ -256,8 +264,10 @@ def test_a_sessions_events_and_compaction(site: Site, page: Page) -> None:
 
 
 def test_context_inspector_shows_budgets_and_warnings(site: Site, page: Page) -> None:
-    page.goto(f"{site.url}/#context")
+    page.goto(f"{site.url}/#sessions/deploy")
+    page.click("#inspect-context")
     expect(page.locator("#context-session option")).to_have_count(1)
+    expect(page.locator("#context-session")).to_have_value("deploy")
     page.fill("#context-message", "what is my name?")
     page.click("#context-form button[type=submit]")
     expected = site.http.post("/api/sessions/deploy/context",

@@ -45,7 +45,7 @@ const VIEWS = {
   memories: () => showMemories(app),
   state: () => showState(app),
   sessions: (args) => showSessions(app, args),
-  context: () => showContext(app),
+  context: (args) => showContext(args),
   kb: () => showKb(app),
 };
 

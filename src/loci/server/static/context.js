@@ -107,9 +107,10 @@ async function compile() {
   render(await api(`/api/sessions/${seg(session)}/context`, {method: 'POST', body}));
 }
 
-export async function showContext() {
+/** #context/<session> preselects that session (the sessions view links here). */
+export async function showContext([wanted]) {
   const select = $('#context-session');
-  const current = select.value;
+  const current = wanted ?? select.value;
   const sessions = await api('/api/sessions');
   select.replaceChildren(...sessions.map((s) => el('option', {value: s.id}, s.id)));
   if (sessions.some((s) => s.id === current)) select.value = current;

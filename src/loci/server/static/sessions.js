@@ -60,7 +60,9 @@ async function showSession(id) {
     api(`/api/sessions/${seg(id)}/events`, {query: {limit: 10000}}),
     api(`/api/sessions/${seg(id)}/compactions`)]);
   $('#session-detail').replaceChildren(
-    el('h2', {}, 'Session ', el('code', {}, id)),
+    el('h2', {}, 'Session ', el('code', {}, id), ' ',
+      el('a', {href: `#context/${seg(id)}`, class: 'small', id: 'inspect-context'},
+        'inspect its context →')),
     el('h3', {}, 'Compactions ', el('span', {class: 'count'}, compactions.length)),
     compactions.length ? el('ol', {class: 'cards', id: 'compactions'}, compactions.map(compactionItem))
       : empty('Never compacted.'),
