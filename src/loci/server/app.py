@@ -11,9 +11,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loci import __version__
 from loci.server import errors
+from loci.server.api_dashboard import router as dashboard_router
 from loci.server.api_knowledge import router as knowledge_router
 from loci.server.api_memory import router as memory_router
 from loci.server.api_sessions import router as sessions_router
+from loci.server.dashboard import mount_dashboard
 from loci.server.hub import Hub
 from loci.settings import Settings, load_settings
 from loci.store import Store
@@ -79,12 +81,14 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
                   description="Context and memory engine for LLM agents.")
     app.state.hub = hub
     errors.install(app)
-    for router in (sessions_router, memory_router, knowledge_router):
+    for router in (sessions_router, memory_router, knowledge_router, dashboard_router):
         app.include_router(router, prefix="/api")
 
     @app.get("/api/health", tags=["server"])
     def health() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
 
+    # Last: the dashboard's mount at "/" would shadow any route added after it.
+    mount_dashboard(app)
     app.add_middleware(BodyLimit, limit=hub.settings.server_max_body)
     return app

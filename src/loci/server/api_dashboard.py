@@ -1,0 +1,38 @@
+"""REST routes the dashboard needs beyond the domain APIs: one overview call that says
+who the caller is (user, agent, how they authenticated) and how much of each kind of
+data their scope holds, for the header and the tab counts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends
+
+from loci import __version__
+from loci.server.deps import Engine, get_hub, get_principal
+from loci.server.hub import Hub, Principal
+
+router = APIRouter(tags=["dashboard"])
+
+
+@router.get("/overview", response_model=None)
+def overview(
+    loci: Engine,
+    principal: Annotated[Principal, Depends(get_principal)],
+    hub: Annotated[Hub, Depends(get_hub)],
+) -> dict[str, Any]:
+    """The caller's scope and counts: live memories by type, state keys, sessions and
+    knowledge documents."""
+    memories = Counter(m.type for m in loci.memories(None))
+    return {
+        "version": __version__,
+        "user": loci.scope.tenant,
+        "agent": loci.scope.agent,
+        "auth": "key" if principal.key_id else "open",
+        "keys_required": hub.keys_required(),
+        "memories": dict(sorted(memories.items())),
+        "state": len(loci.state()),
+        "sessions": len(loci.sessions()),
+        "documents": len(loci.knowledge.ls("/")),
+    }

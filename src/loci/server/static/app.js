@@ -1,0 +1,93 @@
+// The dashboard's shell: credentials, the error banner, the header's overview and the
+// hash router (#memories, #state, #sessions/<id>, #context, #kb) that shows one view.
+
+import {$, ApiError, api, credentials} from './lib.js';
+import {initContext, showContext} from './context.js';
+import {showKb} from './kb.js';
+import {initMemories, showMemories, showState} from './memories.js';
+import {showSessions} from './sessions.js';
+
+function showError(error) {
+  const text = error instanceof ApiError
+    ? `${error.status} ${error.type}: ${error.message}`
+    : `Error: ${error.message ?? error}`;
+  $('#error-text').textContent = text;
+  $('#error').hidden = false;
+}
+
+function hideError() {
+  $('#error').hidden = true;
+}
+
+const app = {
+  /** Wrap an event handler so a failure lands in the banner instead of the console. */
+  guard: (handler) => async (...args) => {
+    try {
+      await handler(...args);
+    } catch (error) {
+      showError(error);
+    }
+  },
+
+  async refreshOverview() {
+    const overview = await api('/api/overview');
+    for (const badge of document.querySelectorAll('[data-count]')) {
+      const value = overview[badge.dataset.count];
+      badge.textContent = typeof value === 'object'
+        ? Object.values(value).reduce((a, b) => a + b, 0) : value;
+    }
+    $('#whoami').textContent = `${overview.user} · ${overview.agent} · ` +
+      (overview.auth === 'key' ? 'API key' : 'open mode');
+  },
+};
+
+const VIEWS = {
+  memories: () => showMemories(app),
+  state: () => showState(app),
+  sessions: (args) => showSessions(app, args),
+  context: (args) => showContext(args),
+  kb: () => showKb(app),
+};
+
+async function route() {
+  const [name, ...args] = location.hash.slice(1).split('/').map(decodeURIComponent);
+  const view = name in VIEWS ? name : 'memories';
+  for (const section of document.querySelectorAll('.view')) {
+    section.hidden = section.id !== `view-${view}`;
+  }
+  for (const tab of document.querySelectorAll('#tabs a')) {
+    tab.toggleAttribute('aria-current', tab.dataset.view === view);
+  }
+  try {
+    await Promise.all([VIEWS[view](args), app.refreshOverview()]);
+    hideError();
+  } catch (error) {
+    showError(error);
+  }
+}
+
+function initAuth() {
+  const form = $('#auth');
+  const fill = () => {
+    const saved = credentials.get();
+    $('#api-key').value = saved.key;
+    $('#user').value = saved.user;
+    $('#agent').value = saved.agent;
+    // With a key the key decides the user: the field would only cause a 403.
+    $('#user').disabled = Boolean(saved.key);
+  };
+  fill();
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    credentials.set({key: $('#api-key').value, user: $('#user').value, agent: $('#agent').value});
+    fill();
+    route();
+  });
+}
+
+initAuth();
+initMemories(app);
+initContext(app);
+$('#error-close').addEventListener('click', hideError);
+window.addEventListener('hashchange', route);
+route();
