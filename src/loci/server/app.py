@@ -17,6 +17,7 @@ from loci.server.api_memory import router as memory_router
 from loci.server.api_sessions import router as sessions_router
 from loci.server.hub import Hub
 from loci.server.mcp import build_mcp, http_app
+from loci.server.proxy import router as proxy_router
 from loci.settings import Settings, load_settings
 from loci.store import Store
 from loci.timeutil import Clock, utc_now
@@ -84,6 +85,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     errors.install(app)
     for router in (sessions_router, memory_router, knowledge_router):
         app.include_router(router, prefix="/api")
+    app.include_router(proxy_router, prefix="/v1")
 
     app.router.routes.append(Route("/mcp", mcp_endpoint, include_in_schema=False))
 
