@@ -65,21 +65,11 @@ class AnthropicChat:
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> ChatReply:
         """The model's reply to ``messages`` (OpenAI format), with token usage."""
-        payload = self._http.post_json(self._body(messages, max_tokens, stream=False))
-        blocks = payload.get("content") if isinstance(payload, dict) else None
-        if not isinstance(blocks, list):
-            raise ProviderError(
-                f"{self._http.where} answered without a 'content' list: is llm.base_url the "
-                "Anthropic Messages API?"
-            )
-        text = "".join(
-            b["text"] for b in blocks
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        )
+        payload = self.send(self._body(messages, max_tokens, stream=False))
         usage = payload.get("usage")
         model = payload.get("model")
         return ChatReply(
-            content=text,
+            content=reply_text(payload),
             model=model if isinstance(model, str) and model else self.model,
             input_tokens=usage_int(usage, "input_tokens"),
             output_tokens=usage_int(usage, "output_tokens"),
@@ -89,7 +79,30 @@ class AnthropicChat:
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Iterator[str]:
         """Yield the reply's text as the API streams it."""
-        for event in self._http.stream_events(self._body(messages, max_tokens, stream=True)):
+        for kind, data in self.send_stream(self._body(messages, max_tokens, stream=True)):
+            if kind == "content_block_delta":
+                text = delta_text(data)
+                if text:
+                    yield text
+
+    def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST a whole Messages request ``body`` (system blocks, messages, the
+        caller's parameters, as the proxy builds it) and return the answer, checked to
+        hold a ``content`` list."""
+        payload = self._http.post_json(body)
+        blocks = payload.get("content") if isinstance(payload, dict) else None
+        if not isinstance(blocks, list):
+            raise ProviderError(
+                f"{self._http.where} answered without a 'content' list: is llm.base_url the "
+                "Anthropic Messages API?"
+            )
+        assert isinstance(payload, dict)
+        return payload
+
+    def send_stream(self, body: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """POST a whole streaming request ``body`` and yield ``(event type, data)``
+        until ``message_stop``; an ``error`` event raises."""
+        for event in self._http.stream_events(body):
             data = self._http.decode(event.data)
             if not isinstance(data, dict):
                 self._http.fail_stream("sent an event that is not a JSON object")
@@ -102,12 +115,7 @@ class AnthropicChat:
                 )
             if kind == "message_stop":
                 return
-            if kind == "content_block_delta":
-                delta = data.get("delta")
-                if isinstance(delta, dict) and delta.get("type") == "text_delta":
-                    text = delta.get("text")
-                    if isinstance(text, str) and text:
-                        yield text
+            yield kind, data
 
     def _body(
         self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None, *, stream: bool
@@ -143,6 +151,24 @@ class AnthropicChat:
 
     def __repr__(self) -> str:
         return f"AnthropicChat(model={self.model!r}, base_url={self.base_url!r})"
+
+
+def reply_text(payload: Mapping[str, Any]) -> str:
+    """The text blocks of a Messages answer, joined."""
+    blocks = payload.get("content")
+    return "".join(
+        b["text"] for b in blocks or ()
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    )
+
+
+def delta_text(data: Mapping[str, Any]) -> str:
+    """The text of a ``content_block_delta`` event ("" for other deltas)."""
+    delta = data.get("delta")
+    if isinstance(delta, dict) and delta.get("type") == "text_delta":
+        text = delta.get("text")
+        return text if isinstance(text, str) else ""
+    return ""
 
 
 def to_anthropic(

@@ -58,16 +58,8 @@ class OpenAICompatibleChat:
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> ChatReply:
         """The model's reply to ``messages`` (OpenAI format), with token usage."""
-        payload = self._http.post_json(self._body(messages, max_tokens, stream=False))
-        choices = payload.get("choices") if isinstance(payload, dict) else None
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise ProviderError(
-                f"{self._http.where} answered without 'choices': is llm.base_url an "
-                "OpenAI-compatible chat API (usually ending in /v1)?"
-            )
-        message = choices[0].get("message")
-        if not isinstance(message, dict):
-            raise ProviderError(f"{self._http.where} answered a choice without a 'message'")
+        payload = self.chat(self._body(messages, max_tokens, stream=False))
+        message = payload["choices"][0]["message"]
         usage = payload.get("usage")
         model = payload.get("model")
         return ChatReply(
@@ -81,7 +73,32 @@ class OpenAICompatibleChat:
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Iterator[str]:
         """Yield the reply's text as the server streams it (``"stream": true``)."""
-        body = self._body(messages, max_tokens, stream=True)
+        for chunk in self.chat_stream(self._body(messages, max_tokens, stream=True)):
+            for choice in chunk["choices"]:
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                text = message_text(delta.get("content")) if isinstance(delta, dict) else ""
+                if text:
+                    yield text
+
+    def chat(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST a whole request ``body`` (its own model and parameters, as the proxy
+        forwards them) and return the answer, checked to hold a first choice with a
+        message."""
+        payload = self._http.post_json(body)
+        choices = payload.get("choices") if isinstance(payload, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise ProviderError(
+                f"{self._http.where} answered without 'choices': is llm.base_url an "
+                "OpenAI-compatible chat API (usually ending in /v1)?"
+            )
+        if not isinstance(choices[0].get("message"), dict):
+            raise ProviderError(f"{self._http.where} answered a choice without a 'message'")
+        assert isinstance(payload, dict)
+        return payload
+
+    def chat_stream(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """POST a whole streaming request ``body`` and yield each chunk object (with a
+        ``choices`` list) until ``data: [DONE]``; an error event raises."""
         for event in self._http.stream_events(body):
             if event.data.strip() == "[DONE]":
                 return
@@ -92,14 +109,9 @@ class OpenAICompatibleChat:
                 error = chunk["error"]
                 detail = error.get("message") if isinstance(error, dict) else error
                 raise ProviderError(f"{self._http.where} reported an error mid-stream: {detail}")
-            choices = chunk.get("choices")
-            if not isinstance(choices, list):
+            if not isinstance(chunk.get("choices"), list):
                 self._http.fail_stream("sent a chunk without 'choices'")
-            for choice in choices:
-                delta = choice.get("delta") if isinstance(choice, dict) else None
-                text = message_text(delta.get("content")) if isinstance(delta, dict) else ""
-                if text:
-                    yield text
+            yield chunk
 
     def _body(
         self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None, *, stream: bool

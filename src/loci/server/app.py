@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loci import __version__
@@ -17,6 +18,8 @@ from loci.server.api_memory import router as memory_router
 from loci.server.api_sessions import router as sessions_router
 from loci.server.dashboard import mount_dashboard
 from loci.server.hub import Hub
+from loci.server.mcp import build_mcp, http_app
+from loci.server.proxy import router as proxy_router
 from loci.settings import Settings, load_settings
 from loci.store import Store
 from loci.timeutil import Clock, utc_now
@@ -71,10 +74,13 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
                clock: Clock = utc_now) -> FastAPI:
     """The server application over ``store`` (default: the one in ``settings``)."""
     hub = Hub(settings or load_settings(), store=store, clock=clock)
+    mcp_endpoint, mcp_app = http_app(build_mcp(hub), hub)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
+        # The MCP session manager's task group lives as long as the app.
+        async with mcp_app.router.lifespan_context(mcp_app):
+            yield
         hub.close()
 
     app = FastAPI(title="Loci", version=__version__, lifespan=lifespan,
@@ -83,6 +89,9 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     errors.install(app)
     for router in (sessions_router, memory_router, knowledge_router, dashboard_router):
         app.include_router(router, prefix="/api")
+    app.include_router(proxy_router, prefix="/v1")
+
+    app.router.routes.append(Route("/mcp", mcp_endpoint, include_in_schema=False))
 
     @app.get("/api/health", tags=["server"])
     def health() -> dict[str, str]:

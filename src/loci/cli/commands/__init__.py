@@ -5,11 +5,12 @@ from loci.cli.commands import (
     context,
     demo,
     knowledge,
+    mcp,
     memory,
     server,
     sessions,
     workspace,
 )
 
-__all__ = ["compaction", "context", "demo", "knowledge", "memory", "server", "sessions",
+__all__ = ["compaction", "context", "demo", "knowledge", "mcp", "memory", "server", "sessions",
            "workspace"]

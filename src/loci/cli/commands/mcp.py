@@ -1,0 +1,39 @@
+"""``loci mcp``: Loci's memory tools over MCP on stdio, for desktop clients (Claude
+Desktop, Claude Code, Cursor) that start the server as a subprocess.
+
+The scope is fixed for the life of the process: ``--user``, ``--agent``, ``--store``
+and ``--workspace`` (or the settings) pick it. stdout carries the protocol, so
+nothing else may print there.
+"""
+
+from __future__ import annotations
+
+import click
+
+from loci.cli.app import cli
+from loci.settings import load_settings
+
+
+@cli.command()
+@click.option("--store", metavar="URL", help="Store URL (default from settings).")
+@click.option("--user", metavar="USER", help="Tenant (user) whose data the tools use.")
+@click.option("--agent", metavar="AGENT", help="Agent within the user.")
+@click.option("--workspace", metavar="DIR", help="Workspace directory for files.")
+def mcp(store: str | None, user: str | None, agent: str | None,
+        workspace: str | None) -> None:
+    """Serve the memory tools over MCP on stdin/stdout (memory_search, memory_read,
+    memory_write, search_conversation, search_knowledge, read_document, state_get,
+    state_set). HTTP clients use `loci serve` and its /mcp endpoint instead."""
+    import anyio
+
+    from loci.models import Scope
+    from loci.server.hub import Hub, Principal
+    from loci.server.mcp import build_mcp
+
+    settings = load_settings(store=store, user=user, agent=agent, workspace=workspace)
+    hub = Hub(settings)
+    try:
+        server = build_mcp(hub, Principal(Scope(hub.base.scope.tenant, hub.base.scope.agent)))
+        anyio.run(server.run_stdio_async)
+    finally:
+        hub.close()

@@ -1,0 +1,237 @@
+"""Loci's memory tools over MCP (the official ``mcp`` SDK's ``MCPServer``).
+
+Eight tools with the semantics of the :class:`~loci.Loci` methods of the same names:
+``memory_search``, ``memory_read``, ``memory_write``, ``search_conversation``,
+``search_knowledge``, ``read_document``, ``state_get`` and ``state_set``. A
+``LociError`` comes back as a tool error (``is_error``) carrying its message, so the
+model can read it and correct itself; nothing crashes the server.
+
+Every call is scoped to one principal:
+
+- over streamable HTTP (``/mcp`` in the server app) :class:`ScopedMCP` authenticates
+  each request with the REST rules (``Authorization: Bearer``, ``X-Loci-Agent``,
+  ``X-Loci-User`` in open mode), answers 401/403 JSON itself, and stores the principal
+  in the ASGI scope, where the tool finds it through the request the SDK attaches to
+  the call. A context variable would not do: the SDK runs handlers in tasks of its
+  own, which do not inherit the request's context;
+- over stdio and in memory there is no request, and the server's ``default``
+  principal (from ``loci mcp --user/--agent``) applies.
+
+The HTTP transport is stateless (no MCP session survives a request): Loci servers are
+meant to run side by side behind a load balancer, and per-request authentication
+means a session id can never carry one tenant's scope to another.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+from pydantic_core import to_jsonable_python
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from loci import __version__
+from loci.engine import Loci
+from loci.errors import LociError
+from loci.server.errors import error_response
+from loci.server.hub import Hub, Principal
+from loci.store import SearchFilters
+
+#: Where :class:`ScopedMCP` leaves the authenticated principal in the ASGI scope.
+PRINCIPAL_KEY = "loci.principal"
+
+INSTRUCTIONS = (
+    "Loci keeps this user's long-term memory: typed facts (memories), key/value state, "
+    "the log of past conversations and a knowledge base of documents. Search first "
+    "(memory_search, search_conversation, search_knowledge), then read what you need "
+    "in full (memory_read, read_document). Save lasting facts with memory_write and "
+    "small current values with state_set."
+)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+Query = Annotated[str, Field(description="What to look for, in natural language.")]
+Offset = Annotated[int, Field(ge=0, description="First character to return (for paging).")]
+
+
+def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Turn Loci's own errors into tool errors that keep their message; anything
+    else stays a crash, whose text the SDK keeps on the server."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except LociError as exc:
+            raise ToolError(str(exc)) from exc
+
+    return wrapper
+
+
+def _json(value: Any) -> dict[str, Any]:
+    """A dataclass result (or ``{"results": [...]}``) as a JSON object."""
+    data = to_jsonable_python(value)
+    return data if isinstance(data, dict) else {"results": data}
+
+
+def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
+    """The MCP server over ``hub``. Calls that carry no authenticated HTTP request
+    (stdio, in memory) act as ``default``; without one they are refused."""
+    server: MCPServer = MCPServer(
+        name="loci", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def engine(ctx: Context) -> Loci:
+        request = ctx.request_context.request
+        principal = getattr(request, "scope", {}).get(PRINCIPAL_KEY) or default
+        if not isinstance(principal, Principal):
+            raise ToolError("no caller scope: connect through /mcp with an API key")
+        return hub.engine(principal)
+
+    @server.tool()
+    @_tool_errors
+    def memory_search(
+        ctx: Context, query: Query,
+        limit: Annotated[int, Field(ge=1, le=100, description="Most results to return.")] = 5,
+        types: Annotated[list[str] | None, Field(
+            description="Only these memory types (sticky, user_preference, ...).")] = None,
+        tags: Annotated[list[str] | None, Field(
+            description="Only memories with all of these tags.")] = None,
+    ) -> dict[str, Any]:
+        """Search the user's memories (facts, preferences, project context) by meaning
+        and keywords. Returns short summaries with ids and relevance in [0, 1]; read a
+        memory in full with memory_read."""
+        filters = SearchFilters(types=tuple(types or ()), tags=tuple(tags or ()))
+        return _json(engine(ctx).memory_search(query, limit, filters))
+
+    @server.tool()
+    @_tool_errors
+    def memory_read(
+        ctx: Context, id: Annotated[str, Field(description="A memory id from memory_search.")],
+        offset: Offset = 0,
+        limit: Annotated[int, Field(ge=1, le=100_000, description="Characters to return.")]
+        = 1000,
+    ) -> dict[str, Any]:
+        """Read one memory in full (its markdown with type, tags and dates), page by
+        page: when next_offset is not null, call again with offset=next_offset."""
+        return _json(engine(ctx).memory_read(id, offset, limit))
+
+    @server.tool()
+    @_tool_errors
+    def memory_write(
+        ctx: Context,
+        content: Annotated[str, Field(description="The fact, one self-contained sentence.")],
+        type: Annotated[str, Field(description=(
+            "sticky (never expires), user_preference (90 days), project_context (30 "
+            "days), learned_pattern (30 days) or a custom type."))] = "project_context",
+        tags: Annotated[list[str] | None, Field(description="Short labels.")] = None,
+        id: Annotated[str | None, Field(description=(
+            "Update this memory instead of creating one (its old version is kept)."))]
+        = None,
+    ) -> dict[str, Any]:
+        """Save a lasting fact about the user or the work. Saving a fact that is
+        already known refreshes it instead of duplicating it."""
+        memory = engine(ctx).memory_write(type, tags or [], content, id=id)
+        return _json(memory)
+
+    @server.tool()
+    @_tool_errors
+    def search_conversation(
+        ctx: Context, query: Query,
+        session: Annotated[str | None, Field(description="Only this session.")] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="Most results.")] = 10,
+    ) -> dict[str, Any]:
+        """Search past conversations (every session's log, compacted parts included)
+        for what was said; results carry the session, time and relevance."""
+        hits = engine(ctx).search_conversation(query, session, limit)
+        return _json(hits)
+
+    @server.tool()
+    @_tool_errors
+    def search_knowledge(
+        ctx: Context, query: Query,
+        path_filter: Annotated[str | None, Field(
+            description="Only documents under this folder, e.g. /projects/.")] = None,
+        tags: Annotated[list[str] | None, Field(description="Only documents with these tags.")]
+        = None,
+        top_k: Annotated[int, Field(ge=1, le=100, description="Most results.")] = 5,
+    ) -> dict[str, Any]:
+        """Search the knowledge base (documents at paths such as /profile/... or
+        /projects/x/...). Returns paths, titles, the matching passage and relevance;
+        read a document with read_document."""
+        found = engine(ctx).search_knowledge(query, path_filter, tags, top_k)
+        return _json(found)
+
+    @server.tool()
+    @_tool_errors
+    def read_document(
+        ctx: Context,
+        path: Annotated[str, Field(description="A document path from search_knowledge.")],
+        offset: Offset = 0,
+        limit: Annotated[int, Field(ge=1, le=100_000, description="Characters to return.")]
+        = 10_000,
+    ) -> dict[str, Any]:
+        """Read a knowledge-base document's latest version, page by page: when
+        next_offset is not null, call again with offset=next_offset."""
+        return _json(engine(ctx).read_document(path, offset, limit))
+
+    @server.tool()
+    @_tool_errors
+    def state_get(
+        ctx: Context, key: Annotated[str, Field(description="The state key.")],
+    ) -> dict[str, Any]:
+        """Read a key/value state item (current values such as the active project)."""
+        return _json(engine(ctx).state_get(key))
+
+    @server.tool()
+    @_tool_errors
+    def state_set(
+        ctx: Context, key: Annotated[str, Field(description="The state key.")],
+        value: Annotated[str, Field(description="The new value (replaces the old one).")],
+    ) -> dict[str, Any]:
+        """Set a key/value state item, overwriting its previous value."""
+        return _json(engine(ctx).state_set(key, value))
+
+    return server
+
+
+class ScopedMCP:
+    """The streamable-HTTP app behind Loci's authentication: each request gets the
+    principal of its headers, or a 401/403 JSON error like the REST routes."""
+
+    def __init__(self, app: ASGIApp, hub: Hub) -> None:
+        self.app, self.hub = app, hub
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        try:
+            # The key check reads the store: keep it off the event loop.
+            principal = await anyio.to_thread.run_sync(
+                self.hub.authenticate, headers.get("authorization"),
+                headers.get("x-loci-user"), headers.get("x-loci-agent"))
+        except LociError as exc:
+            response = error_response(exc.http_status, type(exc).__name__, str(exc))
+            await response(scope, receive, send)
+            return
+        await self.app({**scope, PRINCIPAL_KEY: principal}, receive, send)
+
+
+def http_app(server: MCPServer, hub: Hub) -> tuple[ScopedMCP, Starlette]:
+    """The authenticated ASGI endpoint for ``/mcp``, and the SDK's Starlette app
+    (whose session manager must run in the host app's lifespan)."""
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp", stateless_http=True,
+        max_request_body_size=hub.settings.server_max_body,
+        # The SDK turns on DNS-rebinding protection for loopback hosts only.
+        host=hub.settings.server_host)
+    return ScopedMCP(app, hub), app

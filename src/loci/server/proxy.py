@@ -1,0 +1,217 @@
+"""An OpenAI-compatible memory proxy: ``POST /v1/chat/completions`` (streaming and not)
+and ``GET /v1/models``. Point any OpenAI client at Loci and every call gets Loci's
+context, and every answer is remembered.
+
+One call, for the caller's tenant and agent (the REST authentication rules):
+
+1. The session is the ``X-Loci-Session`` header, else the request's ``user`` field
+   (422 if neither).
+2. The client's **last message is the new one** and must be the user's. Loci's log is
+   the history: clients that resend the whole conversation are not recorded twice.
+   The rule: if the session has no events yet, the client's earlier user and
+   assistant messages are imported into it first (so a conversation started
+   elsewhere keeps its history); otherwise they are ignored, because Loci already
+   holds them (compacted, summarized and searchable). The client's ``system``
+   messages are its own instructions: they are sent first, ahead of Loci's context,
+   on every call, and never stored.
+3. Loci compiles the context around the new message (``Loci.compile``, which also
+   compacts first when the session is over its thresholds) and sends it to the
+   upstream with the client's model and parameters (temperature, max_tokens, tools,
+   ... pass through; see ``proxy_upstream``).
+4. Only when the upstream has answered are the user's message and the reply appended
+   to the session (``Loci.add`` and ``Loci.add_reply``, which saves and strips
+   ``[MEMORY:type]``/``[STATE:key]`` tags and runs compaction), so a failed call leaves
+   no trace and the client may simply retry. A stream the client abandons midway is
+   not recorded either.
+5. The client gets the clean answer in OpenAI's shape. Streams are filtered by
+   :class:`~loci.server.proxy_stream.TagFilter`, so tags never reach the client.
+
+An upstream failure is HTTP 502 with the upstream's message (mid-stream: an error
+event, as OpenAI sends); no upstream configured is 503.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import time
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from loci.engine import Loci
+from loci.errors import LociError, NotFoundError, ValidationError
+from loci.llm._http import message_text
+from loci.server.deps import get_hub
+from loci.server.hub import Hub
+from loci.server.proxy_stream import TagFilter, chunk, sse
+from loci.server.proxy_upstream import (
+    OWN_FIELDS,
+    Completion,
+    Delta,
+    Upstream,
+    UpstreamRequest,
+    make_upstream,
+)
+
+router = APIRouter(tags=["proxy"])
+_IMPORTED_ROLES = ("user", "assistant")
+
+
+def get_proxy_engine(
+    hub: Annotated[Hub, Depends(get_hub)],
+    authorization: Annotated[str | None, Header()] = None,
+    x_loci_user: Annotated[str | None, Header()] = None,
+    x_loci_agent: Annotated[str | None, Header()] = None,
+) -> Loci:
+    """The caller's engine, as for REST, except that in open mode the bearer token is
+    ignored: OpenAI clients always send one, whatever text their ``api_key`` holds."""
+    if authorization and not hub.keys_required():
+        authorization = None
+    return hub.engine(hub.authenticate(authorization, x_loci_user, x_loci_agent))
+
+
+Engine = Annotated[Loci, Depends(get_proxy_engine)]
+
+
+class ChatRequest(BaseModel):
+    """An OpenAI chat-completions request; fields Loci does not use pass through."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1)
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    stream: bool = False
+    user: str | None = None
+
+    def params(self) -> dict[str, Any]:
+        extra = self.model_extra or {}
+        return {k: v for k, v in extra.items() if k not in OWN_FIELDS and v is not None}
+
+
+@router.get("/models")
+def list_models(loci: Engine) -> dict[str, Any]:
+    """The models this proxy offers (``[proxy] models``, default: the configured one)."""
+    names = loci.settings.proxy_models or [loci.settings.model]
+    return {"object": "list", "data": [
+        {"id": name, "object": "model", "created": 0, "owned_by": "loci"} for name in names]}
+
+
+@router.post("/chat/completions", response_model=None)
+def chat_completions(
+    loci: Engine, body: ChatRequest,
+    x_loci_session: Annotated[str | None, Header()] = None,
+) -> dict[str, Any] | StreamingResponse:
+    """OpenAI's chat completions, with Loci's context in and memory out."""
+    session = x_loci_session or body.user
+    if not session:
+        raise ValidationError("name the session: send the header 'X-Loci-Session: <name>' "
+                              "or the request's 'user' field")
+    if body.params().get("n", 1) != 1:
+        raise ValidationError("the proxy returns one choice: leave n at 1")
+    turn = Turn(loci, session, body)
+    upstream = make_upstream(loci.settings)
+    if not body.stream:
+        try:
+            return turn.complete(upstream)
+        finally:
+            upstream.close()
+    try:
+        deltas = upstream.stream(turn.request)
+        # Wait for the upstream's first event, so that an upstream that is down or
+        # refuses the call is still an HTTP 502, not a broken 200 stream.
+        first = next(deltas, Delta())
+    except BaseException:
+        upstream.close()
+        raise
+    return StreamingResponse(turn.stream(upstream, itertools.chain([first], deltas)),
+                             media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})
+
+
+class Turn:
+    """One proxied exchange: the new message, its compiled context, the recording."""
+
+    def __init__(self, loci: Loci, session: str, body: ChatRequest) -> None:
+        self.loci, self.session, self.body = loci, session, body
+        last = body.messages[-1]
+        if last.get("role") != "user":
+            raise ValidationError("the last message must be the user's: the proxy sends "
+                                  "one new user message per call (tool-result turns are "
+                                  "not supported yet)")
+        self.message = message_text(last.get("content"))
+        self._import_history(body.messages[:-1])
+        context = loci.compile(session, self.message, model=body.model)
+        system = [message_text(m.get("content")) for m in body.messages
+                  if m.get("role") in ("system", "developer")]
+        self.request = UpstreamRequest(body.model, context, [s for s in system if s],
+                                       body.params())
+        self.base = {"id": f"chatcmpl-loci-{secrets.token_hex(12)}",
+                     "created": int(time.time()), "model": body.model}
+
+    def _import_history(self, earlier: list[dict[str, Any]]) -> None:
+        try:
+            self.loci.session(self.session)
+            return  # Loci's log already is this session's history
+        except NotFoundError:
+            pass
+        events = [{"type": "message", "role": m["role"],
+                   "content": message_text(m.get("content"))}
+                  for m in earlier if m.get("role") in _IMPORTED_ROLES
+                  and message_text(m.get("content")).strip()]
+        if events:
+            self.loci.add_events(self.session, events)
+
+    def record(self, reply: str, tool_calls: list[Any] | None = None) -> str:
+        """Append the user's message and the reply; returns the clean reply."""
+        self.loci.add(self.session, "user", self.message)
+        extra = {"tool_calls": tool_calls} if tool_calls else {}
+        _, result = self.loci.add_reply(self.session, reply, model=self.body.model, **extra)
+        return result.clean
+
+    def complete(self, upstream: Upstream) -> dict[str, Any]:
+        answer: Completion = upstream.complete(self.request)
+        clean = self.record(answer.content, answer.tool_calls)
+        message: dict[str, Any] = {"role": "assistant", "content": clean}
+        if answer.tool_calls:
+            message["tool_calls"] = answer.tool_calls
+        return {**self.base, "id": answer.id or self.base["id"], "object": "chat.completion",
+                "choices": [{"index": 0, "message": message,
+                             "finish_reason": answer.finish_reason}],
+                "usage": answer.usage or None}
+
+    def stream(self, upstream: Upstream, deltas: Iterator[Delta]) -> Iterator[bytes]:
+        """SSE chunks as the upstream's text arrives, tags held back (see
+        ``proxy_stream``), then the finish reason, the usage if asked for, [DONE]."""
+        try:
+            yield sse(chunk(self.base, {"role": "assistant", "content": ""}))
+            yield from self._relay(deltas)
+        except LociError as exc:
+            yield sse({"error": {"type": type(exc).__name__, "message": str(exc)}})
+        finally:
+            upstream.close()
+
+    def _relay(self, deltas: Iterator[Delta]) -> Iterator[bytes]:
+        tags = TagFilter()
+        finish, usage = "stop", None
+        tool_calls: list[Any] = []
+        for delta in deltas:
+            if delta.content and (text := tags.feed(delta.content)):
+                yield sse(chunk(self.base, {"content": text}))
+            if delta.tool_calls:
+                tool_calls += delta.tool_calls
+                yield sse(chunk(self.base, {"tool_calls": delta.tool_calls}))
+            finish = delta.finish_reason or finish
+            usage = delta.usage or usage
+        clean = self.record(tags.raw, tool_calls or None)
+        if rest := tags.finish(clean):
+            yield sse(chunk(self.base, {"content": rest}))
+        yield sse(chunk(self.base, {}, finish))
+        if usage and (self.body.model_extra or {}).get("stream_options", {}).get(
+                "include_usage"):
+            yield sse({**self.base, "object": "chat.completion.chunk", "choices": [],
+                       "usage": usage})
+        yield sse("[DONE]")

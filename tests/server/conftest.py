@@ -1,0 +1,60 @@
+"""Shared server fixtures: a real uvicorn server on a free loopback port, in a thread.
+
+``live_server(app)`` starts ``app`` (lifespan included) and returns its base URL,
+``http://127.0.0.1:<port>``; every server a test started is stopped, and its thread
+joined, when the test ends.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+import uvicorn
+from starlette.types import ASGIApp
+
+from loci.keys import create_key
+from loci.server.hub import Hub
+
+LiveServer = Callable[[ASGIApp], str]
+
+
+@pytest.fixture
+def live_server() -> Iterator[LiveServer]:
+    running: list[tuple[uvicorn.Server, threading.Thread, socket.socket]] = []
+
+    def start(app: ASGIApp) -> str:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", ws="none",
+                                server_header=False)
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                                  name=f"live-server-{port}", daemon=True)
+        thread.start()
+        running.append((server, thread, sock))
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the test server did not start")
+            time.sleep(0.01)
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for server, thread, sock in running:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+        assert not thread.is_alive(), "a test server did not stop"
+
+
+def make_key(hub: Hub, tenant: str) -> str:
+    """A fresh API key for ``tenant`` (the hub re-checks for keys at once)."""
+    _, key = create_key(hub.store, tenant, hub.base.clock())
+    hub._keys_checked = 0.0  # keys_required() caches its answer for a few seconds
+    return key

@@ -1,0 +1,362 @@
+"""The OpenAI-compatible proxy end to end: the official ``openai`` client against the
+proxy served by uvicorn, and a small real upstream server (OpenAI- or Anthropic-shaped)
+that answers scripted replies and records what it was sent."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from fastapi import FastAPI
+from openai import OpenAI
+
+from loci import Loci, load_settings
+from loci.errors import NotFoundError
+from loci.memory.tags import parse_reply
+from loci.models import Scope
+from loci.server import create_app
+from loci.server.hub import Hub, Principal
+from loci.server.proxy_stream import TagFilter
+from tests.server.conftest import LiveServer, make_key
+
+UPSTREAM_KEY = "sk-upstream-test"
+
+
+@dataclass
+class Upstream:
+    """A scripted chat server: ``replies`` are answered in order (then "ok")."""
+
+    url: str
+    replies: list[str] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def last(self) -> dict[str, Any]:
+        return self.requests[-1]
+
+    def next_reply(self) -> str:
+        return self.replies.pop(0) if self.replies else "ok"
+
+
+def pieces(text: str, size: int = 4) -> list[str]:
+    """The reply in small pieces, so tags arrive split across chunks."""
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def openai_events(reply: str) -> list[dict[str, Any]]:
+    head = {"id": "up-1", "object": "chat.completion.chunk", "model": "up"}
+    events = [{**head, "choices": [{"index": 0, "delta": {"content": p},
+                                    "finish_reason": None}]} for p in pieces(reply)]
+    events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    events.append({**head, "choices": [], "usage": {"prompt_tokens": 11,
+                                                    "completion_tokens": 7}})
+    return events
+
+
+def anthropic_events(reply: str) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 13}}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "text", "text": ""}}]
+    events += [{"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": p}} for p in pieces(reply)]
+    events += [{"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 5}}, {"type": "message_stop"}]
+    return events
+
+
+def make_handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            state.requests.append({"path": self.path, "headers": dict(self.headers),
+                                   "body": body})
+            if self.path.startswith("/fail/"):
+                self._json(500, {"error": {"message": "upstream exploded"}})
+                return
+            reply = state.next_reply()
+            anthropic = self.path.startswith("/anthropic/")
+            if body.get("stream"):
+                events = anthropic_events(reply) if anthropic else openai_events(reply)
+                self._stream(events, anthropic)
+            elif anthropic:
+                self._json(200, {"id": "msg_1", "type": "message", "role": "assistant",
+                                 "content": [{"type": "text", "text": reply}],
+                                 "stop_reason": "end_turn",
+                                 "usage": {"input_tokens": 13, "output_tokens": 5}})
+            else:
+                self._json(200, {"id": "up-1", "object": "chat.completion", "model": "up",
+                                 "choices": [{"index": 0, "finish_reason": "stop",
+                                              "message": {"role": "assistant",
+                                                          "content": reply}}],
+                                 "usage": {"prompt_tokens": 11, "completion_tokens": 7,
+                                           "total_tokens": 18}})
+
+        def _json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self, events: list[dict[str, Any]], anthropic: bool) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            for event in events:
+                name = f"event: {event['type']}\n" if anthropic else ""
+                self.wfile.write(f"{name}data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+            if not anthropic:
+                self.wfile.write(b"data: [DONE]\n\n")
+            self.close_connection = True
+
+    return Handler
+
+
+@pytest.fixture
+def upstream() -> Iterator[Upstream]:
+    state = Upstream("")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
+    server.daemon_threads = True
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield state
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def proxy_app(home: Path, upstream: Upstream, kind: str = "openai", prefix: str = "",
+              **extra: Any) -> FastAPI:
+    """The server with ``kind`` upstream at ``/<prefix>/v1`` (the prefix picks the
+    upstream's behaviour; default: the kind)."""
+    settings = load_settings(
+        store=f"sqlite:///{home / 'proxy.db'}", proxy_provider=kind,
+        proxy_base_url=f"{upstream.url}/{prefix or kind}/v1", proxy_api_key=UPSTREAM_KEY,
+        **extra)
+    return create_app(settings)
+
+
+def engine(app: FastAPI, tenant: str = "default") -> Loci:
+    hub: Hub = app.state.hub
+    return hub.engine(Principal(Scope(tenant, "default")))
+
+
+def client(base: str, key: str = "open") -> OpenAI:
+    return OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0)
+
+
+def system_text(request: dict[str, Any]) -> str:
+    return "\n".join(m["content"] for m in request["body"]["messages"]
+                     if m["role"] == "system")
+
+
+SESSION = {"X-Loci-Session": "work"}
+
+
+def test_a_turn_gets_context_and_leaves_memory(home: Path, upstream: Upstream,
+                                                live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream)
+    engine(app).remember("Maya lives in Lisbon", type="sticky")
+    upstream.replies.append("You live in Lisbon.\n[MEMORY:user_preference] Maya likes "
+                            "short answers [/MEMORY]")
+    with client(live_server(app)) as oai:
+        reply = oai.chat.completions.create(
+            model="gpt-test", temperature=0.3, max_tokens=50, extra_headers=SESSION,
+            messages=[{"role": "system", "content": "Be brief."},
+                      {"role": "user", "content": "Where do I live?"}])
+    assert reply.choices[0].message.content == "You live in Lisbon."
+    assert reply.choices[0].finish_reason == "stop" and reply.object == "chat.completion"
+    assert reply.model == "gpt-test" and reply.usage and reply.usage.total_tokens == 18
+    sent = upstream.last
+    assert sent["path"] == "/openai/v1/chat/completions"
+    assert sent["headers"]["Authorization"] == f"Bearer {UPSTREAM_KEY}"
+    body = sent["body"]
+    assert body["model"] == "gpt-test" and body["temperature"] == 0.3
+    assert body["max_tokens"] == 50 and "user" not in body
+    assert body["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert "Maya lives in Lisbon" in system_text(sent)
+    assert body["messages"][-1] == {"role": "user", "content": "Where do I live?"}
+    loci = engine(app)
+    assert [m.content for m in loci.memories("user_preference")] == ["Maya likes short answers"]
+    log = [(e.role, e.content) for e in loci.events("work")]
+    assert log == [("user", "Where do I live?"), ("assistant", "You live in Lisbon.")]
+
+
+def test_resent_history_is_not_recorded_twice(home: Path, upstream: Upstream,
+                                              live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream)
+    upstream.replies += ["Hello Maya.", "Your name is Maya."]
+    history: list[Any] = [{"role": "user", "content": "Hi, I'm Maya."}]
+    with client(live_server(app)) as oai:
+        first = oai.chat.completions.create(model="m", messages=history, extra_headers=SESSION)
+        history += [{"role": "assistant", "content": first.choices[0].message.content},
+                    {"role": "user", "content": "What's my name?"}]
+        oai.chat.completions.create(model="m", messages=history, extra_headers=SESSION)
+    sent = [m["content"] for m in upstream.last["body"]["messages"] if m["role"] != "system"]
+    assert sent == ["Hi, I'm Maya.", "Hello Maya.", "What's my name?"]
+    assert [e.content for e in engine(app).events("work")] == [
+        "Hi, I'm Maya.", "Hello Maya.", "What's my name?", "Your name is Maya."]
+
+
+def test_a_new_session_imports_the_clients_history(home: Path, upstream: Upstream,
+                                                   live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream)
+    with client(live_server(app)) as oai:
+        oai.chat.completions.create(model="m", user="imported", messages=[
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "I keep bees."},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "What do I keep?"}])
+    log = [(e.role, e.content) for e in engine(app).events("imported")]
+    assert log == [("user", "I keep bees."), ("assistant", "Noted."),
+                   ("user", "What do I keep?"), ("assistant", "ok")]
+    assert "I keep bees." in [m["content"] for m in upstream.last["body"]["messages"]]
+
+
+def test_streaming_hides_tags_and_records_the_clean_reply(
+        home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream)
+    upstream.replies.append("Noted, [STATE:pet] Io [/STATE] the cat. [MEMORY:sticky] Maya "
+                            "has a cat named Io [/MEMORY] Anything else? [1]")
+    with client(live_server(app)) as oai:
+        stream = oai.chat.completions.create(
+            model="m", stream=True, stream_options={"include_usage": True},
+            messages=[{"role": "user", "content": "I got a cat, Io."}], user="pets")
+        chunks = list(stream)
+    texts = [c.choices[0].delta.content or "" for c in chunks if c.choices]
+    assert "".join(texts) == "Noted, the cat. Anything else? [1]"
+    assert not any("MEMORY" in t or "STATE" in t for t in texts)
+    assert len([t for t in texts if t]) > 3  # it streamed, in pieces
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 7
+    loci = engine(app)
+    assert [m.content for m in loci.memories("sticky")] == ["Maya has a cat named Io"]
+    assert loci.state_get("pet").value == "Io"
+    assert loci.events("pets")[-1].content == "Noted, the cat. Anything else? [1]"
+    assert upstream.last["body"]["stream"] is True
+
+
+def test_a_session_is_required(home: Path, upstream: Upstream,
+                               live_server: LiveServer) -> None:
+    with client(live_server(proxy_app(home, upstream))) as oai, \
+            pytest.raises(openai.UnprocessableEntityError, match="X-Loci-Session"):
+        oai.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert upstream.requests == []
+
+
+def test_keys_scope_the_proxy(home: Path, upstream: Upstream,
+                              live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream)
+    key_a, key_b = make_key(app.state.hub, "alice"), make_key(app.state.hub, "bob")
+    upstream.replies += ["Sure. [MEMORY:sticky] Alice's PIN is 2468 [/MEMORY]", "No idea."]
+    base = live_server(app)
+    with client(base, key_a) as alice:
+        alice.chat.completions.create(model="m", user="s", messages=[
+            {"role": "user", "content": "Remember my PIN is 2468."}])
+    with client(base, key_b) as bob:
+        bob.chat.completions.create(model="m", user="s", messages=[
+            {"role": "user", "content": "What is Alice's PIN?"}])
+    assert "2468" not in json.dumps(upstream.last["body"])
+    assert [m.content for m in engine(app, "alice").memories()] == ["Alice's PIN is 2468"]
+    assert engine(app, "bob").memories() == []
+    assert engine(app, "bob").events("s")[0].content == "What is Alice's PIN?"
+    with client(base, "not-a-key") as stranger, pytest.raises(openai.AuthenticationError):
+        stranger.chat.completions.create(model="m", user="s", messages=[
+            {"role": "user", "content": "hi"}])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_upstream_failure_is_a_502(home: Path, upstream: Upstream, live_server: LiveServer,
+                                   stream: bool) -> None:
+    app = proxy_app(home, upstream, prefix="fail")
+    with client(live_server(app)) as oai, \
+            pytest.raises(openai.APIStatusError, match="upstream exploded") as failure:
+        oai.chat.completions.create(model="m", user="s", stream=stream,
+                                    messages=[{"role": "user", "content": "hi"}])
+    assert failure.value.status_code == 502
+    with pytest.raises(NotFoundError):  # a failed call leaves no trace
+        engine(app).events("s")
+
+
+def test_no_upstream_configured(home: Path, live_server: LiveServer) -> None:
+    app = create_app(load_settings(store=f"sqlite:///{home / 'none.db'}"))
+    with client(live_server(app)) as oai, \
+            pytest.raises(openai.APIStatusError, match="no upstream") as failure:
+        oai.chat.completions.create(model="m", user="s",
+                                    messages=[{"role": "user", "content": "hi"}])
+    assert failure.value.status_code == 503
+
+
+def test_models(home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream, proxy_models=["gpt-a", "claude-b"])
+    with client(live_server(app)) as oai:
+        assert [m.id for m in oai.models.list()] == ["gpt-a", "claude-b"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_upstream(home: Path, upstream: Upstream, live_server: LiveServer,
+                            stream: bool) -> None:
+    app = proxy_app(home, upstream, kind="anthropic")
+    engine(app).remember("Maya lives in Lisbon", type="sticky")
+    upstream.replies.append("Lisbon. [MEMORY:sticky] Maya asked twice [/MEMORY]")
+    with client(live_server(app)) as oai:
+        messages: Any = [{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": "Where do I live?"}]
+        if stream:
+            got = "".join(c.choices[0].delta.content or "" for c in oai.chat.completions.create(
+                model="claude-x", messages=messages, user="s", stream=True) if c.choices)
+        else:
+            reply = oai.chat.completions.create(model="claude-x", messages=messages,
+                                                user="s", temperature=0.2)
+            got = reply.choices[0].message.content or ""
+            assert reply.usage and reply.usage.prompt_tokens == 13
+    assert got == "Lisbon."
+    sent = upstream.last
+    assert sent["path"] == "/anthropic/v1/messages"
+    assert sent["headers"]["x-api-key"] == UPSTREAM_KEY
+    body = sent["body"]
+    assert body["model"] == "claude-x" and body["max_tokens"] > 0
+    assert body["system"][0] == {"type": "text", "text": "Be brief."}
+    assert any("Maya lives in Lisbon" in block["text"] for block in body["system"])
+    assert body["system"][1]["cache_control"] == {"type": "ephemeral"}
+    assert body["messages"][-1]["role"] == "user"
+    assert "Where do I live?" in json.dumps(body["messages"][-1])
+    assert [m.content for m in engine(app).memories("sticky")] == [
+        "Maya asked twice", "Maya lives in Lisbon"]
+
+
+REPLIES = [
+    "plain text, no tags at all",
+    "Sure.\n[MEMORY:sticky] a fact [/MEMORY]\nMore text.",
+    "Inline [STATE:k] v [/STATE] tag  and [MEMORY:learned_pattern] p [/MEMORY]",
+    "Brackets [1] and [x] stay, `[MEMORY:sticky] code [/MEMORY]` too",
+    "An unclosed [MEMORY:sticky] opening stays text",
+    "```\n[MEMORY:sticky] fenced [/MEMORY]\n```\nafter [MEMORY:sticky] real [/MEMORY]",
+    "trailing tag   [MEMORY:sticky] last [/MEMORY]  \n",
+]
+
+
+@pytest.mark.parametrize("text", REPLIES)
+@pytest.mark.parametrize("size", [1, 3, 7])
+def test_tag_filter_streams_exactly_the_clean_reply(text: str, size: int) -> None:
+    clean = parse_reply(text).clean
+    tags = TagFilter()
+    out = [tags.feed(p) for p in pieces(text, size)]
+    out.append(tags.finish(clean))
+    assert "".join(out) == clean
+    real_tags = [t.raw for t in parse_reply(text).tags]
+    assert not any(raw in "".join(out) for raw in real_tags)
