@@ -1,5 +1,16 @@
 """CLI commands, one module per domain; importing this package registers them."""
 
-from loci.cli.commands import compaction, context, demo, knowledge, memory, sessions, workspace
+from loci.cli.commands import (
+    compaction,
+    context,
+    demo,
+    knowledge,
+    memory,
+    migrate,
+    sessions,
+    workspace,
+)
 
-__all__ = ["compaction", "context", "demo", "knowledge", "memory", "sessions", "workspace"]
+__all__ = [
+    "compaction", "context", "demo", "knowledge", "memory", "migrate", "sessions", "workspace",
+]
