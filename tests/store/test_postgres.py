@@ -119,6 +119,8 @@ def test_nul_characters_are_refused_and_nothing_is_written(pg: PostgresStore) ->
     assert pg.list_events(ALICE, "s") == [] and pg.list_memories(ALICE) == []
     assert pg.list_documents(ALICE) == [] and pg.list_state(ALICE) == []
     assert pg.search_events(ALICE, "bad\x00text") == []  # queries with NUL just search
+    with pytest.raises(ValidationError):  # a NUL in a name is bad input, not a crash
+        pg.get_memory(Scope("al\x00ice", "helper"), "m")
 
 
 def test_path_labels_are_one_to_one_and_valid_ltree() -> None:
@@ -172,9 +174,14 @@ def test_hnsw_index_follows_the_dimension(pg: PostgresStore, pg_url: str) -> Non
 
 def test_bulk_load_builds_the_index_once_at_the_end(pg: PostgresStore, pg_url: str) -> None:
     with pg.bulk_load():
-        pg.put_memories(ALICE, [mem("a", "x")], np.ones((1, 4), np.float32) / 2)
+        pg.put_memories(ALICE, [mem("a", "bulk loaded fact")], np.ones((1, 4), np.float32) / 2)
         assert _index_names(pg_url) == set()
     assert _index_names(pg_url) == {"memories_hnsw_4"}
+    with psycopg.connect(pg_url) as conn:
+        gin = conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE "
+                           "'%%_fts'").fetchall()
+    assert {r[0] for r in gin} == {"events_fts", "memories_fts", "documents_fts"}
+    assert [h.id for h in pg.search_memories(ALICE, "bulk")] == ["a"]
 
 
 def test_migrations_are_recorded_once(pg: PostgresStore, pg_url: str) -> None:

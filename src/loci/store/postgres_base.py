@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool
 
 from loci.errors import StoreError, ValidationError
@@ -26,8 +25,9 @@ def translated_errors(what: str) -> Iterator[None]:
     """Database errors become Loci's typed errors (bad text is the caller's fault)."""
     try:
         yield
-    except (pg_errors.UntranslatableCharacter, pg_errors.CharacterNotInRepertoire) as exc:
-        raise ValidationError(f"text PostgreSQL cannot store: {exc}") from exc
+    except psycopg.DataError as exc:
+        # Values the database refuses (a NUL byte in a parameter, untranslatable text).
+        raise ValidationError(f"PostgreSQL cannot store or compare this value: {exc}") from exc
     except psycopg.OperationalError as exc:
         raise StoreError(f"cannot reach PostgreSQL ({what}): {exc}") from exc
     except psycopg.Error as exc:
@@ -49,6 +49,11 @@ class PostgresBase:
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with translated_errors("read"), self._pool.connection() as conn:
             return conn.execute(sql, params).fetchall()
+
+    def _run(self, sql: str) -> None:
+        """A statement outside any transaction (ANALYZE, maintenance)."""
+        with translated_errors("maintenance"), self._pool.connection() as conn:
+            conn.execute(sql)
 
     @staticmethod
     def _lock_session(cur: Cursor, scope: Scope, session: str) -> None:
