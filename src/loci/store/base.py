@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -65,6 +65,26 @@ class CompactionPlan:
     artifacts: tuple[Document, ...] = ()
     archive_ids: tuple[int, ...] = ()
     summary: NewEvent | None = None
+
+
+@dataclass(frozen=True)
+class ScopeData:
+    """Everything one scope holds, ids included: what ``loci migrate`` copies between
+    stores (``export_scope`` → ``import_scope``) without losing anything."""
+
+    scope: Scope
+    #: Every session's events in id order, with ``archived`` and ``masked``.
+    events: tuple[Event, ...] = ()
+    #: Memories in the order they were first written (it breaks ties in listings).
+    memories: tuple[Memory, ...] = ()
+    #: Superseded versions, each with the ``source`` of the version.
+    memory_versions: tuple[tuple[MemoryVersion, str | None], ...] = ()
+    state: tuple[StateItem, ...] = ()
+    documents: tuple[Document, ...] = ()
+    document_versions: tuple[DocumentVersion, ...] = ()
+    compactions: tuple[Compaction, ...] = ()
+    #: kind → (ids, one vector per id) of the items embedded so far.
+    vectors: dict[str, tuple[list[str], Vectors]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -274,6 +294,28 @@ class Store(ABC):
 
     @abstractmethod
     def revoke_api_key(self, key_id: str) -> bool: ...
+
+    # -- whole-store copies (``loci migrate``) --------------------------------------
+    @abstractmethod
+    def list_scopes(self) -> list[Scope]:
+        """Every scope that holds anything, sorted."""
+
+    @abstractmethod
+    def list_meta(self) -> dict[str, str]: ...
+
+    @abstractmethod
+    def export_scope(self, scope: Scope) -> ScopeData:
+        """Everything ``scope`` holds (see :class:`ScopeData`)."""
+
+    @abstractmethod
+    def import_scope(self, data: ScopeData) -> None:
+        """Write an exported scope into this store, keeping every id, flag, version and
+        vector. The store must not hold that scope yet (event and compaction ids are
+        global)."""
+
+    @abstractmethod
+    def export_api_keys(self) -> list[tuple[ApiKey, str]]:
+        """Every API key with its secret's hash (to copy keys between stores)."""
 
     # -- embeddings ---------------------------------------------------------------
     # Items are written first and embedded after, so a failing embedding provider never

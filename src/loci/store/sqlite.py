@@ -49,6 +49,7 @@ from loci.store.sqlite_rows import (
     to_state,
 )
 from loci.store.sqlite_schema import migrate
+from loci.store.sqlite_transfer import SQLiteTransfer
 from loci.store.sqlite_vectors import SQLiteVectors
 from loci.timeutil import utc_now
 
@@ -61,7 +62,8 @@ def sqlite_path(url: str) -> str:
     return url[len(prefix) :]
 
 
-class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, Store):
+class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, SQLiteTransfer,
+                  Store):
     """Storage in one SQLite file (or in memory for ``sqlite:///:memory:``)."""
 
     def __init__(self, url: str) -> None:

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from loci.models import (
+    Compaction,
     Document,
+    DocumentVersion,
     Event,
     Memory,
     MemoryVersion,
@@ -174,4 +176,22 @@ def to_version(r: tuple[Any, ...]) -> MemoryVersion:
         created_at=from_micros(r[5]), updated_at=from_micros(r[6]),
         expires_at=None if r[7] is None else from_micros(r[7]),
         superseded_at=from_micros(r[8]), reason=r[9],
+    )
+
+
+def to_compaction(r: tuple[Any, ...]) -> Compaction:
+    """A compaction from a row selected with ``COMPACTION_COLUMNS``."""
+    return Compaction(
+        id=r[0], session=r[1], strategy=r[2], first_event_id=r[3], last_event_id=r[4],
+        summary_event_id=r[5], summary=r[6], tokens_before=r[7], tokens_after=r[8],
+        created_at=from_micros(r[9]),
+    )
+
+
+def to_document_version(r: tuple[Any, ...]) -> DocumentVersion:
+    """path, version, content, tags, created, updated, superseded, metadata."""
+    return DocumentVersion(
+        path=r[0], version=r[1], content=r[2], tags=load_tags(r[3]),
+        created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
+        superseded_at=from_micros(r[6]), metadata=load_json(r[7]) or {},
     )

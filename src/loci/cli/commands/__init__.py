@@ -7,10 +7,11 @@ from loci.cli.commands import (
     knowledge,
     mcp,
     memory,
+    migrate,
     server,
     sessions,
     workspace,
 )
 
-__all__ = ["compaction", "context", "demo", "knowledge", "mcp", "memory", "server", "sessions",
-           "workspace"]
+__all__ = ["compaction", "context", "demo", "knowledge", "mcp", "memory", "migrate", "server",
+           "sessions", "workspace"]

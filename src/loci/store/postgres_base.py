@@ -1,0 +1,85 @@
+"""What every part of the PostgreSQL backend shares: the connection pool, transactions,
+plain queries, error translation and ranked keyword search of any searchable kind."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from loci.errors import StoreError, ValidationError
+from loci.models import Scope, SearchHit
+from loci.search import bm25_to_score, fts_query
+from loci.store.base import SearchFilters
+from loci.store.postgres_rows import KINDS, RANK_SCALE, RANK_WEIGHTS, filter_sql
+from loci.store.sqlite_rows import to_hit
+
+Cursor = psycopg.Cursor[tuple[Any, ...]]
+
+
+@contextmanager
+def translated_errors(what: str) -> Iterator[None]:
+    """Database errors become Loci's typed errors (bad text is the caller's fault)."""
+    try:
+        yield
+    except psycopg.DataError as exc:
+        # Values the database refuses (a NUL byte in a parameter, untranslatable text).
+        raise ValidationError(f"PostgreSQL cannot store or compare this value: {exc}") from exc
+    except psycopg.OperationalError as exc:
+        raise StoreError(f"cannot reach PostgreSQL ({what}): {exc}") from exc
+    except psycopg.Error as exc:
+        raise StoreError(f"PostgreSQL failed ({what}): {exc}") from exc
+
+
+class PostgresBase:
+    """The pool (connections shared by threads) and how to use it."""
+
+    _pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]]
+
+    @contextmanager
+    def _write(self) -> Iterator[Cursor]:
+        """One write transaction: committed on success, rolled back on any error."""
+        with (translated_errors("write"), self._pool.connection() as conn,
+              conn.transaction(), conn.cursor() as cur):
+            yield cur
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with translated_errors("read"), self._pool.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def _run(self, sql: str) -> None:
+        """A statement outside any transaction (ANALYZE, maintenance)."""
+        with translated_errors("maintenance"), self._pool.connection() as conn:
+            conn.execute(sql)
+
+    @staticmethod
+    def _lock_session(cur: Cursor, scope: Scope, session: str) -> None:
+        """Serialize writers of one session until commit (every process, every server):
+        events of a session get increasing ids in commit order, and the search context
+        of an appended turn sees the turns committed before it."""
+        cur.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            (f"{scope.tenant}\x1f{scope.agent}\x1f{session}",),
+        )
+
+    def _keyword_search(
+        self, kind: str, scope: Scope, query: str, limit: int, filters: SearchFilters
+    ) -> list[SearchHit]:
+        match = fts_query(query)  # quoted words only: user text is never syntax
+        if match is None:
+            return []
+        k = KINDS[kind]
+        where, params = filter_sql(kind, filters)
+        rows = self._query(
+            f"SELECT {k.hit_columns}, ts_rank(%s, {k.alias}.fts, q, 1) AS r "
+            f"FROM {k.table} {k.alias}, websearch_to_tsquery('loci', %s) q "
+            f"WHERE {k.alias}.fts @@ q AND {k.alias}.tenant = %s AND {k.alias}.agent = %s"
+            f"{where} ORDER BY r DESC, {k.alias}.{k.order} LIMIT %s",
+            (RANK_WEIGHTS, match, scope.tenant, scope.agent, *params, limit),
+        )
+        # Same squash as SQLite's BM25 (score = r / (1 + r)), so fusion, which unsquashes
+        # and divides by the best keyword hit, treats both backends alike.
+        return [to_hit(kind, r[:-1], bm25_to_score(-RANK_SCALE * float(r[-1]))) for r in rows]

@@ -1,0 +1,196 @@
+"""What only the PostgreSQL backend has to prove: several processes writing one database,
+NUL characters, ltree paths, vector indexes, migrations and connection errors."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import psycopg
+import pytest
+
+from loci import Document, Memory, Scope, SearchFilters
+from loci.errors import StoreError, ValidationError
+from loci.models import NewEvent
+from loci.store.postgres import PostgresStore
+from loci.store.postgres_rows import path_label, path_to_ltree
+from tests.pg import PgTemplate
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+ALICE = Scope("alice", "helper")
+WRITERS, BATCHES = 4, 15
+
+
+@pytest.fixture
+def pg_url(pg_template: PgTemplate) -> Iterator[str]:
+    url = pg_template.fresh()
+    yield url
+    pg_template.drop(url)
+
+
+@pytest.fixture
+def pg(pg_url: str) -> Iterator[PostgresStore]:
+    store = PostgresStore(pg_url)
+    yield store
+    store.close()
+
+
+def ev(content: str, minutes: int = 0) -> NewEvent:
+    return NewEvent(type="message", role="user", content=content,
+                    timestamp=T0 + timedelta(minutes=minutes), tokens=3)
+
+
+def mem(mid: str, content: str) -> Memory:
+    return Memory(id=mid, type="project_context", content=content, tags=(), created_at=T0,
+                  updated_at=T0)
+
+
+def _writer(url: str, worker: int) -> None:
+    """One process: batches of two events into one shared session, an upsert of a
+    shared memory id and of its own, and a supersede of one shared memory."""
+    store = PostgresStore(url, pool_size=2)
+    try:
+        for batch in range(BATCHES):
+            store.append_events(ALICE, "shared", [ev(f"w{worker} b{batch} first"),
+                                                  ev(f"w{worker} b{batch} second")])
+            store.put_memories(ALICE, [mem("shared", f"from w{worker} b{batch}"),
+                                       mem(f"own-{worker}-{batch}", "mine")])
+            store.supersede_memory(ALICE, mem("contested", f"w{worker} b{batch}"),
+                                   "update", T0)
+    finally:
+        store.close()
+
+
+def test_processes_writing_one_database_lose_and_duplicate_nothing(
+    pg: PostgresStore, pg_url: str
+) -> None:
+    pg.put_memory(ALICE, mem("contested", "original"))
+    spawn = multiprocessing.get_context("spawn")
+    workers = [spawn.Process(target=_writer, args=(pg_url, w)) for w in range(WRITERS)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(120)
+    assert [p.exitcode for p in workers] == [0] * WRITERS
+
+    events = pg.list_events(ALICE, "shared")
+    assert len(events) == WRITERS * BATCHES * 2
+    assert len({e.id for e in events}) == len(events)
+    # Batches never interleave within a session: "second" directly follows its "first".
+    for first, second in zip(events[::2], events[1::2], strict=True):
+        assert first.content.endswith("first") and second.id == first.id + 1
+        assert second.content == first.content.replace("first", "second")
+    for w in range(WRITERS):  # each writer's batches in its own order
+        mine = [e.content for e in events if e.content.startswith(f"w{w} ")]
+        assert mine == [f"w{w} b{b} {half}" for b in range(BATCHES)
+                        for half in ("first", "second")]
+
+    memories = pg.list_memories(ALICE)
+    ids = [m.id for m in memories]
+    assert len(ids) == len(set(ids)) == 2 + WRITERS * BATCHES
+    versions = pg.memory_history(ALICE, "contested")
+    assert [v.version for v in versions] == list(range(1, WRITERS * BATCHES + 1))
+    assert versions[0].content == "original"
+
+
+def test_threads_share_the_pool(pg: PostgresStore) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def write(i: int) -> int:
+        return pg.append_events(ALICE, f"s{i % 3}", [ev(f"thread {i}")])[0].id
+
+    with ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(write, range(60)))
+    assert len(set(ids)) == 60
+    assert sum(len(pg.list_events(ALICE, f"s{i}")) for i in range(3)) == 60
+
+
+def test_nul_characters_are_refused_and_nothing_is_written(pg: PostgresStore) -> None:
+    with pytest.raises(ValidationError, match="NUL"):
+        pg.append_events(ALICE, "s", [ev("fine"), ev("bad\x00text")])
+    with pytest.raises(ValidationError, match="NUL"):
+        pg.put_memory(ALICE, Memory("m", "t", "ok", (), T0, T0, metadata={"k": "a\x00b"}))
+    with pytest.raises(ValidationError, match="NUL"):
+        pg.put_document(ALICE, Document("/a.md", "x\x00", (), 1, T0, T0))
+    with pytest.raises(ValidationError, match="NUL"):
+        pg.set_state(ALICE, "k", "v\x00", T0)
+    assert pg.list_events(ALICE, "s") == [] and pg.list_memories(ALICE) == []
+    assert pg.list_documents(ALICE) == [] and pg.list_state(ALICE) == []
+    assert pg.search_events(ALICE, "bad\x00text") == []  # queries with NUL just search
+    with pytest.raises(ValidationError):  # a NUL in a name is bad input, not a crash
+        pg.get_memory(Scope("al\x00ice", "helper"), "m")
+
+
+def test_path_labels_are_one_to_one_and_valid_ltree() -> None:
+    segments = ["profile", "identity.md", "a_b", "a-b", "a b", "Ünïcode", "", "x" * 900]
+    labels = [path_label(s) for s in segments]
+    assert len(set(labels)) == len(labels)
+    assert path_label("identity.md") == "identity_2Emd" and path_label("") == "_"
+    assert path_to_ltree("/") == "" and path_to_ltree("/a/b.md") == "a.b_2Emd"
+
+
+def test_ltree_prefixes_find_subtrees_with_odd_names(pg: PostgresStore) -> None:
+    paths = ["/people/Zoë Ann/notes.md", "/people/Zoë Ann.md", "/people/zoe/x.md",
+             "/a.b/c.md", "/a_b/c.md", "/pro/x.md", "/profile/x.md"]
+    for path in paths:
+        pg.put_document(ALICE, Document(path, f"text {path}", (), 1, T0, T0))
+    assert [d.path for d in pg.list_documents(ALICE, "/people/Zoë Ann/")] == [
+        "/people/Zoë Ann/notes.md"]
+    assert [d.path for d in pg.list_documents(ALICE, "/a.b/")] == ["/a.b/c.md"]
+    assert [d.path for d in pg.list_documents(ALICE, "/pro/")] == ["/pro/x.md"]
+    # A prefix that ends mid-segment compares characters, as in SQLite.
+    assert [d.path for d in pg.list_documents(ALICE, "/pro")] == ["/pro/x.md", "/profile/x.md"]
+    hits = pg.search_documents(ALICE, "text", filters=SearchFilters(path_prefix="/people/"))
+    assert {h.id for h in hits} == {p for p in paths if p.startswith("/people/")}
+
+
+def _index_names(url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE "
+                            "'%%hnsw%%'").fetchall()
+    return {r[0] for r in rows}
+
+
+def test_hnsw_index_follows_the_dimension(pg: PostgresStore, pg_url: str) -> None:
+    vectors = np.eye(3, 8, dtype=np.float32)
+    pg.put_memories(ALICE, [mem(f"m{i}", f"fact {i}") for i in range(3)], vectors)
+    assert _index_names(pg_url) == {"memories_hnsw_8"}
+    with psycopg.connect(pg_url) as conn:
+        plan = conn.execute(
+            "EXPLAIN SELECT id FROM memories ORDER BY embedding::vector(8) <=> "
+            "'[1,0,0,0,0,0,0,0]'::vector(8) LIMIT 5").fetchall()
+    assert "memories_hnsw_8" in " ".join(r[0] for r in plan)
+    pg.clear_embeddings()
+    assert _index_names(pg_url) == set()
+    assert len(pg.unembedded("memory", 10)) == 3
+    wider = np.eye(3, 16, dtype=np.float32)
+    pg.set_embeddings(ALICE, "memory", ["m0", "m1", "m2"], wider)
+    assert _index_names(pg_url) == {"memories_hnsw_16"}
+    hits = pg.vector_search(ALICE, "memory", wider[1], limit=1, filters=SearchFilters())
+    assert [h.id for h in hits] == ["m1"]
+
+
+def test_bulk_load_builds_the_index_once_at_the_end(pg: PostgresStore, pg_url: str) -> None:
+    with pg.bulk_load():
+        pg.put_memories(ALICE, [mem("a", "bulk loaded fact")], np.ones((1, 4), np.float32) / 2)
+        assert _index_names(pg_url) == set()
+    assert _index_names(pg_url) == {"memories_hnsw_4"}
+    with psycopg.connect(pg_url) as conn:
+        gin = conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE "
+                           "'%%_fts'").fetchall()
+    assert {r[0] for r in gin} == {"events_fts", "memories_fts", "documents_fts"}
+    assert [h.id for h in pg.search_memories(ALICE, "bulk")] == ["a"]
+
+
+def test_migrations_are_recorded_once(pg: PostgresStore, pg_url: str) -> None:
+    PostgresStore(pg_url).close()
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute("SELECT version, name FROM loci_migrations").fetchall()
+    assert rows == [(1, "initial schema")]
+
+
+def test_unreachable_server_is_a_store_error(tmp_path: object) -> None:
+    with pytest.raises(StoreError, match="cannot reach PostgreSQL"):
+        PostgresStore("postgresql://nobody@/nodb?host=/nonexistent-socket-dir&connect_timeout=2")

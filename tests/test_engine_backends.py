@@ -1,0 +1,52 @@
+"""The engine end to end on every backend (``store_url``): the same facade, retriever,
+fusion, compiler and compaction over SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loci import Loci, load_settings
+from tests.compaction.test_compaction import TINY, chat
+from tests.conftest import FakeClock
+
+
+@pytest.fixture
+def engine(store_url: str, home: Path, clock: FakeClock) -> Iterator[Loci]:
+    settings = load_settings(store=store_url, model="tiny", models=TINY,
+                             compaction_preserve_messages=4, compaction_preserve_share=0.1,
+                             compaction_auto=False)
+    with Loci(settings, clock=clock) as instance:
+        yield instance
+
+
+def test_hybrid_search_finds_facts_on_every_backend(engine: Loci) -> None:
+    engine.remember("The tide station 9414290 is in San Francisco", tags=["tides"])
+    engine.remember("Maya prefers short answers", type="user_preference")
+    engine.remember("Deploys happen on Fridays after the standup")
+    hits = engine.search("which tide station is in San Francisco?")
+    assert hits[0].text.startswith("The tide station")
+    assert all(0 <= h.score <= 1 for h in hits)
+    assert engine.search("Maya answers", limit=1)[0].text == "Maya prefers short answers"
+
+
+def test_conversation_compile_and_compaction_on_every_backend(
+    engine: Loci, clock: FakeClock
+) -> None:
+    engine.add("s", "user", "Remember that the deploy key lives in vault path secret/app.")
+    chat(engine, 12, big=600)
+    hits = engine.search_conversation("where does the deploy key live", session="s")
+    assert "vault path secret/app" in hits[0].text
+    before = engine.session("s")
+    result = engine.compact("s")
+    assert result.strategy == "summary" and result.archived > 0
+    after = engine.session("s")
+    assert after.event_count == before.event_count + 1  # only the summary was added
+    assert after.active_token_count == result.tokens_after < before.active_token_count
+    # Archived events stay searchable.
+    assert "vault path" in engine.search_conversation("deploy key vault", session="s")[0].text
+    compiled = engine.compile("s", "Where is the deploy key?")
+    assert compiled.total_tokens <= compiled.budget
+    assert len(engine.compactions("s")) == 1
