@@ -26,6 +26,12 @@ def test_graph_agrees_with_exact_search_and_is_persisted(tmp_path: Path) -> None
     graph = VectorIndex(32, tmp_path / "g.usearch", ann_threshold=1_000)
     exact.update(_rows(vectors))
     graph.update(_rows(vectors))
+    q0 = _unit(1, 32, 5)[0]
+    # The graph is built in the background; meanwhile searches are exact.
+    assert not graph.graph_ready()
+    assert graph.search(q0, 10) == exact.search(q0, 10)
+    graph.wait_for_build(60)
+    assert graph.graph_ready()
     recalls = []
     for q in _unit(20, 32, 2):
         truth = {i for i, _ in exact.search(q, 10)}
@@ -43,6 +49,9 @@ def test_graph_agrees_with_exact_search_and_is_persisted(tmp_path: Path) -> None
     reopened = VectorIndex(32, tmp_path / "g.usearch", ann_threshold=1_000)
     reopened.update(_rows(vectors))
     reopened.update([(99_999, extra[0].tobytes(), 10_000)])
+    reopened.graph_ready()
+    reopened.wait_for_build(60)
+    assert reopened.graph_ready()
     assert reopened.search(extra[0], 1)[0][0] == 99_999
 
 
