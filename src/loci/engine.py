@@ -366,13 +366,6 @@ class Loci:
         self, session: str | None, message: str | None = None, *, model: str | None = None
     ) -> CompiledContext:
         """Compile the context for the next LLM call of ``session`` around ``message``."""
-        layers, sections = configure(self.settings.context_layers,
-                                     self.settings.context_budgets)
-        if message and self.indexer is not None and any(
-                layer.name == "recall" for layer in layers):
-            # Recall will embed the message: start now, so the model runs while the
-            # policy check and the other layers are built.
-            self.indexer.prefetch_query(message)
         flush = False
         if session is not None:
             check_name("session", session)
@@ -381,6 +374,8 @@ class Loci:
             flush = decision is Decision.FLUSH
         model = model or self.settings.model
         window = context_window(model, self.settings.models)
+        layers, sections = configure(self.settings.context_layers,
+                                     self.settings.context_budgets)
         workspace = self.workspace()
         ctx = BuildContext(
             store=self.store, scope=self.scope, session=session, message=message,

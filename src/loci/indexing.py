@@ -68,11 +68,6 @@ class Indexer:
         self.check()
         return self.queries.get(text)
 
-    def prefetch_query(self, text: str) -> None:
-        """Start embedding a query that will be searched soon (e.g. by recall)."""
-        if text.strip() and self.matches():
-            self.queries.prefetch(text)
-
     def embed_pending(self, kind: str, scope: Scope | None = None) -> int:
         """Embed every not-yet-embedded item of ``kind``; a provider failure is logged
         and leaves the rest for later. Returns how many were embedded."""

@@ -62,3 +62,12 @@ def test_filtered_searches_stay_exact(tmp_path: Path) -> None:
     hits = index.search(vectors[41], 3, allowed=[42, 7, 9])
     assert hits[0] == (42, hits[0][1]) and abs(hits[0][1] - 1.0) < 1e-5
     assert {i for i, _ in hits} == {42, 7, 9}
+
+
+def test_exact_scores_in_pieces_equal_one_product() -> None:
+    from loci.store.vector_index import DOT_CHUNK, dot_rows
+
+    for n in (0, 1, DOT_CHUNK, 2 * DOT_CHUNK + 17):
+        matrix = _unit(n, 24, 6) if n else np.zeros((0, 24), dtype=np.float32)
+        query = _unit(1, 24, 7)[0]
+        assert np.allclose(dot_rows(matrix, query), matrix @ query, atol=1e-6)

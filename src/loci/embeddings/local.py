@@ -53,8 +53,6 @@ class LocalEmbedder:
 
     name = MODEL_NAME
     dim = DIM
-    #: onnxruntime runs outside the GIL: a query can be embedded while Python works.
-    overlaps = True
 
     def __init__(
         self,

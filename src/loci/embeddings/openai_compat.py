@@ -32,9 +32,6 @@ _STATUS_HINTS = {
 class OpenAICompatibleEmbedder:
     """An embedding model behind an OpenAI-compatible HTTP API."""
 
-    #: Waiting on the network releases the GIL: a query can be embedded meanwhile.
-    overlaps = True
-
     def __init__(
         self,
         model: str,

@@ -24,6 +24,20 @@ Matrix = npt.NDArray[np.float32]
 HAVE_ANN = importlib.util.find_spec("usearch") is not None
 
 
+#: Rows per matrix-vector product. One product over all rows lets OpenBLAS split it
+#: across threads, which on two busy cores took 16 ms for 10k x 384 instead of 1.3 ms
+#: in 1,024-row pieces (measured in the same run; 4,096-row pieces took 48 ms).
+DOT_CHUNK = 1024
+
+
+def dot_rows(matrix: Matrix, query: Matrix) -> Matrix:
+    """``matrix @ query`` in pieces small enough to stay on one thread."""
+    out = np.empty(matrix.shape[0], dtype=np.float32)
+    for start in range(0, matrix.shape[0], DOT_CHUNK):
+        np.matmul(matrix[start : start + DOT_CHUNK], query, out=out[start : start + DOT_CHUNK])
+    return out
+
+
 class VectorIndex:
     """Row ids and unit vectors of one scope, searchable by cosine similarity."""
 
@@ -108,10 +122,10 @@ class VectorIndex:
             )
             if positions.size == 0:
                 return []
-            scores = self._matrix[positions] @ query
+            scores = dot_rows(self._matrix[positions], query)
             ids = self._ids[positions]
         else:
-            scores = self._matrix[: self._size] @ query
+            scores = dot_rows(self._matrix[: self._size], query)
             ids = self._ids[: self._size]
         k = min(k, scores.shape[0])
         top = np.argpartition(-scores, k - 1)[:k]
