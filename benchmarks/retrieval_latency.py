@@ -6,8 +6,11 @@ Memories are synthetic Zipf-distributed sentences (see common.py) embedded with 
 deterministic hash embedder (384 dimensions, the same as the bundled model) and stored
 in bulk; queries are then run through the engine (`Loci.search`: keyword + vector +
 fusion + hydration). Measured in the same run: a bare FTS5 query, exact KNN by numpy
-over the same vectors, and the bundled model's query-embedding time, which is reported
-separately because it does not depend on the store's size.
+over the same vectors (one product, and 1,024-row pieces; the faster is the baseline),
+the recall@10 of the store's vector search against it, and the bundled model's
+query-embedding time, which is reported separately because it does not depend on the
+store's size. Above 20k vectors the first search starts the HNSW graph in the background;
+the build time is reported and queries are timed once it is ready.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from loci import Loci, Memory, load_settings
 from loci.embeddings import make_embedder
 from loci.search import fts_query
 from loci.store.sqlite import SQLiteStore
+from loci.store.vector_index import dot_rows
 
 REPEAT = 300
 
@@ -86,6 +90,13 @@ def measure(loci: Loci, tmp: Path, size: int, rng: random.Random) -> dict[str, f
         top[np.argsort(-scores[top])]
 
     numpy_knn = time_calls(knn, REPEAT)
+
+    def knn_pieces() -> None:  # the same in 1,024-row products (see store.vector_index)
+        scores = dot_rows(matrix, vectors[next(turn) % REPEAT])
+        top = np.argpartition(-scores, 30)[:30]
+        top[np.argsort(-scores[top])]
+
+    numpy_pieces = time_calls(knn_pieces, REPEAT)
     recall = vector_recall(loci, rowids, matrix, vectors)
     db.close()
     result: dict[str, float] = {f"engine_{k}": v for k, v in percentiles(engine).items()}
@@ -93,7 +104,9 @@ def measure(loci: Loci, tmp: Path, size: int, rng: random.Random) -> dict[str, f
     result["vector_recall_at_10"] = recall
     result.update({f"bare_fts5_{k}": v for k, v in percentiles(bare_fts).items()})
     result.update({f"numpy_knn_{k}": v for k, v in percentiles(numpy_knn).items()})
-    primitives = result["bare_fts5_p50_ms"] + result["numpy_knn_p50_ms"]
+    result.update({f"numpy_knn_pieces_{k}": v for k, v in percentiles(numpy_pieces).items()})
+    knn_p50 = min(result["numpy_knn_p50_ms"], result["numpy_knn_pieces_p50_ms"])
+    primitives = result["bare_fts5_p50_ms"] + knn_p50
     result["engine_over_primitives_p50"] = round(result["engine_p50_ms"] / primitives, 2)
     return result
 

@@ -71,3 +71,26 @@ def test_exact_scores_in_pieces_equal_one_product() -> None:
         matrix = _unit(n, 24, 6) if n else np.zeros((0, 24), dtype=np.float32)
         query = _unit(1, 24, 7)[0]
         assert np.allclose(dot_rows(matrix, query), matrix @ query, atol=1e-6)
+
+
+def test_the_local_model_loads_after_the_graph_was_used(tmp_path: Path) -> None:
+    # A fresh process, because the failure was a segfault: with usearch imported first,
+    # importing onnxruntime (the bundled model) crashed the interpreter.
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np\n"
+        "from loci.store.vector_index import VectorIndex\n"
+        "x = np.random.default_rng(0).standard_normal((1500, 16)).astype(np.float32)\n"
+        "v = VectorIndex(16, ann_threshold=1000)\n"
+        "v.update([(i + 1, x[i].tobytes(), i + 1) for i in range(1500)])\n"
+        "v.graph_ready(); v.wait_for_build(60)\n"
+        "assert v.graph_ready() and v.search(x[0], 1)[0][0] == 1\n"
+        "from loci.embeddings import make_embedder\n"
+        "print(make_embedder('local').embed(['hello']).shape)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "(1, 384)"

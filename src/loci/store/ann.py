@@ -12,11 +12,14 @@ linger in the graph; hits are always re-read from the database, which drops them
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,9 +37,18 @@ EXPANSION_ADD = 64
 BUILD_CHUNK = 10_000
 
 
+def _import_usearch() -> Any:
+    """``usearch.index.Index``, imported after onnxruntime if that is installed: with
+    usearch 2.26 loaded first, importing onnxruntime (the bundled embedding model)
+    later in the process segfaults inside libstdc++; the other order works."""
+    if importlib.util.find_spec("onnxruntime") is not None:
+        importlib.import_module("onnxruntime")
+    return importlib.import_module("usearch.index").Index
+
+
 class AnnIndex:
     def __init__(self, dim: int, path: Path | None) -> None:
-        from usearch.index import Index
+        Index = _import_usearch()
 
         self.dim = dim
         self.path = path
