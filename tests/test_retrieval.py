@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -112,3 +113,19 @@ def test_memory_tools_round_trip(loci: Loci) -> None:
     assert loci.memory_search("light mode")[0].id == written.id
     with pytest.raises(ValidationError):
         loci.memory_read(written.id, offset=-1)
+
+
+def test_vector_search_widens_past_a_restrictive_filter(loci: Loci) -> None:
+    # 60 decoys of one type outrank the 3 facts of the filtered type on the vector side:
+    # the first, narrow candidate list holds none of them, so the store must widen.
+    for i in range(60):
+        loci.remember(f"garden note {i}: water the tomato plants", dedupe=False)
+    wanted = [loci.remember(f"tomato fact {i}", type="user_preference", dedupe=False)
+              for i in range(3)]
+    filters = SearchFilters(types=("user_preference",))
+    indexer = loci.indexer
+    assert indexer is not None
+    hits = loci.store.vector_search(
+        loci.scope, "memory", indexer.embed_query("water the tomato plants"),
+        limit=3, filters=replace(filters, now=loci.clock()))
+    assert {h.id for h in hits} == {m.id for m in wanted}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from loci.embeddings.base import Embedder, Vectors
+from loci.embeddings.queries import QueryVectors
 from loci.errors import EmbeddingMismatchError, ProviderError, StoreError
 from loci.models import Scope
 from loci.store.base import KINDS, Store
@@ -41,6 +42,7 @@ class Indexer:
     def __init__(self, store: Store, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
+        self.queries = QueryVectors(embedder)
 
     def recorded_model(self) -> tuple[str | None, int | None]:
         model, dim = self.store.get_meta(META_MODEL), self.store.get_meta(META_DIM)
@@ -62,9 +64,9 @@ class Indexer:
             )
 
     def embed_query(self, text: str) -> Vectors:
+        """The query's vector (read-only; remembered per text, see ``QueryVectors``)."""
         self.check()
-        vector: Vectors = self.embedder.embed([text])[0]
-        return vector
+        return self.queries.get(text)
 
     def embed_pending(self, kind: str, scope: Scope | None = None) -> int:
         """Embed every not-yet-embedded item of ``kind``; a provider failure is logged

@@ -26,6 +26,12 @@ def test_graph_agrees_with_exact_search_and_is_persisted(tmp_path: Path) -> None
     graph = VectorIndex(32, tmp_path / "g.usearch", ann_threshold=1_000)
     exact.update(_rows(vectors))
     graph.update(_rows(vectors))
+    q0 = _unit(1, 32, 5)[0]
+    # The graph is built in the background; meanwhile searches are exact.
+    assert not graph.graph_ready()
+    assert graph.search(q0, 10) == exact.search(q0, 10)
+    graph.wait_for_build(60)
+    assert graph.graph_ready()
     recalls = []
     for q in _unit(20, 32, 2):
         truth = {i for i, _ in exact.search(q, 10)}
@@ -43,6 +49,9 @@ def test_graph_agrees_with_exact_search_and_is_persisted(tmp_path: Path) -> None
     reopened = VectorIndex(32, tmp_path / "g.usearch", ann_threshold=1_000)
     reopened.update(_rows(vectors))
     reopened.update([(99_999, extra[0].tobytes(), 10_000)])
+    reopened.graph_ready()
+    reopened.wait_for_build(60)
+    assert reopened.graph_ready()
     assert reopened.search(extra[0], 1)[0][0] == 99_999
 
 
@@ -53,3 +62,35 @@ def test_filtered_searches_stay_exact(tmp_path: Path) -> None:
     hits = index.search(vectors[41], 3, allowed=[42, 7, 9])
     assert hits[0] == (42, hits[0][1]) and abs(hits[0][1] - 1.0) < 1e-5
     assert {i for i, _ in hits} == {42, 7, 9}
+
+
+def test_exact_scores_in_pieces_equal_one_product() -> None:
+    from loci.store.vector_index import DOT_CHUNK, dot_rows
+
+    for n in (0, 1, DOT_CHUNK, 2 * DOT_CHUNK + 17):
+        matrix = _unit(n, 24, 6) if n else np.zeros((0, 24), dtype=np.float32)
+        query = _unit(1, 24, 7)[0]
+        assert np.allclose(dot_rows(matrix, query), matrix @ query, atol=1e-6)
+
+
+def test_the_local_model_loads_after_the_graph_was_used(tmp_path: Path) -> None:
+    # A fresh process, because the failure was a segfault: with usearch imported first,
+    # importing onnxruntime (the bundled model) crashed the interpreter.
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np\n"
+        "from loci.store.vector_index import VectorIndex\n"
+        "x = np.random.default_rng(0).standard_normal((1500, 16)).astype(np.float32)\n"
+        "v = VectorIndex(16, ann_threshold=1000)\n"
+        "v.update([(i + 1, x[i].tobytes(), i + 1) for i in range(1500)])\n"
+        "v.graph_ready(); v.wait_for_build(60)\n"
+        "assert v.graph_ready() and v.search(x[0], 1)[0][0] == 1\n"
+        "from loci.embeddings import make_embedder\n"
+        "print(make_embedder('local').embed(['hello']).shape)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "(1, 384)"

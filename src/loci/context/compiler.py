@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.history import group_turns, select_turns
@@ -27,6 +28,8 @@ MAX_DROPS_LISTED = 20
 NEAR_LIMIT = 0.9
 #: After this many compactions of one session, summaries of summaries lose detail.
 COMPACTIONS_WARNING = 3
+#: Texts whose token counts are remembered (per model's counter).
+COUNT_CACHE = 8192
 
 
 @dataclass(frozen=True)
@@ -39,9 +42,17 @@ class CompileRequest:
     compactions: int = 0
 
 
+@lru_cache(maxsize=8)
+def memo_counter(counter: TokenCounter) -> TokenCounter:
+    """``counter`` with its counts remembered per text. Most items recur from one
+    compile to the next (memories, state, workspace files, the rendered sections), and
+    exact tokenizing was a fifth of a compile."""
+    return TokenCounter(counter.method, lru_cache(maxsize=COUNT_CACHE)(counter.count))
+
+
 class ContextCompiler:
     def __init__(self, counter: TokenCounter) -> None:
-        self.counter = counter
+        self.counter = memo_counter(counter)
 
     def compile(self, ctx: BuildContext, request: CompileRequest) -> CompiledContext:
         if ctx.session is not None and not ctx.events:

@@ -8,10 +8,14 @@ from typing import Any
 
 from loci.models import Event
 
+#: One encoder for every call: ``json.dumps`` with options builds a new encoder each
+#: time, which was most of the cost of rendering a long history's tool calls.
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
 
 def canonical_json(value: Any) -> str:
     """Deterministic JSON for anything that goes into a cacheable prefix."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _CANONICAL.encode(value)
 
 
 def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
@@ -24,7 +28,7 @@ def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
                 "type": "function",
                 "function": {
                     "name": event.tool_name,
-                    "arguments": canonical_json(event.args or {}),
+                    "arguments": canonical_json(event.args) if event.args else "{}",
                 },
             }
             last = messages[-1] if messages else None

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 IDENTITY_FILES = ("SOUL.md", "IDENTITY.md")
@@ -31,12 +33,24 @@ class Workspace:
         for directory in self.directories:
             for name in names:
                 path = directory / name
-                if path.is_file():
-                    text = path.read_text(encoding="utf-8", errors="replace")
-                    # Template comments are for the human editing the file, not the model.
-                    text = _COMMENT.sub("", text[:MAX_FILE_CHARS])
-                    return WorkspaceFile(name, path, re.sub(r"\n{3,}", "\n\n", text).strip())
+                try:
+                    info = path.stat()
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    text = _read(path, info.st_mtime_ns, info.st_ctime_ns, info.st_size)
+                    return WorkspaceFile(name, path, text)
         return None
 
     def identity(self) -> WorkspaceFile | None:
         return self.find(*IDENTITY_FILES)
+
+
+@lru_cache(maxsize=128)
+def _read(path: Path, mtime_ns: int, ctime_ns: int, size: int) -> str:
+    """A workspace file's text for the model, read once per version: every compile
+    looks the files up, and only a changed mtime, ctime or size means reading again."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    # Template comments are for the human editing the file, not the model.
+    text = _COMMENT.sub("", text[:MAX_FILE_CHARS])
+    return re.sub(r"\n{3,}", "\n\n", text).strip()

@@ -27,6 +27,8 @@ from loci.store.vector_index import VectorIndex
 Vectors = npt.NDArray[np.float32]
 #: Characters of an item's text handed to the embedder (models truncate anyway).
 EMBED_CHARS = 4_000
+#: Candidates fetched beyond the limit before filters, on the first try.
+SPARE_CANDIDATES = 10
 _TEXT = {"event": "content", "memory": "content", "document": "path || ' ' || content"}
 
 
@@ -100,14 +102,32 @@ class SQLiteVectors(SQLiteBase):
     ) -> list[SearchHit]:
         with self._lock:
             index = self._fresh_index(scope, kind, int(query.shape[0]))
-            candidates = index.search(query, max(limit * 5, 50))
-            hits = self._hydrate(kind, scope, candidates, filters)
-            relevant = sum(1 for _, score in candidates if score > 0)
-            if len(hits) < min(limit, relevant) and len(index) > len(candidates):
-                # Filters removed too many: score only the rows that pass them.
-                allowed = self._allowed_keys(kind, scope, filters)
-                hits = self._hydrate(kind, scope, index.search(query, limit, allowed), filters)
+            # A few spare candidates usually survive the filters (expiry, type); reading
+            # and hydrating 5x the limit every time cost more than the graph search.
+            for wanted in (limit + SPARE_CANDIDATES, max(limit * 5, 50)):
+                candidates = index.search(query, wanted)
+                hits = self._hydrate(kind, scope, candidates, filters)
+                relevant = sum(1 for _, score in candidates if score > 0)
+                if len(hits) >= min(limit, relevant) or len(index) <= len(candidates):
+                    return hits[:limit]
+            # Filters removed too many: score only the rows that pass them.
+            allowed = self._allowed_keys(kind, scope, filters)
+            hits = self._hydrate(kind, scope, index.search(query, limit, allowed), filters)
         return hits[:limit]
+
+    def wait_for_vector_index(
+        self, scope: Scope, kind: str, dim: int, timeout: float | None = None
+    ) -> bool:
+        """Load the scope's vectors and wait for its HNSW graph (built in the
+        background on first search); True if searches use the graph. For benchmarks
+        and warm-up: searches never need to call it."""
+        with self._lock:
+            index = self._fresh_index(scope, kind, dim)
+            if index.graph_ready():
+                return True
+        index.wait_for_build(timeout)  # without the lock: searches go on meanwhile
+        with self._lock:
+            return index.graph_ready()
 
     def _fresh_index(self, scope: Scope, kind: str, dim: int) -> VectorIndex:
         k = KINDS[kind]

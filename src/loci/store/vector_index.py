@@ -3,9 +3,10 @@
 Vectors stay in the database; this index mirrors one (table, tenant, agent) slice as a
 contiguous float32 matrix and answers top-k exactly by one matrix-vector product. Past
 ``ANN_THRESHOLD`` rows, unfiltered searches go to a persisted HNSW graph instead (see
-``store.ann``); filtered ones stay exact over the allowed rows. It refreshes
-incrementally: rows whose ``vec_seq`` is above the highest one seen are loaded and
-replace older copies by row id.
+``store.ann``); filtered ones stay exact over the allowed rows. The graph is built in
+the background on the first search that wants it; until it is ready, searches stay
+exact (slower, never wrong). It refreshes incrementally: rows whose ``vec_seq`` is
+above the highest one seen are loaded and replace older copies by row id.
 """
 
 from __future__ import annotations
@@ -17,10 +18,24 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from loci.store.ann import ANN_THRESHOLD, AnnIndex
+from loci.store.ann import ANN_THRESHOLD, AnnIndex, GraphBuild
 
 Matrix = npt.NDArray[np.float32]
 HAVE_ANN = importlib.util.find_spec("usearch") is not None
+
+
+#: Rows per matrix-vector product. One product over all rows lets OpenBLAS split it
+#: across threads, which on two busy cores took 16 ms for 10k x 384 instead of 1.3 ms
+#: in 1,024-row pieces (measured in the same run; 4,096-row pieces took 48 ms).
+DOT_CHUNK = 1024
+
+
+def dot_rows(matrix: Matrix, query: Matrix) -> Matrix:
+    """``matrix @ query`` in pieces small enough to stay on one thread."""
+    out = np.empty(matrix.shape[0], dtype=np.float32)
+    for start in range(0, matrix.shape[0], DOT_CHUNK):
+        np.matmul(matrix[start : start + DOT_CHUNK], query, out=out[start : start + DOT_CHUNK])
+    return out
 
 
 class VectorIndex:
@@ -33,6 +48,7 @@ class VectorIndex:
         self.ann_path = ann_path
         self.ann_threshold = ann_threshold
         self._ann: AnnIndex | None = None
+        self._build: GraphBuild | None = None
         self._seqs = np.zeros(0, dtype=np.int64)
         self._ids = np.zeros(0, dtype=np.int64)
         self._matrix = np.zeros((0, dim), dtype=np.float32)
@@ -96,36 +112,59 @@ class VectorIndex:
         ``allowed``, only those row ids are considered."""
         if self._size == 0 or k <= 0:
             return []
-        if allowed is None and HAVE_ANN and self._size >= self.ann_threshold:
-            return self._graph().search(query, k)
+        if allowed is None and self._wants_graph():
+            graph = self._graph()
+            if graph is not None:
+                return graph.search(query, k)
         if allowed is not None:
             positions = np.fromiter(
                 (p for p in map(self._position.get, allowed) if p is not None), dtype=np.int64
             )
             if positions.size == 0:
                 return []
-            scores = self._matrix[positions] @ query
+            scores = dot_rows(self._matrix[positions], query)
             ids = self._ids[positions]
         else:
-            scores = self._matrix[: self._size] @ query
+            scores = dot_rows(self._matrix[: self._size], query)
             ids = self._ids[: self._size]
         k = min(k, scores.shape[0])
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(int(ids[i]), float(scores[i])) for i in top]
 
-    def _graph(self) -> AnnIndex:
-        """The HNSW graph: loaded from disk if saved, caught up with newer rows."""
-        if self._ann is None:
-            ann = AnnIndex.open(self.dim, self.ann_path)
-            newer = np.nonzero(self._seqs[: self._size] > ann.max_seq)[0]
-            for start in range(0, len(newer), 10_000):
-                at = newer[start : start + 10_000]
-                ann.upsert(self._ids[at].tolist(), self._matrix[at], int(self._seqs[at].max()))
-            ann.max_seq = max(ann.max_seq, self.max_seq)
-            ann.save()
-            self._ann = ann
-        return self._ann
+    def _wants_graph(self) -> bool:
+        return HAVE_ANN and self._size >= self.ann_threshold
+
+    def _graph(self) -> AnnIndex | None:
+        """The HNSW graph if it is ready (caught up with newer rows), else None; the
+        first call starts building it in the background from a snapshot."""
+        if self._ann is not None:
+            return self._ann
+        if self._build is None:
+            size = self._size
+            self._build = GraphBuild(self.dim, self.ann_path, self._ids[:size].copy(),
+                                     self._seqs[:size].copy(), self._matrix[:size].copy())
+        if not self._build.done() or self._build.result is None:
+            return None  # still building, or failed (logged): stay exact
+        ann = self._build.result
+        newer = np.nonzero(self._seqs[: self._size] > ann.max_seq)[0]
+        if len(newer):  # written while the graph was being built
+            ann.upsert(self._ids[newer].tolist(), self._matrix[newer],
+                       int(self._seqs[newer].max()))
+        ann.max_seq = max(ann.max_seq, self.max_seq)
+        self._ann = ann
+        return ann
+
+    def graph_ready(self) -> bool:
+        """True if unfiltered searches use the graph now; starts building it if this
+        index is big enough (call under the owner's lock, like ``search``)."""
+        return self._wants_graph() and self._graph() is not None
+
+    def wait_for_build(self, timeout: float | None = None) -> None:
+        """Wait for a started build to finish; touches no state, so the owner need not
+        hold its lock (``graph_ready`` then installs the graph)."""
+        if self._build is not None:
+            self._build.wait(timeout)
 
     def persist(self) -> None:
         """Save the HNSW graph's new rows, so the next process need not add them."""
