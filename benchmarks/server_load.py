@@ -4,10 +4,11 @@ Usage: python benchmarks/server_load.py [--memories 10000] [--clients 16] [--sec
        [--embedding local|hash] [--json]
 
 A store of synthetic memories is bulk-loaded, then ``loci serve`` runs in its own
-process and an asyncio load generator (in this process) keeps ``--clients`` requests in
-flight for ``--seconds`` per endpoint, each search with a fresh query (no two alike, so
-no cache helps). The baseline in the same run is ``GET /api/health``: the cost of the
-HTTP stack alone. Figures: requests/s, p50 and p99 per endpoint.
+process and an asyncio load generator (in this process, a minimal keep-alive HTTP/1.1
+client) keeps ``--clients`` requests in flight for ``--seconds`` per endpoint, each
+search with a fresh query (no two alike, so no cache helps). The baseline in the same
+run is ``GET /api/health``: the cost of the HTTP stack alone. Figures: requests/s,
+p50 and p99 per endpoint.
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, query, sentence
 from loci import Loci, Memory, load_settings
 
-Request = Callable[[httpx.AsyncClient, random.Random], Any]
-
 
 def build_store(path: Path, memories: int, embedding: str) -> None:
     settings = load_settings(store=f"sqlite:///{path}", home=path.parent,
@@ -58,12 +57,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(db: Path, port: int, embedding: str) -> subprocess.Popen[bytes]:
+def start_server(db: Path, port: int, embedding: str, workers: int = 1
+                 ) -> subprocess.Popen[bytes]:
     env = {**os.environ, "LOCI_HOME": str(db.parent), "LOCI_EMBEDDING_PROVIDER": embedding,
            "LOCI_MEMORY_MIRROR": "false"}
     process = subprocess.Popen(
         [sys.executable, "-m", "loci", "serve", "--port", str(port), "--store",
-         f"sqlite:///{db}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+         f"sqlite:///{db}", "--workers", str(workers)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -75,37 +76,64 @@ def start_server(db: Path, port: int, embedding: str) -> subprocess.Popen[bytes]
     raise SystemExit("the server did not start")
 
 
-async def health(client: httpx.AsyncClient, _: random.Random) -> httpx.Response:
-    return await client.get("/api/health")
+def get(path: str) -> Callable[[random.Random], bytes]:
+    return lambda _: f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode()
 
 
-async def search(client: httpx.AsyncClient, rng: random.Random) -> httpx.Response:
-    return await client.post("/api/search", json={"query": query(rng), "limit": 10})
+def post(path: str, body: Callable[[random.Random], dict[str, Any]]
+         ) -> Callable[[random.Random], bytes]:
+    def build(rng: random.Random) -> bytes:
+        data = json.dumps(body(rng)).encode()
+        head = (f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json"
+                f"\r\nContent-Length: {len(data)}\r\n\r\n")
+        return head.encode() + data
+    return build
 
 
-async def context(client: httpx.AsyncClient, rng: random.Random) -> httpx.Response:
-    return await client.post("/api/sessions/load/context", json={"message": query(rng)})
+ENDPOINTS: dict[str, Callable[[random.Random], bytes]] = {
+    "health": get("/api/health"),
+    "search": post("/api/search", lambda rng: {"query": query(rng), "limit": 10}),
+    "context": post("/api/sessions/load/context", lambda rng: {"message": query(rng)}),
+}
 
 
-async def load(base: str, request: Request, clients: int, seconds: float) -> dict[str, float]:
+async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                   request: bytes) -> int:
+    """One request on a kept-alive connection; returns the status code. A minimal
+    HTTP/1.1 client: an off-the-shelf one costs more CPU than the server under test."""
+    writer.write(request)
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line[:15].lower() == b"content-length:":
+            length = int(line[15:])
+    await reader.readexactly(length)
+    return int(head[9:12])
+
+
+async def load(port: int, build: Callable[[random.Random], bytes], clients: int,
+               seconds: float) -> dict[str, float]:
     samples: list[float] = []
     errors = 0
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
-        await request(client, random.Random(0))  # warm-up: connections, caches, model
 
-        async def worker(seed: int, deadline: float) -> None:
-            nonlocal errors
-            rng = random.Random(seed)
+    async def worker(seed: int, deadline: float) -> None:
+        nonlocal errors
+        rng = random.Random(seed)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            await exchange(reader, writer, build(rng))  # warm-up
             while time.perf_counter() < deadline:
+                request = build(rng)
                 start = time.perf_counter()
-                response = await request(client, rng)
+                status = await exchange(reader, writer, request)
                 samples.append((time.perf_counter() - start) * 1000)
-                errors += response.status_code != 200
+                errors += status != 200
+        finally:
+            writer.close()
 
-        begin = time.perf_counter()
-        await asyncio.gather(*(worker(i, begin + seconds) for i in range(clients)))
-        elapsed = time.perf_counter() - begin
+    begin = time.perf_counter()
+    await asyncio.gather(*(worker(i, begin + seconds) for i in range(clients)))
+    elapsed = time.perf_counter() - begin
     ordered = sorted(samples)
     return {"requests": len(ordered), "errors": errors,
             "rps": round(len(ordered) / elapsed, 1),
@@ -119,28 +147,27 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--embedding", choices=["local", "hash"], default="local")
+    parser.add_argument("--workers", type=int, default=1, help="server processes")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "load.db"
         build_store(db, args.memories, args.embedding)
         port = free_port()
-        server = start_server(db, port, args.embedding)
+        server = start_server(db, port, args.embedding, args.workers)
         try:
-            base = f"http://127.0.0.1:{port}"
-            results = {name: asyncio.run(load(base, fn, args.clients, args.seconds))
-                       for name, fn in (("health", health), ("search", search),
-                                        ("context", context))}
+            results = {name: asyncio.run(load(port, build, args.clients, args.seconds))
+                       for name, build in ENDPOINTS.items()}
         finally:
             server.terminate()
             server.wait(timeout=10)
     report = {"machine": machine(), "memories": args.memories, "clients": args.clients,
-              "embedding": args.embedding, **results}
+              "embedding": args.embedding, "workers": args.workers, **results}
     if args.json:
         print(json.dumps(report))
         return
     print(f"{machine()}; {args.memories:,} memories, {args.clients} clients, "
-          f"{args.embedding} embeddings")
+          f"{args.embedding} embeddings, {args.workers} server process(es)")
     for name, r in results.items():
         print(f"{name:8} {r['rps']:8.1f} req/s  p50 {r['p50_ms']:7.2f} ms  "
               f"p99 {r['p99_ms']:7.2f} ms  ({r['requests']} requests, {r['errors']} errors)")

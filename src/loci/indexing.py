@@ -9,6 +9,8 @@ model is an :class:`EmbeddingMismatchError` that says to run ``loci reindex``.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,6 +26,10 @@ log = logging.getLogger("loci.indexing")
 META_MODEL = "embedding_model"
 META_DIM = "embedding_dim"
 BATCH = 128
+#: How long a search trusts what it last read of the store's model and of which items
+#: wait for vectors. Writes through this process embed at once; the pause only delays
+#: noticing another process's reindex, or its items left unembedded, by this much.
+RECHECK_SECONDS = 1.0
 
 #: Called with (items done so far, items in all).
 Progress = Callable[[int, int], None]
@@ -43,19 +49,29 @@ class Indexer:
         self.store = store
         self.embedder = embedder
         self.queries = QueryVectors(embedder)
+        self._recorded: tuple[float, str | None, int | None] | None = None
+        self._caught_up: dict[tuple[str, Scope | None], float] = {}
+        self._lock = threading.Lock()
 
-    def recorded_model(self) -> tuple[str | None, int | None]:
+    def recorded_model(self, *, fresh: bool = False) -> tuple[str | None, int | None]:
+        """The (model, dimension) the store was indexed with; re-read from the store at
+        most every ``RECHECK_SECONDS`` unless ``fresh``."""
+        cached = self._recorded
+        if not fresh and cached is not None and time.monotonic() - cached[0] < RECHECK_SECONDS:
+            return cached[1], cached[2]
         model, dim = self.store.get_meta(META_MODEL), self.store.get_meta(META_DIM)
-        return model, int(dim) if dim else None
+        self._recorded = (time.monotonic(), model, int(dim) if dim else None)
+        return self._recorded[1], self._recorded[2]
 
-    def matches(self) -> bool:
-        """True when the store is unindexed or indexed with this embedder's model."""
-        model, dim = self.recorded_model()
+    def matches(self, *, fresh: bool = True) -> bool:
+        """True when the store is unindexed or indexed with this embedder's model
+        (searches pass ``fresh=False``; writes always read the store)."""
+        model, dim = self.recorded_model(fresh=fresh)
         return model is None or (model == self.embedder.name and dim == self.embedder.dim)
 
     def check(self) -> None:
         """Raise unless the store's vectors were made by this embedder's model."""
-        if not self.matches():
+        if not self.matches(fresh=False) and not self.matches():
             model, dim = self.recorded_model()
             raise EmbeddingMismatchError(
                 f"the store was indexed with {model} ({dim} dimensions) but the configured "
@@ -67,6 +83,20 @@ class Indexer:
         """The query's vector (read-only; remembered per text, see ``QueryVectors``)."""
         self.check()
         return self.queries.get(text)
+
+    def catch_up(self, kind: str, scope: Scope | None = None) -> int:
+        """``embed_pending`` for searches: at most once per ``RECHECK_SECONDS`` per
+        kind and scope, so a busy server does not look for unembedded items on every
+        query."""
+        key, now = (kind, scope), time.monotonic()
+        with self._lock:
+            if now - self._caught_up.get(key, -RECHECK_SECONDS) < RECHECK_SECONDS:
+                return 0
+            self._caught_up[key] = now
+            if len(self._caught_up) > 4096:  # many scopes: forget the oldest half
+                for old in sorted(self._caught_up, key=self._caught_up.__getitem__)[:2048]:
+                    del self._caught_up[old]
+        return self.embed_pending(kind, scope)
 
     def embed_pending(self, kind: str, scope: Scope | None = None) -> int:
         """Embed every not-yet-embedded item of ``kind``; a provider failure is logged
@@ -83,6 +113,7 @@ class Indexer:
         """Forget all vectors, record this embedder's model, and embed everything."""
         self.store.clear_embeddings()
         self._record_model()
+        self._caught_up.clear()
         total = sum(self.store.count_unembedded(kind) for kind in KINDS)
         done = 0
 
@@ -132,6 +163,7 @@ class Indexer:
     def _record_model(self) -> None:
         self.store.set_meta(META_MODEL, self.embedder.name)
         self.store.set_meta(META_DIM, str(self.embedder.dim))
+        self._recorded = None
 
     def vectors_for(self, texts: list[str]) -> Vectors | None:
         """Vectors for items about to be written, or None when the store was indexed

@@ -78,7 +78,7 @@ class Retriever:
     def _embed(self, scope: Scope, kind: str, query: str) -> Vectors | None:
         if self.indexer is None or not query.strip():
             return None
-        self.indexer.embed_pending(kind, scope)
+        self.indexer.catch_up(kind, scope)
         return self.indexer.embed_query(query)
 
     def _candidates(
