@@ -89,6 +89,7 @@ def ingest(loci: Loci, n: int, rng: random.Random) -> dict[str, float]:
             loci.store.put_memories(loci.scope, memories, vectors)
             spent += time.perf_counter() - start
         index_start = time.perf_counter()
+        print(f"ingested {n:,} in {spent:.1f} s; building indexes", file=sys.stderr, flush=True)
     # Leaving bulk_load() built the HNSW index (PostgreSQL); SQLite builds its graph on
     # the first search, timed here too.
     loci.search("warm up the index", 10)
