@@ -61,6 +61,14 @@ def pg_template() -> Iterator[PgTemplate]:
         template.drop_all()
 
 
+@pytest.fixture
+def pg_url(pg_template: PgTemplate) -> Iterator[str]:
+    """An empty, migrated PostgreSQL database of its own for one test."""
+    url = pg_template.fresh()
+    yield url
+    pg_template.drop(url)
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def store_url(
     request: pytest.FixtureRequest, tmp_path: Path

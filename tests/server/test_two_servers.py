@@ -13,19 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.pg import PgTemplate
 from tests.server.test_serve import free_port, wait_until_up
 
 WRITERS = 8
 EVENTS_PER_WRITER = 25
 MEMORIES_PER_WRITER = 10
-
-
-@pytest.fixture
-def pg_url(pg_template: PgTemplate) -> Iterator[str]:
-    url = pg_template.fresh()
-    yield url
-    pg_template.drop(url)
 
 
 @pytest.fixture

@@ -16,18 +16,10 @@ from loci.errors import StoreError, ValidationError
 from loci.models import NewEvent
 from loci.store.postgres import PostgresStore
 from loci.store.postgres_rows import path_label, path_to_ltree
-from tests.pg import PgTemplate
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE = Scope("alice", "helper")
 WRITERS, BATCHES = 4, 15
-
-
-@pytest.fixture
-def pg_url(pg_template: PgTemplate) -> Iterator[str]:
-    url = pg_template.fresh()
-    yield url
-    pg_template.drop(url)
 
 
 @pytest.fixture
