@@ -1,4 +1,4 @@
-# Bootstraps .venv from nothing: `make test` and `make demo` are all a fresh machine needs.
+# Bootstraps .venv from nothing: `make serve` and `make test` are all a fresh machine needs.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
