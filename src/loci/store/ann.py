@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import json
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -97,7 +98,9 @@ class AnnIndex:
         if self.path is None or not self.dirty:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
+        # A name of this process and thread's own: two servers on one database may
+        # save the same graph at once, and must not write into one temporary file.
+        tmp = self.path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
         self._index.save(str(tmp))
         tmp.replace(self.path)
         self.path.with_suffix(".json").write_text(
