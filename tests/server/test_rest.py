@@ -66,6 +66,8 @@ def test_bad_events_store_nothing(client: TestClient) -> None:
     assert broken.status_code == 422
     bad_line = client.post("/api/sessions/s/import", content='{"role": "user"}\nnot json\n')
     assert bad_line.status_code == 422
+    not_utf8 = client.post("/api/sessions/s/import", content=b'{"role": "user"}\xff\n')
+    assert not_utf8.status_code == 422 and "UTF-8" in error(not_utf8)
     missing = client.get("/api/sessions/s/events")
     assert missing.status_code == 404 and "no session" in error(missing)
 

@@ -92,7 +92,10 @@ def export_session(loci: Engine, session: str) -> PlainTextResponse:
 @router.post("/sessions/{session}/import", response_model=None, status_code=201)
 async def import_session(loci: Engine, session: str, request: Request) -> dict[str, int]:
     """Append a JSONL log (the body); a bad line stores nothing."""
-    body = (await request.body()).decode("utf-8", errors="strict")
+    try:
+        body = (await request.body()).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"the JSONL body is not UTF-8: {exc}") from exc
     return {"imported": len(loci.import_jsonl(body.splitlines(), session))}
 
 
