@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from loci.errors import ConfigError
+
+if TYPE_CHECKING:
+    import httpx
 
 T = TypeVar("T")
 
@@ -45,3 +48,17 @@ def provider_options(
             f"it takes: {', '.join(accepted)}"
         )
     return key, factory, given
+
+
+def error_detail(response: httpx.Response) -> str:
+    """An HTTP provider's own error message if it sent one, else the start of the body."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200].strip() or response.reason_phrase
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and "message" in error:
+            return str(error["message"])[:200]
+        return str(error)[:200]
+    return str(body)[:200]

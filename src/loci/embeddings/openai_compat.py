@@ -19,6 +19,7 @@ import numpy as np
 
 from loci.embeddings.base import Vectors, batched, check_texts, empty_vectors, l2_normalize
 from loci.errors import ConfigError, ProviderError
+from loci.providers import error_detail
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _STATUS_HINTS = {
@@ -118,7 +119,7 @@ class OpenAICompatibleEmbedder:
                     else "check embedding.model and the request"
                 )
             raise ProviderError(
-                f"{where} answered HTTP {response.status_code}: {_error_detail(response)}; {hint}"
+                f"{where} answered HTTP {response.status_code}: {error_detail(response)}; {hint}"
             )
         try:
             return response.json()
@@ -145,20 +146,6 @@ class OpenAICompatibleEmbedder:
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleEmbedder(model={self.model!r}, base_url={self.base_url!r})"
-
-
-def _error_detail(response: httpx.Response) -> str:
-    """The server's own error message if it sent one, else the start of the body."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:200].strip() or response.reason_phrase
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and "message" in error:
-            return str(error["message"])[:200]
-        return str(error)[:200]
-    return str(body)[:200]
 
 
 def _parse_rows(payload: Any, expected: int, url: str) -> Vectors:

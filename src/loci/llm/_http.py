@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import httpx
 
 from loci.errors import ConfigError, ProviderError
+from loci.providers import error_detail
 
 _STATUS_HINTS = {
     400: "check llm.model and the request (the model may not accept these messages)",
@@ -124,20 +125,6 @@ class ChatTransport:
 
     def close(self) -> None:
         self._client.close()
-
-
-def error_detail(response: httpx.Response) -> str:
-    """The server's own error message if it sent one, else the start of the body."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:200].strip() or response.reason_phrase
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and "message" in error:
-            return str(error["message"])[:200]
-        return str(error)[:200]
-    return str(body)[:200]
 
 
 def parse_sse(lines: Iterator[str]) -> Iterator[ServerSentEvent]:

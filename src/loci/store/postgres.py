@@ -37,7 +37,7 @@ from loci.store.postgres_rows import EVENT_COLUMNS, check_text, json_value
 from loci.store.postgres_schema import migrate
 from loci.store.postgres_transfer import PostgresTransfer
 from loci.store.postgres_vectors import PostgresVectors
-from loci.store.sqlite_rows import to_event
+from loci.store.rows import to_event
 from loci.timeutil import utc_now
 
 #: Connections per process. Each thread holds one only for the length of a call.

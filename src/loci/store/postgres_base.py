@@ -15,7 +15,7 @@ from loci.models import Scope, SearchHit
 from loci.search import bm25_to_score, fts_query
 from loci.store.base import SearchFilters
 from loci.store.postgres_rows import KINDS, RANK_SCALE, RANK_WEIGHTS, filter_sql
-from loci.store.sqlite_rows import to_hit
+from loci.store.rows import to_hit
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 

@@ -17,7 +17,7 @@ from loci.store.postgres_rows import (
     path_to_ltree,
     prefix_filter,
 )
-from loci.store.sqlite_rows import to_document, to_document_version
+from loci.store.rows import to_document, to_document_version
 
 
 class PostgresDocuments(PostgresBase):

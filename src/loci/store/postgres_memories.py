@@ -21,7 +21,7 @@ from loci.store.base import NO_FILTERS, SearchFilters, Vectors
 from loci.store.codec import to_micros
 from loci.store.postgres_base import Cursor, PostgresBase
 from loci.store.postgres_rows import MEMORY_COLUMNS, check_text, json_value, memory_filters
-from loci.store.sqlite_rows import to_memory, to_version
+from loci.store.rows import to_memory, to_version
 
 _STAGE = (
     "CREATE TEMP TABLE IF NOT EXISTS memories_in (ord integer, id text, type text, "

@@ -10,7 +10,7 @@ from loci.store.base import NewCompaction
 from loci.store.codec import from_micros, to_micros
 from loci.store.postgres_base import Cursor, PostgresBase
 from loci.store.postgres_rows import COMPACTION_COLUMNS, check_text
-from loci.store.sqlite_rows import to_compaction, to_state
+from loci.store.rows import to_compaction, to_state
 
 _KEY_COLUMNS = "id, tenant, label, created, revoked"
 

@@ -2,7 +2,7 @@
 
 Rows are selected in the column order of ``sqlite_rows`` (tags as one space-joined
 string, JSON as text, timestamps as microseconds), so both backends turn rows into
-model values with the same functions and cannot disagree about them.
+model values with the same functions (`store/rows.py`) and cannot disagree about them.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from loci.store.postgres_rows import (
     json_value,
     path_to_ltree,
 )
-from loci.store.sqlite_rows import (
+from loci.store.rows import (
     to_compaction,
     to_document,
     to_document_version,

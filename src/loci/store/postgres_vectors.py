@@ -27,7 +27,7 @@ from loci.store.base import SearchFilters, Vectors
 from loci.store.postgres_base import PostgresBase
 from loci.store.postgres_rows import KINDS, filter_sql
 from loci.store.postgres_schema import FTS_INDEXES
-from loci.store.sqlite_rows import to_hit
+from loci.store.rows import to_hit
 from loci.store.sqlite_vectors import EMBED_CHARS, _event_text
 
 #: Where index creation takes turns across processes.

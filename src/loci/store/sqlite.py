@@ -38,16 +38,11 @@ from loci.store.codec import (
     from_micros,
     to_micros,
 )
+from loci.store.rows import to_event, to_state
 from loci.store.sqlite_documents import SQLiteDocuments
 from loci.store.sqlite_keys import SQLiteKeys
 from loci.store.sqlite_memories import SQLiteMemories
-from loci.store.sqlite_rows import (
-    COMPACTION_COLUMNS,
-    EVENT_COLUMNS,
-    search_columns,
-    to_event,
-    to_state,
-)
+from loci.store.sqlite_rows import COMPACTION_COLUMNS, EVENT_COLUMNS, search_columns
 from loci.store.sqlite_schema import migrate
 from loci.store.sqlite_transfer import SQLiteTransfer
 from loci.store.sqlite_vectors import SQLiteVectors

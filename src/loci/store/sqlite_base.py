@@ -12,7 +12,8 @@ from typing import Any
 from loci.models import Scope, SearchHit
 from loci.search import bm25_to_score, fts_query
 from loci.store.base import SearchFilters
-from loci.store.sqlite_rows import KINDS, filter_sql, to_hit
+from loci.store.rows import to_hit
+from loci.store.sqlite_rows import KINDS, filter_sql
 
 
 class SQLiteBase:

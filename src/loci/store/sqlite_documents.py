@@ -9,8 +9,9 @@ from dataclasses import replace
 from loci.models import Document, DocumentVersion, Scope, SearchHit
 from loci.store.base import NO_FILTERS, SearchFilters
 from loci.store.codec import dump_json, dump_tags, from_micros, load_json, load_tags, to_micros
+from loci.store.rows import to_document
 from loci.store.sqlite_base import SQLiteBase
-from loci.store.sqlite_rows import DOCUMENT_COLUMNS, to_document
+from loci.store.sqlite_rows import DOCUMENT_COLUMNS
 
 
 class SQLiteDocuments(SQLiteBase):

@@ -10,8 +10,9 @@ from loci.errors import NotFoundError, StoreError
 from loci.models import Memory, MemoryVersion, Scope, SearchHit
 from loci.store.base import NO_FILTERS, SearchFilters, Vectors
 from loci.store.codec import dump_json, dump_tags, to_micros
+from loci.store.rows import to_memory, to_version
 from loci.store.sqlite_base import SQLiteBase
-from loci.store.sqlite_rows import MEMORY_COLUMNS, memory_filters, to_memory, to_version
+from loci.store.sqlite_rows import MEMORY_COLUMNS, memory_filters
 
 
 class SQLiteMemories(SQLiteBase):

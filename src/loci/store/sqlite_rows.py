@@ -1,5 +1,5 @@
-"""SQL fragments and row conversions of the SQLite backend, shared by its keyword and
-vector search paths."""
+"""SQL fragments of the SQLite backend (column lists, searchable kinds, filters),
+shared by its keyword and vector search paths; rows become models in ``store/rows``."""
 
 from __future__ import annotations
 
@@ -8,21 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from loci.models import (
-    Compaction,
-    Document,
-    DocumentVersion,
-    Event,
-    Memory,
-    MemoryVersion,
-    NewEvent,
-    Scope,
-    SearchHit,
-    StateItem,
-)
+from loci.models import NewEvent, Scope
 from loci.search import conversation
 from loci.store.base import SearchFilters
-from loci.store.codec import from_micros, load_json, load_tags, to_micros
+from loci.store.codec import load_json, to_micros
 
 EVENT_COLUMNS = (
     "id, session, type, role, content, ts, tokens, tool_name, tool_call_id, args, "
@@ -56,20 +45,6 @@ KINDS = {
     "document": Kind("documents", "d", "rowid", "path",
                      "d.path, d.content, d.updated, d.tags", "documents_fts"),
 }
-
-
-def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
-    """A hit from a row selected with ``KINDS[kind].hit_columns``."""
-    if kind == "event":
-        return SearchHit(kind="event", id=str(r[0]), score=score, text=r[2],
-                         timestamp=from_micros(r[3]), session=r[1],
-                         metadata={"role": r[4], "type": r[5]})
-    if kind == "memory":
-        return SearchHit(kind="memory", id=r[0], score=score, text=r[2],
-                         timestamp=from_micros(r[4]),
-                         metadata={"type": r[1], "tags": list(load_tags(r[3]))})
-    return SearchHit(kind="document", id=r[0], score=score, text=r[1],
-                     timestamp=from_micros(r[2]), metadata={"tags": list(load_tags(r[3]))})
 
 
 def filter_sql(kind: str, filters: SearchFilters) -> tuple[str, list[Any]]:
@@ -138,60 +113,3 @@ def search_columns(
         ).fetchall()
         previous = [(r[0], load_json(r[1])) for r in reversed(rows)]
     return conversation.index_columns([(e.content, e.metadata) for e in events], previous)
-
-
-def to_event(r: tuple[Any, ...]) -> Event:
-    return Event(
-        id=r[0], session=r[1], type=r[2], role=r[3], content=r[4],
-        timestamp=from_micros(r[5]), tokens=r[6], tool_name=r[7], tool_call_id=r[8],
-        args=load_json(r[9]), metadata=load_json(r[10]) or {}, archived=bool(r[11]),
-        masked=r[12],
-    )
-
-
-def to_memory(r: tuple[Any, ...]) -> Memory:
-    return Memory(
-        id=r[0], type=r[1], content=r[2], tags=load_tags(r[3]),
-        created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
-        expires_at=None if r[6] is None else from_micros(r[6]), source=r[7],
-        metadata=load_json(r[8]) or {},
-    )
-
-
-def to_state(r: tuple[Any, ...]) -> StateItem:
-    return StateItem(key=r[0], value=r[1], updated_at=from_micros(r[2]))
-
-
-def to_document(r: tuple[Any, ...]) -> Document:
-    return Document(
-        path=r[0], content=r[1], tags=load_tags(r[2]), version=r[3],
-        created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
-        metadata=load_json(r[6]) or {},
-    )
-
-
-def to_version(r: tuple[Any, ...]) -> MemoryVersion:
-    return MemoryVersion(
-        memory_id=r[0], version=r[1], type=r[2], content=r[3], tags=load_tags(r[4]),
-        created_at=from_micros(r[5]), updated_at=from_micros(r[6]),
-        expires_at=None if r[7] is None else from_micros(r[7]),
-        superseded_at=from_micros(r[8]), reason=r[9],
-    )
-
-
-def to_compaction(r: tuple[Any, ...]) -> Compaction:
-    """A compaction from a row selected with ``COMPACTION_COLUMNS``."""
-    return Compaction(
-        id=r[0], session=r[1], strategy=r[2], first_event_id=r[3], last_event_id=r[4],
-        summary_event_id=r[5], summary=r[6], tokens_before=r[7], tokens_after=r[8],
-        created_at=from_micros(r[9]),
-    )
-
-
-def to_document_version(r: tuple[Any, ...]) -> DocumentVersion:
-    """path, version, content, tags, created, updated, superseded, metadata."""
-    return DocumentVersion(
-        path=r[0], version=r[1], content=r[2], tags=load_tags(r[3]),
-        created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
-        superseded_at=from_micros(r[6]), metadata=load_json(r[7]) or {},
-    )

@@ -13,13 +13,7 @@ from loci.models import ApiKey, Event, Scope
 from loci.search import conversation
 from loci.store.base import ScopeData, Vectors
 from loci.store.codec import dump_json, dump_tags, from_micros, to_micros
-from loci.store.sqlite_base import SQLiteBase
-from loci.store.sqlite_rows import (
-    COMPACTION_COLUMNS,
-    DOCUMENT_COLUMNS,
-    EVENT_COLUMNS,
-    KINDS,
-    MEMORY_COLUMNS,
+from loci.store.rows import (
     to_compaction,
     to_document,
     to_document_version,
@@ -27,6 +21,14 @@ from loci.store.sqlite_rows import (
     to_memory,
     to_state,
     to_version,
+)
+from loci.store.sqlite_base import SQLiteBase
+from loci.store.sqlite_rows import (
+    COMPACTION_COLUMNS,
+    DOCUMENT_COLUMNS,
+    EVENT_COLUMNS,
+    KINDS,
+    MEMORY_COLUMNS,
 )
 
 _SCOPED_TABLES = ("events", "memories", "memory_versions", "state", "documents",

@@ -20,8 +20,9 @@ from loci.models import Scope, SearchHit
 from loci.search import conversation
 from loci.store.base import SearchFilters
 from loci.store.codec import load_json
+from loci.store.rows import to_hit
 from loci.store.sqlite_base import SQLiteBase
-from loci.store.sqlite_rows import KINDS, filter_sql, to_hit
+from loci.store.sqlite_rows import KINDS, filter_sql
 from loci.store.vector_index import VectorIndex
 
 Vectors = npt.NDArray[np.float32]
