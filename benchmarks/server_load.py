@@ -8,7 +8,9 @@ process and an asyncio load generator (in this process, a minimal keep-alive HTT
 client) keeps ``--clients`` requests in flight for ``--seconds`` per endpoint, each
 search with a fresh query (no two alike, so no cache helps). The baseline in the same
 run is ``GET /api/health``: the cost of the HTTP stack alone. Figures: requests/s,
-p50 and p99 per endpoint.
+p50 and p99 per endpoint, and the server's CPU time per request (its processes'
+utime + stime over the run, divided by the requests: steadier than throughput on a
+shared machine).
 """
 
 from __future__ import annotations
@@ -76,6 +78,28 @@ def start_server(db: Path, port: int, embedding: str, workers: int = 1
     raise SystemExit("the server did not start")
 
 
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds used so far by ``pid`` and its children (the worker processes), read
+    from /proc: the server's cost per request, whatever else loads the machine."""
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = [pid] + [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(p) == pid]
+    total = 0
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total / tick
+
+
+def _parent(pid: str) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return -1
+
+
 def get(path: str) -> Callable[[random.Random], bytes]:
     return lambda _: f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode()
 
@@ -112,7 +136,7 @@ async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
 
 
 async def load(port: int, build: Callable[[random.Random], bytes], clients: int,
-               seconds: float) -> dict[str, float]:
+               seconds: float, server_pid: int) -> dict[str, float]:
     samples: list[float] = []
     errors = 0
 
@@ -131,14 +155,16 @@ async def load(port: int, build: Callable[[random.Random], bytes], clients: int,
         finally:
             writer.close()
 
-    begin = time.perf_counter()
+    begin, cpu = time.perf_counter(), process_tree_cpu(server_pid)
     await asyncio.gather(*(worker(i, begin + seconds) for i in range(clients)))
     elapsed = time.perf_counter() - begin
+    cpu = process_tree_cpu(server_pid) - cpu
     ordered = sorted(samples)
     return {"requests": len(ordered), "errors": errors,
             "rps": round(len(ordered) / elapsed, 1),
             "p50_ms": round(ordered[len(ordered) // 2], 2),
-            "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 2)}
+            "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 2),
+            "server_cpu_ms": round(cpu * 1000 / max(1, len(ordered)), 2)}
 
 
 def main() -> None:
@@ -156,7 +182,8 @@ def main() -> None:
         port = free_port()
         server = start_server(db, port, args.embedding, args.workers)
         try:
-            results = {name: asyncio.run(load(port, build, args.clients, args.seconds))
+            results = {name: asyncio.run(load(port, build, args.clients, args.seconds,
+                                           server.pid))
                        for name, build in ENDPOINTS.items()}
         finally:
             server.terminate()
@@ -170,7 +197,8 @@ def main() -> None:
           f"{args.embedding} embeddings, {args.workers} server process(es)")
     for name, r in results.items():
         print(f"{name:8} {r['rps']:8.1f} req/s  p50 {r['p50_ms']:7.2f} ms  "
-              f"p99 {r['p99_ms']:7.2f} ms  ({r['requests']} requests, {r['errors']} errors)")
+              f"p99 {r['p99_ms']:7.2f} ms  server CPU {r['server_cpu_ms']:5.2f} ms/request  "
+              f"({r['requests']} requests, {r['errors']} errors)")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ another's data through any REST route; open mode is loopback-only."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -69,11 +70,15 @@ def test_requests_need_a_valid_key_once_keys_exist(client: TestClient,
     assert wrong_user.status_code == 403
 
 
-def test_revoked_key_is_refused(client: TestClient, keys: dict[str, str], db: str,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_revoked_key_is_refused_once_the_check_expires(
+        client: TestClient, keys: dict[str, str], db: str,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The server remembers a key check for _KEYS_TTL seconds (2 s; shortened here).
+    monkeypatch.setattr("loci.server.hub._KEYS_TTL", 0.2)
     assert client.get("/api/memories", headers=auth(keys["bob"])).status_code == 200
     key_id = keys["bob"].split("_")[1]
     assert main(["keys", "revoke", key_id, "--store", db]) == 0
+    time.sleep(0.25)
     assert client.get("/api/memories", headers=auth(keys["bob"])).status_code == 401
     assert main(["keys", "revoke", key_id, "--store", db]) == 2
     assert "no active API key" in capsys.readouterr().err

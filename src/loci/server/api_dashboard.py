@@ -12,8 +12,9 @@ from fastapi import APIRouter, Depends
 from loci import __version__
 from loci.server.deps import Engine, get_hub, get_principal
 from loci.server.hub import Hub, Principal
+from loci.server.routing import JSONRoute
 
-router = APIRouter(tags=["dashboard"])
+router = APIRouter(tags=["dashboard"], route_class=JSONRoute)
 
 
 @router.get("/overview", response_model=None)

@@ -14,8 +14,9 @@ from loci.knowledge import DocumentPage, DocumentSummary
 from loci.knowledge.tree import Node
 from loci.models import Document, DocumentVersion
 from loci.server.deps import Engine
+from loci.server.routing import JSONRoute
 
-router = APIRouter()
+router = APIRouter(route_class=JSONRoute)
 
 
 class DocumentIn(BaseModel):

@@ -12,9 +12,10 @@ from pydantic import BaseModel, Field
 from loci.memory.tools import MemoryPage, MemorySummary
 from loci.models import Memory, MemoryVersion, StateItem
 from loci.server.deps import Engine
+from loci.server.routing import JSONRoute
 from loci.store import SearchFilters
 
-router = APIRouter(tags=["memories"])
+router = APIRouter(tags=["memories"], route_class=JSONRoute)
 
 
 class MemoryIn(BaseModel):

@@ -14,8 +14,9 @@ from loci.errors import ValidationError
 from loci.knowledge import SessionKnowledge
 from loci.models import Compaction, Event, SearchHit, SessionInfo
 from loci.server.deps import Engine
+from loci.server.routing import JSONRoute
 
-router = APIRouter(tags=["sessions"])
+router = APIRouter(tags=["sessions"], route_class=JSONRoute)
 
 
 class EventIn(BaseModel):

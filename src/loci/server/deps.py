@@ -10,12 +10,12 @@ from loci.engine import Loci
 from loci.server.hub import Hub, Principal
 
 
-def get_hub(request: Request) -> Hub:
+async def get_hub(request: Request) -> Hub:
     hub: Hub = request.app.state.hub
     return hub
 
 
-def get_principal(
+async def get_principal(
     hub: Annotated[Hub, Depends(get_hub)],
     authorization: Annotated[str | None, Header()] = None,
     x_loci_user: Annotated[str | None, Header()] = None,
@@ -24,7 +24,7 @@ def get_principal(
     return hub.authenticate(authorization, x_loci_user, x_loci_agent)
 
 
-def get_engine(
+async def get_engine(
     hub: Annotated[Hub, Depends(get_hub)],
     principal: Annotated[Principal, Depends(get_principal)],
 ) -> Loci:

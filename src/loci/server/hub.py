@@ -17,13 +17,17 @@ from dataclasses import dataclass
 from loci.engine import Loci, check_name
 from loci.errors import AuthError, ForbiddenError
 from loci.keys import check_key
-from loci.models import Scope
+from loci.models import ApiKey, Scope
 from loci.settings import Settings
 from loci.store import Store
 from loci.timeutil import Clock, utc_now
 
-#: How long the server trusts its "are there any keys?" answer, in seconds.
+#: How long the server trusts what the store said about keys (are there any? is this
+#: one active?), in seconds: a key revoked while the server runs stops working within
+#: this time. Authentication runs on the event loop, so it must not query every time.
 _KEYS_TTL = 2.0
+#: Checked keys remembered at most (the cache is cleared when full).
+_KEYS_CACHED = 4096
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class Hub:
         self._lock = threading.Lock()
         self._keys_checked = 0.0
         self._keys_exist = False
+        self._checked: dict[str, tuple[float, ApiKey | None]] = {}
 
     def engine(self, principal: Principal) -> Loci:
         """The engine for the principal's scope (created on first use, then cached)."""
@@ -80,7 +85,7 @@ class Hub:
             scheme, _, token = authorization.partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
                 raise AuthError("use the header 'Authorization: Bearer <API key>'")
-            key = check_key(self.store, token.strip())
+            key = self._check(token.strip())
             if key is None:
                 raise AuthError("unknown or revoked API key")
             if user and user != key.tenant:
@@ -91,6 +96,18 @@ class Hub:
                             "(create one with `loci keys create --user NAME`)")
         tenant = check_name("user", user) if user else self.settings.user
         return Principal(Scope(tenant, agent_name))
+
+    def _check(self, token: str) -> ApiKey | None:
+        """``check_key``, remembered for ``_KEYS_TTL`` seconds."""
+        now = time.monotonic()
+        seen = self._checked.get(token)
+        if seen is not None and now - seen[0] <= _KEYS_TTL:
+            return seen[1]
+        key = check_key(self.store, token)
+        if len(self._checked) >= _KEYS_CACHED:
+            self._checked.clear()
+        self._checked[token] = (now, key)
+        return key
 
     def close(self) -> None:
         self.base.close()

@@ -1,0 +1,75 @@
+"""JSONRoute writes the same JSON as FastAPI's own encoder, through orjson."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from fastapi import APIRouter, FastAPI
+from fastapi.encoders import jsonable_encoder
+from fastapi.testclient import TestClient
+from pydantic import BaseModel
+from starlette.responses import Response
+
+from loci.server.routing import JSONRoute, json_response
+
+
+class Inner(BaseModel):
+    when: datetime
+    names: list[str]
+
+
+@dataclass(frozen=True)
+class Outer:
+    id: str
+    at: datetime
+    tags: tuple[str, ...]
+    score: float
+    extra: dict[str, object]
+
+
+VALUE = [Outer("m1", datetime(2026, 11, 22, 3, 4, 5, 678_901, tzinfo=UTC), ("a", "b"), 0.25,
+               {"path": Path("/kb/x.md"), "set": frozenset({"only"}), "none": None,
+                "model": Inner(when=datetime(2026, 1, 2, tzinfo=UTC), names=["x"]),
+                "counts": {1: "one"}})]
+
+
+def test_json_response_matches_jsonable_encoder() -> None:
+    assert json.loads(json_response(VALUE).body) == json.loads(
+        json.dumps(jsonable_encoder(VALUE)))
+
+
+def test_json_response_refuses_what_it_cannot_write() -> None:
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        json_response({"x": object()})
+
+
+def test_routes_keep_their_status_and_their_own_responses() -> None:
+    router = APIRouter(route_class=JSONRoute)
+
+    @router.post("/made", status_code=201)
+    def made() -> list[Outer]:
+        return VALUE
+
+    @router.get("/async")
+    async def in_loop() -> dict[str, datetime]:
+        return {"at": VALUE[0].at}
+
+    @router.get("/plain")
+    def plain() -> Response:
+        return json_response({"kept": True}, 202)
+
+    app = FastAPI()
+    app.include_router(router)
+    with TestClient(app) as client:
+        created = client.post("/made")
+        assert created.status_code == 201
+        assert created.headers["content-type"] == "application/json"
+        assert created.json()[0]["at"] == "2026-11-22T03:04:05.678901+00:00"
+        assert created.json()[0]["tags"] == ["a", "b"]
+        assert client.get("/async").json() == {"at": "2026-11-22T03:04:05.678901+00:00"}
+        kept = client.get("/plain")
+        assert kept.status_code == 202 and kept.json() == {"kept": True}
