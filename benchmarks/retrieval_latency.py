@@ -56,8 +56,8 @@ def build(tmp: Path, size: int, rng: random.Random) -> Loci:
 
 
 def warm_up(loci: Loci, first_query: str) -> dict[str, float]:
-    """Load the vectors, then wait for the HNSW graph (above 20k vectors it is built in
-    the background on first search; searches are exact until then)."""
+    """Load the vectors, then wait for the HNSW graph (from ``ANN_THRESHOLD`` vectors on
+    it is built in the background on first search; searches are exact until then)."""
     start = time.perf_counter()
     loci.search(first_query, 10)  # loads the in-memory vector index once
     loaded = time.perf_counter()

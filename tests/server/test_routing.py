@@ -73,3 +73,21 @@ def test_routes_keep_their_status_and_their_own_responses() -> None:
         assert client.get("/async").json() == {"at": "2026-11-22T03:04:05.678901+00:00"}
         kept = client.get("/plain")
         assert kept.status_code == 202 and kept.json() == {"kept": True}
+
+
+def test_a_serving_app_exempts_its_start_up_objects_from_gc(home: Path) -> None:
+    import gc
+
+    from loci import load_settings
+    from loci.server import create_app
+
+    db = f"sqlite:///{home / 'loci.db'}"
+    try:
+        with TestClient(create_app(load_settings(store=db))) as client:
+            assert client.get("/api/health").status_code == 200
+            assert gc.get_freeze_count() == 0  # a library or test app leaves gc alone
+        with TestClient(create_app(load_settings(store=db), serving=True)) as client:
+            assert client.get("/api/health").status_code == 200
+            assert gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()

@@ -94,3 +94,21 @@ def test_the_local_model_loads_after_the_graph_was_used(tmp_path: Path) -> None:
                           timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "(1, 384)"
+
+
+def test_two_builders_of_one_graph_build_it_once(tmp_path: Path) -> None:
+    # Two server processes on one database reach the threshold together: the file lock
+    # makes the second wait for the first's graph and load it instead of building too.
+    from loci.store.ann import GraphBuild
+
+    vectors = _unit(3_000, 32, 8)
+    ids = np.arange(1, 3_001, dtype=np.int64)
+    builds = [GraphBuild(32, tmp_path / "shared.usearch", ids, ids.copy(), vectors)
+              for _ in range(2)]
+    for build in builds:
+        assert build.wait(120) and build.result is not None
+    assert sorted(b.added for b in builds) == [0, 3_000]
+    meta = (tmp_path / "shared.json").read_text()
+    assert '"max_seq": 3000' in meta
+    for build in builds:
+        assert build.result is not None and len(build.result) == 3_000

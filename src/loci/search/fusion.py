@@ -20,7 +20,7 @@ Optional recency weighting blends in ``0.5 ** (age / half_life)``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 
 from loci.errors import ConfigError
@@ -76,13 +76,11 @@ def fuse(
                 part = hit.score
             by_id.setdefault(hit.id, hit)
             parts.setdefault(hit.id, [-1.0, -1.0])[slot] = part
-    floors = (0.0, 0.0) if config.method == "rrf" else (
+    fv, fk = (0.0, 0.0) if config.method == "rrf" else (
         vector_floor, min(1.0, _relevance(keyword_floor) / best))
     fused = [
-        replace(by_id[i], score=min(1.0, sum(
-            w * (p if p >= 0 else floor) for w, p, floor in zip((wv, wk), ps, floors,
-                                                                 strict=True))))
-        for i, ps in parts.items()
+        by_id[i].rescored(min(1.0, wv * (pv if pv >= 0 else fv) + wk * (pk if pk >= 0 else fk)))
+        for i, (pv, pk) in parts.items()
     ]
     if config.recency_weight and now is not None:
         fused = [_with_recency(h, config, now) for h in fused]
@@ -98,4 +96,4 @@ def _with_recency(hit: SearchHit, config: FusionConfig, now: datetime) -> Search
     age_days = max(0.0, (now - hit.timestamp).total_seconds() / 86_400)
     decay = 0.5 ** (age_days / config.recency_half_life_days)
     w = config.recency_weight
-    return replace(hit, score=(1 - w) * hit.score + w * decay)
+    return hit.rescored((1 - w) * hit.score + w * decay)

@@ -127,7 +127,7 @@ def _with_session_evidence(hits: Sequence[SearchHit]) -> list[SearchHit]:
     for hit in hits:
         best[hit.session] = max(best.get(hit.session, 0.0), hit.score)
     w = SESSION_WEIGHT
-    blended = [replace(h, score=(1 - w) * h.score + w * best[h.session]) for h in hits]
+    blended = [h.rescored((1 - w) * h.score + w * best[h.session]) for h in hits]
     return sorted(blended, key=lambda h: h.score, reverse=True)
 
 
@@ -141,5 +141,5 @@ def _blend(
     hits: Sequence[SearchHit], weight: float, test: Callable[[SearchHit], bool]
 ) -> list[SearchHit]:
     """Scores become ``(1 - weight) * score + weight * test(hit)``, best first."""
-    blended = [replace(h, score=(1 - weight) * h.score + weight * test(h)) for h in hits]
+    blended = [h.rescored((1 - weight) * h.score + weight * test(h)) for h in hits]
     return sorted(blended, key=lambda h: h.score, reverse=True)

@@ -3,6 +3,7 @@ proxy under ``/v1`` and the dashboard at ``/``, all over one :class:`Hub`."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -71,13 +72,16 @@ class BodyLimit:
 
 
 def create_app(settings: Settings | None = None, *, store: Store | None = None,
-               clock: Clock = utc_now) -> FastAPI:
-    """The server application over ``store`` (default: the one in ``settings``)."""
+               clock: Clock = utc_now, serving: bool = False) -> FastAPI:
+    """The server application over ``store`` (default: the one in ``settings``).
+    ``serving``: this process exists to run it (``loci serve``), see ``settle_gc``."""
     hub = Hub(settings or load_settings(), store=store, clock=clock)
     mcp_endpoint, mcp_app = http_app(build_mcp(hub), hub)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if serving:
+            settle_gc()
         # The MCP session manager's task group lives as long as the app.
         async with mcp_app.router.lifespan_context(mcp_app):
             yield
@@ -101,3 +105,18 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     mount_dashboard(app)
     app.add_middleware(BodyLimit, limit=hub.settings.server_max_body)
     return app
+
+
+def serving_app() -> FastAPI:
+    """The application of a server process, configured from the environment (the
+    factory ``loci serve --workers N`` gives each worker process)."""
+    return create_app(serving=True)
+
+
+def settle_gc() -> None:
+    """Exempt what exists once the server has started (modules, the app, the store)
+    from garbage collection. A full collection walks every tracked object: ~120k of
+    them after start-up, 40-90 ms each time, which set the p99 latency under load;
+    what start-up built lives as long as the process anyway."""
+    gc.collect()
+    gc.freeze()

@@ -8,6 +8,10 @@ thread while exact search keeps answering (``GraphBuild``), saved to
 ``<dir>/<name>.usearch`` with the highest ``vec_seq`` it holds, and the next process
 loads it and only adds what was written since. Rows deleted from the database may
 linger in the graph; hits are always re-read from the database, which drops them.
+
+Several processes may serve one database (``loci serve --workers``): building and
+saving hold an exclusive lock on ``<name>.lock``, so the graph is built once (the
+others wait, then load it) and a graph is never paired with another's ``max_seq``.
 """
 
 from __future__ import annotations
@@ -18,16 +22,26 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: one process per database
+    fcntl = None  # type: ignore[assignment]
+
 log = logging.getLogger("loci.store.ann")
 Matrix = npt.NDArray[np.float32]
-ANN_THRESHOLD = 20_000
+#: Vectors from which unfiltered searches use the graph. At 10k x 384 an exact search
+#: reads 15 MB (0.7 ms with the matrix in cache, ~2 ms inside a search that evicts
+#: it); the graph answers in ~0.1 ms with recall@10 0.97 on the bundled model's
+#: vectors, and builds in ~2 s in the background.
+ANN_THRESHOLD = 5_000
 #: Search breadth: recall@10 of ~0.83-0.9 at 20k-100k on the hash test embedder (whose
 #: vectors have little structure; real embeddings cluster and do better).
 EXPANSION_SEARCH = 96
@@ -95,17 +109,32 @@ class AnnIndex:
             found.keys, found.distances, strict=True)]
 
     def save(self) -> None:
+        """Write the graph and its ``max_seq`` (call under ``graph_lock``)."""
         if self.path is None or not self.dirty:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # A name of this process and thread's own: two servers on one database may
-        # save the same graph at once, and must not write into one temporary file.
         tmp = self.path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
         self._index.save(str(tmp))
         tmp.replace(self.path)
-        self.path.with_suffix(".json").write_text(
-            json.dumps({"dim": self.dim, "max_seq": self.max_seq}))
+        meta = self.path.with_suffix(".json")
+        tmp.write_text(json.dumps({"dim": self.dim, "max_seq": self.max_seq}))
+        tmp.replace(meta)
         self.dirty = 0
+
+
+@contextmanager
+def graph_lock(path: Path | None) -> Iterator[None]:
+    """Exclusive, across processes, for building or saving the graph at ``path``."""
+    if path is None or fcntl is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class GraphBuild:
@@ -120,6 +149,7 @@ class GraphBuild:
                  seqs: npt.NDArray[np.int64], vectors: Matrix) -> None:
         self.result: AnnIndex | None = None
         self.error: BaseException | None = None
+        self.added = 0  # rows this build added (0 if it loaded a complete saved graph)
         self._done = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(dim, path, ids, seqs, vectors),
@@ -129,12 +159,14 @@ class GraphBuild:
     def _run(self, dim: int, path: Path | None, ids: npt.NDArray[np.int64],
              seqs: npt.NDArray[np.int64], vectors: Matrix) -> None:
         try:
-            ann = AnnIndex.open(dim, path)
-            newer = np.nonzero(seqs > ann.max_seq)[0]
-            for start in range(0, len(newer), BUILD_CHUNK):
-                at = newer[start : start + BUILD_CHUNK]
-                ann.upsert(ids[at].tolist(), vectors[at], int(seqs[at].max()))
-            ann.save()
+            with graph_lock(path):  # another process building it: wait, then load it
+                ann = AnnIndex.open(dim, path)
+                newer = np.nonzero(seqs > ann.max_seq)[0]
+                for start in range(0, len(newer), BUILD_CHUNK):
+                    at = newer[start : start + BUILD_CHUNK]
+                    ann.upsert(ids[at].tolist(), vectors[at], int(seqs[at].max()))
+                    self.added += len(at)
+                ann.save()
             self.result = ann
         except BaseException as exc:  # reported to the owner, who stays on exact search
             log.warning("HNSW graph build failed, exact search continues: %s", exc)

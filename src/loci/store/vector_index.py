@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from loci.store.ann import ANN_THRESHOLD, AnnIndex, GraphBuild
+from loci.store.ann import ANN_THRESHOLD, AnnIndex, GraphBuild, graph_lock
 
 Matrix = npt.NDArray[np.float32]
 HAVE_ANN = importlib.util.find_spec("usearch") is not None
@@ -169,4 +169,5 @@ class VectorIndex:
     def persist(self) -> None:
         """Save the HNSW graph's new rows, so the next process need not add them."""
         if self._ann is not None:
-            self._ann.save()
+            with graph_lock(self._ann.path):
+                self._ann.save()

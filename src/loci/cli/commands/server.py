@@ -45,7 +45,7 @@ def serve(host: str | None, port: int | None, store: str | None,
 
     settings = load_settings(store=store, workspace=workspace, server_host=host,
                              server_port=port)
-    app = create_app(settings)
+    app = create_app(settings, serving=True)
     hub = app.state.hub
     if not is_loopback(settings.server_host) and not hub.keys_required():
         hub.close()
@@ -67,7 +67,7 @@ def serve(host: str | None, port: int | None, store: str | None,
     os.environ["LOCI_STORE"] = settings.store_url
     if settings.workspace is not None:
         os.environ["LOCI_WORKSPACE"] = str(settings.workspace)
-    uvicorn.run("loci.server:create_app", factory=True, workers=workers, **options)
+    uvicorn.run("loci.server.app:serving_app", factory=True, workers=workers, **options)
 
 
 @cli.group()
