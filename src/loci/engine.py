@@ -444,6 +444,7 @@ def _make_indexer(settings: Settings, store: Store) -> Indexer | None:
     embedder = make_embedder(
         settings.embedding_provider, model=settings.embedding_model,
         base_url=settings.embedding_base_url, api_key=settings.embedding_api_key,
+        threads=settings.embedding_threads or None,
     )
     return Indexer(store, embedder)
 

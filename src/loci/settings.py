@@ -50,6 +50,9 @@ class Settings:
     embedding_model: str = ""
     embedding_base_url: str = ""
     embedding_api_key: str = ""
+    #: Threads of the local model per process (0: up to 4; ``loci serve --workers N``
+    #: gives each worker its share of the cores).
+    embedding_threads: int = 0
     #: "weighted" (seeds/002: 0.7 vector + 0.3 keyword) or "rrf".
     search_fusion: str = "weighted"
     search_vector_weight: float = 0.7

@@ -57,3 +57,27 @@ def test_loci_serve_runs_the_server(home: Path, workers: int) -> None:
         process.stderr.close()
         process.stdout.close()
     assert (home / "loci.db").exists()
+
+
+def test_workers_share_the_cores_for_the_local_model(home: Path) -> None:
+    from loci import load_settings
+    from loci.cli.commands.server import worker_environment
+    from loci.engine import Loci
+
+    local = load_settings(store=f"sqlite:///{home / 'a.db'}", embedding_provider="local")
+    env = worker_environment(local, workers=os.cpu_count() or 1)
+    assert env["LOCI_STORE"] == local.store_url and env["LOCI_EMBEDDING_THREADS"] == "1"
+    # Chosen threads are kept; other providers have no threads to set.
+    assert "LOCI_EMBEDDING_THREADS" not in worker_environment(
+        load_settings(store=local.store_url, embedding_threads=3), 2)
+    assert "LOCI_EMBEDDING_THREADS" not in worker_environment(
+        load_settings(store=local.store_url, embedding_provider="hash"), 2)
+    # A worker's settings come from that environment, and reach the model.
+    os.environ.update(env)
+    try:
+        with Loci(load_settings(memory_mirror=False, embedding_provider="local")) as worker:
+            assert worker.indexer is not None
+            assert worker.indexer.embedder.threads == 1  # type: ignore[attr-defined]
+    finally:
+        for name in env:
+            os.environ.pop(name)

@@ -12,7 +12,7 @@ from loci.cli.app import cli, json_option, print_json, scoped
 from loci.engine import Loci, check_name
 from loci.errors import ConfigError
 from loci.keys import create_key, revoke_key
-from loci.settings import load_settings
+from loci.settings import Settings, load_settings
 
 
 def is_loopback(host: str) -> bool:
@@ -61,13 +61,22 @@ def serve(host: str | None, port: int | None, store: str | None,
     if workers == 1:
         uvicorn.run(app, **options)
         return
-    # Each worker process builds its own app from the environment, so pass on what
-    # the flags chose.
     hub.close()
-    os.environ["LOCI_STORE"] = settings.store_url
-    if settings.workspace is not None:
-        os.environ["LOCI_WORKSPACE"] = str(settings.workspace)
+    os.environ.update(worker_environment(settings, workers))
     uvicorn.run("loci.server.app:serving_app", factory=True, workers=workers, **options)
+
+
+def worker_environment(settings: Settings, workers: int) -> dict[str, str]:
+    """What each of ``workers`` processes needs in its environment: it builds its own
+    app from there, so it must see what the flags chose."""
+    env = {"LOCI_STORE": settings.store_url}
+    if settings.workspace is not None:
+        env["LOCI_WORKSPACE"] = str(settings.workspace)
+    if settings.embedding_provider == "local" and not settings.embedding_threads:
+        # N processes each running the local model on every core would contend: one
+        # query on 2 threads costs ~25% more CPU than on 1 (measured on 2 cores).
+        env["LOCI_EMBEDDING_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+    return env
 
 
 @cli.group()
