@@ -91,3 +91,42 @@ def test_a_serving_app_exempts_its_start_up_objects_from_gc(home: Path) -> None:
             assert gc.get_freeze_count() > 10_000
     finally:
         gc.unfreeze()
+
+
+def test_sqlite_searches_run_two_at_a_time_per_process(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import threading
+    import time
+
+    import httpx
+
+    from loci import Loci, load_settings
+    from loci.server import create_app
+
+    running, most = 0, 0
+    lock = threading.Lock()
+
+    def slow_search(self: Loci, *args: object, **kwargs: object) -> list[object]:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.05)
+        with lock:
+            running -= 1
+        return []
+
+    monkeypatch.setattr(Loci, "memory_search", slow_search)
+    app = create_app(load_settings(store=f"sqlite:///{home / 'loci.db'}"))
+
+    async def main() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            answers = await asyncio.gather(*(
+                client.post("/api/search", json={"query": f"q{i}"}) for i in range(6)))
+        return [a.status_code for a in answers]
+
+    assert asyncio.run(main()) == [200] * 6
+    assert most == 2
+    app.state.hub.close()

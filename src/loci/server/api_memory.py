@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from loci.memory.tools import MemoryPage, MemorySummary
 from loci.models import Memory, MemoryVersion, StateItem
-from loci.server.deps import Engine
+from loci.server.deps import SEARCH, Engine
 from loci.server.routing import JSONRoute
 from loci.store import SearchFilters
 
@@ -86,7 +86,7 @@ def read_memory(
     return loci.memory_read(memory_id, offset, limit)
 
 
-@router.post("/search", response_model=None)
+@router.post("/search", response_model=None, dependencies=SEARCH)
 def search_memories(loci: Engine, body: SearchIn) -> list[MemorySummary]:
     filters = SearchFilters(types=tuple(body.types), tags=tuple(body.tags),
                             since=body.since, until=body.until)
