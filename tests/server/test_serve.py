@@ -19,7 +19,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until_up(url: str, process: subprocess.Popen[bytes], seconds: float = 30) -> None:
+def wait_until_up(url: str, process: subprocess.Popen[bytes], seconds: float = 90) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
