@@ -31,17 +31,18 @@ UPSTREAM_KEY = "sk-upstream-test"
 
 @dataclass
 class Upstream:
-    """A scripted chat server: ``replies`` are answered in order (then "ok")."""
+    """A scripted chat server: ``replies`` are answered in order (then "ok"); a reply
+    that is a list is tool calls (OpenAI-shaped upstreams only)."""
 
     url: str
-    replies: list[str] = field(default_factory=list)
+    replies: list[Any] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def last(self) -> dict[str, Any]:
         return self.requests[-1]
 
-    def next_reply(self) -> str:
+    def next_reply(self) -> Any:
         return self.replies.pop(0) if self.replies else "ok"
 
 
@@ -57,6 +58,23 @@ def openai_events(reply: str) -> list[dict[str, Any]]:
     events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     events.append({**head, "choices": [], "usage": {"prompt_tokens": 11,
                                                     "completion_tokens": 7}})
+    return events
+
+
+def tool_call_events(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool calls as OpenAI streams them: id and name first, arguments in pieces."""
+    head = {"id": "up-1", "object": "chat.completion.chunk", "model": "up"}
+    events = []
+    for index, call in enumerate(calls):
+        first = {"index": index, "id": call["id"], "type": "function",
+                 "function": {"name": call["function"]["name"], "arguments": ""}}
+        events.append({**head, "choices": [{"index": 0, "delta": {"tool_calls": [first]},
+                                            "finish_reason": None}]})
+        events += [{**head, "choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": index, "function": {"arguments": p}}]}, "finish_reason": None}]}
+            for p in pieces(call["function"]["arguments"], 5)]
+    events.append({**head, "choices": [{"index": 0, "delta": {},
+                                        "finish_reason": "tool_calls"}]})
     return events
 
 
@@ -86,6 +104,16 @@ def make_handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
                 return
             reply = state.next_reply()
             anthropic = self.path.startswith("/anthropic/")
+            if isinstance(reply, list):
+                if body.get("stream"):
+                    self._stream(tool_call_events(reply), False)
+                    return
+                self._json(200, {"id": "up-1", "object": "chat.completion", "model": "up",
+                                 "choices": [{"index": 0, "finish_reason": "tool_calls",
+                                              "message": {"role": "assistant",
+                                                          "content": None,
+                                                          "tool_calls": reply}}]})
+                return
             if body.get("stream"):
                 events = anthropic_events(reply) if anthropic else openai_events(reply)
                 self._stream(events, anthropic)
@@ -360,3 +388,88 @@ def test_tag_filter_streams_exactly_the_clean_reply(text: str, size: int) -> Non
     assert "".join(out) == clean
     real_tags = [t.raw for t in parse_reply(text).tags]
     assert not any(raw in "".join(out) for raw in real_tags)
+
+
+WEATHER = {"type": "function", "function": {
+    "name": "weather", "parameters": {"type": "object",
+                                      "properties": {"city": {"type": "string"}}}}}
+
+
+def weather_call(call_id: str, city: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function",
+            "function": {"name": "weather", "arguments": json.dumps({"city": city})}}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_tool_loop_goes_through_the_proxy(home: Path, upstream: Upstream,
+                                            live_server: LiveServer, stream: bool) -> None:
+    app = proxy_app(home, upstream)
+    upstream.replies += [[weather_call("call_1", "Lisbon"), weather_call("call_2", "Porto")],
+                         "Sunny in Lisbon, rain in Porto."]
+    ask = {"role": "user", "content": "Weather in Lisbon and Porto?"}
+    with client(live_server(app)) as oai:
+        def call(messages: list[dict[str, Any]]) -> tuple[str | None, list[Any]]:
+            if not stream:
+                message = oai.chat.completions.create(
+                    model="gpt-test", messages=messages, tools=[WEATHER],
+                    extra_headers=SESSION).choices[0].message
+                return message.content, [c.model_dump() for c in message.tool_calls or []]
+            text, calls = "", []
+            for piece in oai.chat.completions.create(
+                    model="gpt-test", messages=messages, tools=[WEATHER], stream=True,
+                    extra_headers=SESSION):
+                if piece.choices and piece.choices[0].delta.content:
+                    text += piece.choices[0].delta.content
+                if piece.choices and piece.choices[0].delta.tool_calls:
+                    calls += [c.model_dump() for c in piece.choices[0].delta.tool_calls]
+            return text or None, calls
+
+        _, calls = call([ask])
+        assert {c["id"] for c in calls if c["id"]} == {"call_1", "call_2"}
+        asked = {"role": "assistant", "content": None,
+                 "tool_calls": [weather_call("call_1", "Lisbon"),
+                                weather_call("call_2", "Porto")]}
+        results = [{"role": "tool", "tool_call_id": "call_1", "content": "sunny, 24C"},
+                   {"role": "tool", "tool_call_id": "call_2", "content": "rain, 17C"}]
+        answer, _ = call([ask, asked, *results])
+    assert answer == "Sunny in Lisbon, rain in Porto."
+    # The upstream saw the calls and their results as OpenAI expects them.
+    sent = upstream.last["body"]
+    assert sent["tools"] == [WEATHER]
+    tail = [m for m in sent["messages"] if m["role"] != "system"][-4:]
+    assert tail[0]["role"] == "user" and tail[0]["content"] == ask["content"]
+    assert [c["id"] for c in tail[1]["tool_calls"]] == ["call_1", "call_2"]
+    assert json.loads(tail[1]["tool_calls"][1]["function"]["arguments"]) == {"city": "Porto"}
+    assert tail[2:] == [{"role": "tool", "tool_call_id": "call_1", "content": "sunny, 24C"},
+                        {"role": "tool", "tool_call_id": "call_2", "content": "rain, 17C"}]
+    log = [(e.type, e.tool_call_id, e.content) for e in engine(app).events("work")]
+    assert log == [("message", None, ask["content"]),
+                   ("tool_call", "call_1", ""), ("tool_call", "call_2", ""),
+                   ("tool_result", "call_1", "sunny, 24C"),
+                   ("tool_result", "call_2", "rain, 17C"),
+                   ("message", None, "Sunny in Lisbon, rain in Porto.")]
+
+
+def test_tool_results_are_recorded_once_and_must_answer_a_call(
+        home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream)
+    upstream.replies += ["first answer", "second answer"]
+    asked = {"role": "assistant", "content": None,
+             "tool_calls": [weather_call("call_9", "Faro")]}
+    messages = [{"role": "user", "content": "Weather in Faro?"}, asked,
+                {"role": "tool", "tool_call_id": "call_9", "content": "windy"}]
+    with client(live_server(app)) as oai:
+        for _ in range(2):  # e.g. a retry: the same results again
+            oai.chat.completions.create(model="gpt-test", messages=messages,
+                                        extra_headers=SESSION)
+        for bad in ([{"role": "tool", "tool_call_id": "call_9", "content": "x"}],
+                    [*messages[:2], {"role": "tool", "tool_call_id": "nope", "content": "x"}],
+                    [*messages[:2]]):
+            with pytest.raises(openai.UnprocessableEntityError):
+                oai.chat.completions.create(model="gpt-test", messages=bad,
+                                            extra_headers=SESSION)
+    log = [(e.type, e.content) for e in engine(app).events("work")]
+    # A new session imported the client's history, then the call it answered.
+    assert log == [("message", "Weather in Faro?"), ("tool_call", ""),
+                   ("tool_result", "windy"), ("message", "first answer"),
+                   ("message", "second answer")]

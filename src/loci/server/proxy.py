@@ -6,7 +6,8 @@ One call, for the caller's tenant and agent (the REST authentication rules):
 
 1. The session is the ``X-Loci-Session`` header, else the request's ``user`` field
    (422 if neither).
-2. The client's **last message is the new one** and must be the user's. Loci's log is
+2. The client's **last message is the new one**: the user's, or the results of the
+   tool calls of the previous answer (see ``proxy_tools``). Loci's log is
    the history: clients that resend the whole conversation are not recorded twice.
    The rule: if the session has no events yet, the client's earlier user and
    assistant messages are imported into it first (so a conversation started
@@ -48,6 +49,7 @@ from loci.llm._http import message_text
 from loci.server.deps import get_hub
 from loci.server.hub import Hub
 from loci.server.proxy_stream import TagFilter, chunk, sse
+from loci.server.proxy_tools import call_events, merge_fragments, record_results, split_results
 from loci.server.proxy_upstream import (
     OWN_FIELDS,
     Completion,
@@ -138,12 +140,17 @@ class Turn:
     def __init__(self, loci: Loci, session: str, body: ChatRequest) -> None:
         self.loci, self.session, self.body = loci, session, body
         last = body.messages[-1]
-        if last.get("role") != "user":
-            raise ValidationError("the last message must be the user's: the proxy sends "
-                                  "one new user message per call (tool-result turns are "
-                                  "not supported yet)")
-        self.message = message_text(last.get("content"))
-        self._import_history(body.messages[:-1])
+        self.message: str | None = None  # None: this call brings tool results
+        if last.get("role") == "user":
+            self.message = message_text(last.get("content"))
+            self._import_history(body.messages[:-1])
+        elif last.get("role") == "tool":
+            earlier, results = split_results(body.messages)
+            self._import_history(earlier[:-1])
+            record_results(loci, session, earlier[-1], results)
+        else:
+            raise ValidationError("the last message must be the user's new message or "
+                                  "the results of the assistant's tool calls")
         context = loci.compile(session, self.message, model=body.model)
         system = [message_text(m.get("content")) for m in body.messages
                   if m.get("role") in ("system", "developer")]
@@ -166,11 +173,17 @@ class Turn:
             self.loci.add_events(self.session, events)
 
     def record(self, reply: str, tool_calls: list[Any] | None = None) -> str:
-        """Append the user's message and the reply; returns the clean reply."""
-        self.loci.add(self.session, "user", self.message)
-        extra = {"tool_calls": tool_calls} if tool_calls else {}
-        _, result = self.loci.add_reply(self.session, reply, model=self.body.model, **extra)
-        return result.clean
+        """Append the user's message (if this call brought one), the reply and its tool
+        calls; returns the clean reply."""
+        if self.message is not None:
+            self.loci.add(self.session, "user", self.message)
+        clean = reply
+        if reply.strip() or not tool_calls:
+            _, result = self.loci.add_reply(self.session, reply, model=self.body.model)
+            clean = result.clean
+        if tool_calls:
+            self.loci.add_events(self.session, call_events(tool_calls))
+        return clean
 
     def complete(self, upstream: Upstream) -> dict[str, Any]:
         answer: Completion = upstream.complete(self.request)
@@ -206,7 +219,7 @@ class Turn:
                 yield sse(chunk(self.base, {"tool_calls": delta.tool_calls}))
             finish = delta.finish_reason or finish
             usage = delta.usage or usage
-        clean = self.record(tags.raw, tool_calls or None)
+        clean = self.record(tags.raw, merge_fragments(tool_calls) or None)
         if rest := tags.finish(clean):
             yield sse(chunk(self.base, {"content": rest}))
         yield sse(chunk(self.base, {}, finish))
