@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from loci.engine import Loci, check_name
 from loci.errors import AuthError, ForbiddenError
-from loci.keys import check_key
+from loci.keys import check_key, hash_key
 from loci.models import ApiKey, Scope
 from loci.settings import Settings
 from loci.store import Store
@@ -112,14 +112,14 @@ class Hub:
 
     def _check(self, token: str) -> ApiKey | None:
         """``check_key``, remembered for ``_KEYS_TTL`` seconds."""
-        now = time.monotonic()
-        seen = self._checked.get(token)
+        now, digest = time.monotonic(), hash_key(token)  # no key kept in memory
+        seen = self._checked.get(digest)
         if seen is not None and now - seen[0] <= _KEYS_TTL:
             return seen[1]
         key = check_key(self.store, token)
         if len(self._checked) >= _KEYS_CACHED:
             self._checked.clear()
-        self._checked[token] = (now, key)
+        self._checked[digest] = (now, key)
         return key
 
     def close(self) -> None:
