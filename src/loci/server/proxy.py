@@ -22,7 +22,8 @@ One call, for the caller's tenant and agent (the REST authentication rules):
 4. Only when the upstream has answered are the user's message and the reply appended
    to the session (``Loci.add`` and ``Loci.add_reply``, which saves and strips
    ``[MEMORY:type]``/``[STATE:key]`` tags and runs compaction), so a failed call leaves
-   no trace and the client may simply retry. A stream the client abandons midway is
+   no trace and the client may simply retry (tool results are the exception: they
+   are appended first, once per ``tool_call_id``). A stream the client abandons midway is
    not recorded either.
 5. The client gets the clean answer in OpenAI's shape. Streams are filtered by
    :class:`~loci.server.proxy_stream.TagFilter`, so tags never reach the client.
