@@ -154,3 +154,21 @@ def test_cut_candidate_lists_find_what_exhaustive_ranking_finds(
     only = SearchFilters(types=("preference",))
     assert [h.id for h in pg.search_memories(ALICE, "owl barn", limit=3,
                                              filters=only)] == ["fresh"]
+
+
+def test_common_words_past_the_count_cap_get_estimated_df(
+    pg: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pg.put_memories(ALICE, [mem(f"m{i:03d}", f"lark {'finch' if i % 4 == 0 else 'wren'}")
+                            for i in range(200)])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("ANALYZE memories_terms")
+        conn.execute("ANALYZE memories")
+    monkeypatch.setattr(postgres_keywords, "DF_CAP", 10)
+    estimated = pg._estimate_df("memory", ["lark", "finch", "absent"], 200)
+    assert estimated["lark"] == pytest.approx(200, rel=0.05)
+    assert estimated["finch"] == pytest.approx(50, rel=0.1)
+    assert "absent" not in estimated  # not in the statistics: keeps the cap
+    # Ranking with estimated df: finch (rarer) still outweighs lark.
+    hits = pg.search_memories(ALICE, "lark finch", limit=3)
+    assert [h.text for h in hits] == ["lark finch"] * 3, hits

@@ -39,12 +39,18 @@ from loci.store.postgres_base import PostgresBase
 from loci.store.postgres_rows import KINDS, filter_sql
 from loci.store.rows import to_hit
 
-K1, B = 1.2, 0.75
+#: BM25 parameters, as FTS5's (float8 literals: numeric arithmetic is slower).
+K1, B = "1.2::float8", "0.75::float8"
 #: Postings read per query lexeme, best impact first.
 DEPTH = 400
-#: df counts stop here (a stop word at a million rows would cost ~50 ms to count); a
-#: capped term's idf is that of a term in DF_CAP rows, already small.
-DF_CAP = 50_000
+#: df counts stop here (~0.3 µs per posting counted on two busy cores; a common word at
+#: a million rows is in ~60k). Past it, df is estimated from the planner's statistics
+#: of the postings (``_estimate_df``).
+DF_CAP = 2_000
+#: Statistics target of the postings' ``term`` column: ANALYZE keeps this many most
+#: common lexemes with their frequencies, enough to cover every lexeme past DF_CAP in
+#: the benchmark's million memories.
+TERM_STATISTICS = 1000
 #: Candidates rescored exactly: this many per hit asked for, at least REFINE_MIN.
 REFINE_FACTOR, REFINE_MIN = 4, 100
 #: fts_stats rows of one scope beyond which a search folds them into one.
@@ -141,7 +147,9 @@ def _kind_sql(kind: str) -> list[str]:
         f"CREATE TABLE {t} (tenant text NOT NULL, agent text NOT NULL, term text NOT NULL, "
         "impact real NOT NULL, key bigint NOT NULL, tf real NOT NULL, dl integer NOT NULL)",
         rank_index(kind),
-        f"CREATE INDEX {t}_key ON {t} (key, term)",
+        # Deletes, and rescoring candidates index-only (tf and dl included).
+        f"CREATE INDEX {t}_key ON {t} (key, term) INCLUDE (tf, dl)",
+        f"ALTER TABLE {t} ALTER COLUMN term SET STATISTICS {TERM_STATISTICS}",
         function,
         trigger % ("insert", "INSERT", "NEW TABLE AS new_rows"),
         trigger % ("update", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
@@ -150,10 +158,17 @@ def _kind_sql(kind: str) -> list[str]:
     ]
 
 
-def _bm25(alias: str, avgdl: float) -> str:
-    """One posting's BM25 contribution (``w.idf`` from the query's lexemes)."""
-    return (f"w.idf * {alias}.tf * {K1 + 1} / ({alias}.tf + {K1} * "
-            f"(1 - {B} + {B} * {alias}.dl / {avgdl!r}::float8))")
+def _bm25(alias: str) -> str:
+    """One posting's BM25 contribution: ``w.idf`` from the query's lexemes, the average
+    length from the ``a(avgdl)`` parameter row (a parameter keeps the text, and so
+    psycopg's prepared statement, the same from query to query)."""
+    return (f"w.idf * {alias}.tf * (1 + {K1}) / ({alias}.tf + {K1} * "
+            f"(1 - {B} + {B} * {alias}.dl / a.avgdl))")
+
+
+#: The query's lexemes with their idf, and the scope's average length.
+_WEIGHTS = ("WITH w(term, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "
+            "a(avgdl) AS (SELECT %s::float8) ")
 
 
 class PostgresKeywords(PostgresBase):
@@ -182,26 +197,34 @@ class PostgresKeywords(PostgresBase):
         dfs = {str(r[3]): int(r[4]) for r in rows if r[3] is not None and r[4]}
         if not dfs:
             return []
+        capped = [term for term, df in dfs.items() if df >= DF_CAP]
+        if capped:
+            dfs.update(self._estimate_df(kind, capped, docs))
         n = max(docs, max(dfs.values()))
         avgdl = max(tokens / max(docs, 1), 1.0)
         idfs = {term: max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
                 for term, df in dfs.items()}
         where, params = filter_sql(kind, filters)
         refine = max(limit * REFINE_FACTOR, REFINE_MIN)
-        a, scope_params = k.alias, (scope.tenant, scope.agent)
+        scope_params = (scope.tenant, scope.agent)
         weights = (list(idfs), list(idfs.values()))
         found = self._query(
-            "WITH w(term, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "
-            f"c AS (SELECT p.key, sum({_bm25('p', avgdl)}) AS s FROM w CROSS JOIN LATERAL "
-            f"(SELECT key, tf, dl FROM {t} t WHERE t.tenant = %s AND t.agent = %s AND "
-            "t.term = w.term ORDER BY impact DESC, key LIMIT %s) p GROUP BY p.key "
-            "ORDER BY s DESC, p.key LIMIT %s), "
-            f"x AS (SELECT c.key, sum({_bm25('t', avgdl)}) AS s FROM c JOIN {t} t "
-            "ON t.key = c.key JOIN w ON w.term = t.term GROUP BY c.key) "
-            f"SELECT {k.hit_columns}, x.s FROM x JOIN {k.table} {a} ON {a}.{k.order} = x.key "
-            f"WHERE {a}.tenant = %s AND {a}.agent = %s{where} "
-            f"ORDER BY round(x.s::numeric, 9) DESC, {a}.{k.order} LIMIT %s",
-            (*weights, *scope_params, DEPTH, refine, *scope_params, *params, limit),
+            f"{_WEIGHTS}, c AS (SELECT p.key, sum({_bm25('p')}) AS s FROM a, w "
+            f"CROSS JOIN LATERAL (SELECT key, tf, dl FROM {t} t WHERE t.tenant = %s "
+            "AND t.agent = %s AND t.term = w.term ORDER BY impact DESC, key LIMIT %s) p "
+            "GROUP BY p.key ORDER BY s DESC, p.key LIMIT %s) "
+            # Rescored from all their postings (the (key, term) index), best first; the
+            # rows are then read in that order, only until ``limit`` pass the filters
+            # (each is a heap fetch of a wide row, ~40 µs when not cached).
+            "SELECT r.* FROM (SELECT c.key, round(x.s::numeric, 9) AS s FROM c CROSS JOIN "
+            f"LATERAL (SELECT sum({_bm25('t')}) AS s FROM a, {t} t JOIN w ON w.term = t.term "
+            "WHERE t.key = c.key AND t.term = ANY(%s::text[])) x ORDER BY 2 DESC, 1) x "
+            "CROSS JOIN LATERAL "
+            f"(SELECT {k.hit_columns}, x.s FROM {k.table} {k.alias} WHERE "
+            f"{k.alias}.{k.order} = x.key AND {k.alias}.tenant = %s AND {k.alias}.agent = %s"
+            f"{where}) r ORDER BY x.s DESC, x.key LIMIT %s",
+            (*weights, avgdl, *scope_params, DEPTH, refine, weights[0], *scope_params,
+             *params, limit),
         )
         cut = max(dfs.values()) > DEPTH or sum(dfs.values()) > refine
         if len(found) < limit and cut:
@@ -216,18 +239,32 @@ class PostgresKeywords(PostgresBase):
     ) -> list[tuple[Any, ...]]:
         """Every row matching any word within the scope and filters (GIN), scored from
         its postings: for filters the candidate lists did not satisfy."""
-        k, t, a = KINDS[kind], terms_table(kind), KINDS[kind].alias
+        k, t, al = KINDS[kind], terms_table(kind), KINDS[kind].alias
         where, params = filter_sql(kind, filters)
         return self._query(
-            "WITH w(term, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])) "
-            f"SELECT {k.hit_columns}, s.s FROM {k.table} {a} "
-            f"CROSS JOIN LATERAL (SELECT COALESCE(sum({_bm25('t', avgdl)}), 0) AS s "
-            f"FROM {t} t JOIN w ON w.term = t.term WHERE t.key = {a}.{k.order}) s "
-            f"WHERE {a}.fts @@ websearch_to_tsquery('loci', %s) AND {a}.tenant = %s "
-            f"AND {a}.agent = %s{where} ORDER BY round(s.s::numeric, 9) DESC, {a}.{k.order} "
-            "LIMIT %s",
-            (*weights, fts_query(query), scope.tenant, scope.agent, *params, limit),
+            f"{_WEIGHTS}SELECT {k.hit_columns}, s.s FROM {k.table} {al} "
+            f"CROSS JOIN LATERAL (SELECT COALESCE(sum({_bm25('t')}), 0) AS s "
+            f"FROM a, {t} t JOIN w ON w.term = t.term WHERE t.key = {al}.{k.order}) s "
+            f"WHERE {al}.fts @@ websearch_to_tsquery('loci', %s) AND {al}.tenant = %s "
+            f"AND {al}.agent = %s{where} ORDER BY round(s.s::numeric, 9) DESC, "
+            f"{al}.{k.order} LIMIT %s",
+            (*weights, avgdl, fts_query(query), scope.tenant, scope.agent, *params, limit),
         )
+
+    def _estimate_df(self, kind: str, terms: list[str], docs: int) -> dict[str, int]:
+        """df of lexemes too common to count: the share of postings ANALYZE found for
+        each (``most_common_freqs``) times postings per row, times the scope's rows. A
+        lexeme missing from the statistics keeps DF_CAP (a lower bound: its idf, small
+        anyway, is then somewhat overrated)."""
+        t, table = terms_table(kind), KINDS[kind].table
+        rows = self._query(
+            "SELECT m.v, m.f * GREATEST(ct.reltuples, 0) / GREATEST(cm.reltuples, 1) "
+            "FROM pg_stats s CROSS JOIN LATERAL unnest(s.most_common_vals::text::text[], "
+            "s.most_common_freqs) m(v, f), pg_class ct, pg_class cm "
+            "WHERE s.schemaname = current_schema() AND s.tablename = %s "
+            "AND s.attname = 'term' AND m.v = ANY(%s) AND ct.oid = %s::regclass "
+            "AND cm.oid = %s::regclass", (t, terms, t, table))
+        return {str(r[0]): max(DF_CAP, min(docs, round(float(r[1]) * docs))) for r in rows}
 
     def _fold_stats(self, kind: str, scope: Scope) -> None:
         """Fold a scope's fts_stats rows into one. Writers only ever insert rows there
