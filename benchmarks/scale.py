@@ -38,7 +38,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, percentiles, query, sentence, time_calls
-from loci import Loci, Memory, load_settings
+from loci import Loci, Memory, SearchFilters, load_settings
 
 BATCH = 5_000
 DIM = 384
@@ -119,19 +119,68 @@ def measure(loci: Loci, rng: random.Random, repeat: int) -> dict[str, float]:
     loci.compile("bench", next(messages))
     compile_ms = percentiles(time_calls(lambda: loci.compile("bench", next(messages)), 50))
     result["compile_p50_ms"] = compile_ms["p50_ms"]
+    # Where a search's time goes: the store's keyword and vector halves, alone.
+    filters = SearchFilters(now=datetime.now(UTC))
+    pool = 30  # the retriever's pool for limit 10
+    words = iter([query(rng) for _ in range(repeat)])
+    result["keyword_p50_ms"] = percentiles(time_calls(lambda: loci.store.search_memories(
+        loci.scope, next(words), limit=pool, filters=filters), repeat))["p50_ms"]
+    vectors = iter(np.random.default_rng(7).standard_normal((repeat, DIM), dtype=np.float32))
+    result["vector_p50_ms"] = percentiles(time_calls(lambda: loci.store.vector_search(
+        loci.scope, "memory", next(vectors), limit=pool, filters=filters), repeat))["p50_ms"]
     return result
 
 
-def run(url: str, home: Path, n: int, repeat: int, graph_timeout: float
-        ) -> dict[str, float]:
+def ef_sweep(loci: Loci, n: int, values: list[int], repeat: int) -> dict[str, Any]:
+    """PostgreSQL only: vector-search p50, recall@10 against exact cosine over the
+    stored vectors (regenerated from the same seed) and hybrid p50 per ``hnsw.ef_search``
+    (``postgres_vectors.EF_SEARCH``, set here for the benchmark only)."""
+    from loci.store import postgres_vectors
+
+    stored = np.concatenate([v for _, v in batches(n, random.Random(0))])
+    queries = np.random.default_rng(9).standard_normal((20, DIM), dtype=np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    exact = [set(np.argsort(-(stored @ q))[:10].tolist()) for q in queries]
+    filters = SearchFilters(now=datetime.now(UTC))
+    rng = random.Random(21)
+    out: dict[str, Any] = {}
+    default = postgres_vectors.EF_SEARCH
+    try:
+        for ef in values:
+            postgres_vectors.EF_SEARCH = ef
+            found = [loci.store.vector_search(loci.scope, "memory", q, limit=10,
+                                              filters=filters) for q in queries]
+            recall = np.mean([len({int(h.id[4:]) for h in hits} & truth) / 10
+                              for hits, truth in zip(found, exact, strict=True)])
+            vectors = iter(np.random.default_rng(ef).standard_normal((repeat, DIM),
+                                                                      dtype=np.float32))
+            words = iter([query(rng) for _ in range(repeat)])
+            out[f"ef{ef}"] = {
+                "recall_at_10": round(float(recall), 3),
+                "vector_p50_ms": percentiles(time_calls(
+                    lambda it=vectors: loci.store.vector_search(  # type: ignore[misc]
+                        loci.scope, "memory", next(it), limit=30, filters=filters),
+                    repeat))["p50_ms"],
+                "search_p50_ms": percentiles(time_calls(
+                    lambda it=words: loci.search(next(it), 10),  # type: ignore[misc]
+                    repeat))["p50_ms"]}
+    finally:
+        postgres_vectors.EF_SEARCH = default
+    return out
+
+
+def run(url: str, home: Path, n: int, repeat: int, graph_timeout: float,
+        ef_values: list[int]) -> dict[str, Any]:
     settings = load_settings(store=url, home=home, embedding_provider="hash")
     rng = random.Random(11)
     with Loci(settings) as loci:
-        figures = ingest(loci, n, rng, graph_timeout)
+        figures: dict[str, Any] = ingest(loci, n, rng, graph_timeout)
         load_before = os.getloadavg()[0]
         figures.update(measure(loci, rng, repeat))
         # The machine is shared: the 1-minute load average around the timed searches.
         figures["load_avg"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+        if ef_values and url.startswith("postgres"):
+            figures["ef_sweep"] = ef_sweep(loci, n, ef_values, repeat)
     return figures
 
 
@@ -145,9 +194,12 @@ def main() -> None:
                         help="shared_buffers of the embedded server (a quarter of RAM here)")
     parser.add_argument("--graph-timeout", type=float, default=3600.0,
                         help="seconds to wait for SQLite's HNSW graph before searching")
+    parser.add_argument("--ef-sweep", default="",
+                        help="PostgreSQL: hnsw.ef_search values to compare, e.g. 40,100")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     report: dict[str, object] = {"machine": machine(), "n": args.n}
+    efs = [int(v) for v in args.ef_sweep.split(",") if v]
     with tempfile.TemporaryDirectory(prefix="loci-scale-") as name:
         tmp = Path(name)
         for backend in args.backends.split(","):
@@ -155,11 +207,11 @@ def main() -> None:
             home.mkdir()
             if backend == "sqlite":
                 report[backend] = run(f"sqlite:///{home / 'loci.db'}", home, args.n,
-                                      args.queries, args.graph_timeout)
+                                      args.queries, args.graph_timeout, efs)
             elif backend == "postgres":
                 with postgres_url(args.pg_url, tmp, args.pg_shared_buffers) as url:
                     report[backend] = run(url, home, args.n, args.queries,
-                                          args.graph_timeout)
+                                          args.graph_timeout, efs)
             else:
                 parser.error(f"unknown backend {backend!r}")
             if not args.json:

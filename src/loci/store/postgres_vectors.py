@@ -104,8 +104,10 @@ class PostgresVectors(PostgresBase):
         with self._write() as cur:
             # SET LOCAL lasts for this transaction only. Iterative scans keep walking
             # the graph until enough rows pass the scope and filters.
-            cur.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, 2 * limit)}")
-            cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            # (One statement for both: a round trip less per search.)
+            cur.execute("SELECT set_config('hnsw.ef_search', %s, true), "
+                        "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                        (str(max(EF_SEARCH, 2 * limit)),))
             cur.execute(
                 f"SELECT {k.hit_columns}, 1 - ({distance}) FROM {k.table} {a} "
                 f"WHERE {a}.tenant = %s AND {a}.agent = %s AND {a}.embedding IS NOT NULL"
