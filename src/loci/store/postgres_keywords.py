@@ -13,7 +13,8 @@ A search is BM25 as SQLite's FTS5 computes it (k1 = 1.2, b = 0.75, idf =
 ln((N - df + 0.5) / (df + 0.5)), at least 1e-6; positions weighted as ``setweight``
 marked them: A 1, D 0.3), with N, the average length and df per scope:
 
-1. df of each query lexeme: an index-only count, capped at ``DF_CAP``;
+1. df of each query lexeme: an index-only count, capped at ``DF_CAP`` (past it,
+   estimated from ANALYZE's statistics of the postings);
 2. candidates: per lexeme, its ``DEPTH`` postings of highest impact (all of them when
    df ≤ DEPTH, so small stores are ranked exactly), summed per row; the best ``refine``
    are rescored exactly from all their postings (a row may have been missing from a
@@ -48,8 +49,8 @@ DEPTH = 400
 #: of the postings (``_estimate_df``).
 DF_CAP = 2_000
 #: Statistics target of the postings' ``term`` column: ANALYZE keeps this many most
-#: common lexemes with their frequencies, enough to cover every lexeme past DF_CAP in
-#: the benchmark's million memories.
+#: common lexemes with their frequencies (by a Zipf estimate, every lexeme past DF_CAP
+#: in the benchmark's million memories; not checked lexeme by lexeme).
 TERM_STATISTICS = 1000
 #: Candidates rescored exactly: this many per hit asked for, at least REFINE_MIN.
 REFINE_FACTOR, REFINE_MIN = 4, 100
