@@ -180,7 +180,7 @@ def test_migrations_are_recorded_once(pg: PostgresStore, pg_url: str) -> None:
     PostgresStore(pg_url).close()
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT version, name FROM loci_migrations").fetchall()
-    assert rows == [(1, "initial schema")]
+    assert rows == [(1, "initial schema"), (2, "BM25 postings")]
 
 
 def test_unreachable_server_is_a_store_error(tmp_path: object) -> None:

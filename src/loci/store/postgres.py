@@ -4,7 +4,8 @@ Many Loci processes (servers, CLIs, workers) share one database. A psycopg 3 con
 pool serves each process's threads; every write is one transaction; writers of one
 session are serialized by a transaction-scoped advisory lock so that event ids grow in
 commit order within a session. Full-text search uses generated ``tsvector`` columns with
-GIN indexes, vectors use pgvector with HNSW indexes, document paths are ``ltree`` too.
+GIN indexes and BM25 over postings derived from them (``postgres_keywords``), vectors
+use pgvector with HNSW indexes, document paths are ``ltree`` too.
 
 Tenant isolation: every statement filters by ``tenant`` and ``agent`` (the contract
 suite proves it). Row-level security is not enabled: the process connects as one role
@@ -31,6 +32,7 @@ from loci.store.base import NO_FILTERS, CompactionPlan, SearchFilters, Store
 from loci.store.codec import from_micros, load_json, to_micros
 from loci.store.postgres_base import Cursor, translated_errors
 from loci.store.postgres_documents import PostgresDocuments
+from loci.store.postgres_keywords import PostgresKeywords
 from loci.store.postgres_memories import PostgresMemories
 from loci.store.postgres_records import PostgresRecords
 from loci.store.postgres_rows import EVENT_COLUMNS, check_text, json_value
@@ -48,8 +50,8 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     register_vector(conn)  # numpy arrays ↔ vector, in text and binary
 
 
-class PostgresStore(PostgresVectors, PostgresMemories, PostgresDocuments, PostgresRecords,
-                    PostgresTransfer, Store):
+class PostgresStore(PostgresVectors, PostgresKeywords, PostgresMemories, PostgresDocuments,
+                    PostgresRecords, PostgresTransfer, Store):
     """Storage in one PostgreSQL database (``postgresql://user@host/db``)."""
 
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:

@@ -1,5 +1,5 @@
 """What every part of the PostgreSQL backend shares: the connection pool, transactions,
-plain queries, error translation and ranked keyword search of any searchable kind."""
+plain queries and error translation."""
 
 from __future__ import annotations
 
@@ -12,10 +12,7 @@ from psycopg_pool import ConnectionPool
 
 from loci.errors import StoreError, ValidationError
 from loci.models import Scope, SearchHit
-from loci.search import bm25_to_score, fts_query
 from loci.store.base import SearchFilters
-from loci.store.postgres_rows import KINDS, RANK_SCALE, RANK_WEIGHTS, filter_sql
-from loci.store.rows import to_hit
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 
@@ -68,18 +65,4 @@ class PostgresBase:
     def _keyword_search(
         self, kind: str, scope: Scope, query: str, limit: int, filters: SearchFilters
     ) -> list[SearchHit]:
-        match = fts_query(query)  # quoted words only: user text is never syntax
-        if match is None:
-            return []
-        k = KINDS[kind]
-        where, params = filter_sql(kind, filters)
-        rows = self._query(
-            f"SELECT {k.hit_columns}, ts_rank(%s, {k.alias}.fts, q, 1) AS r "
-            f"FROM {k.table} {k.alias}, websearch_to_tsquery('loci', %s) q "
-            f"WHERE {k.alias}.fts @@ q AND {k.alias}.tenant = %s AND {k.alias}.agent = %s"
-            f"{where} ORDER BY r DESC, {k.alias}.{k.order} LIMIT %s",
-            (RANK_WEIGHTS, match, scope.tenant, scope.agent, *params, limit),
-        )
-        # Same squash as SQLite's BM25 (score = r / (1 + r)), so fusion, which unsquashes
-        # and divides by the best keyword hit, treats both backends alike.
-        return [to_hit(kind, r[:-1], bm25_to_score(-RANK_SCALE * float(r[-1]))) for r in rows]
+        raise NotImplementedError  # PostgresKeywords (postgres_keywords.py) provides it

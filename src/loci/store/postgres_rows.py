@@ -30,12 +30,6 @@ COMPACTION_COLUMNS = (
     "id, session, strategy, first_event_id, last_event_id, summary_event_id, summary, "
     "tokens_before, tokens_after, created"
 )
-#: ts_rank weights {D, C, B, A}: indexed text is A (1.0); an event's preceding turns are
-#: D at 0.3, as in SQLite's ``bm25(1.0, 1.0, 0.3)``.
-RANK_WEIGHTS = "{0.3, 0.2, 0.4, 1.0}"
-#: ts_rank (length-normalized, flag 1) is about 0.1 per matching term; scaled so that
-#: ``r / (1 + r)`` spreads over [0, 1) the way SQLite's BM25 relevance does.
-RANK_SCALE = 10.0
 
 
 @dataclass(frozen=True)
@@ -45,7 +39,7 @@ class Kind:
     table: str
     alias: str
     key: str  # the id callers see (unique within a scope)
-    order: str  # insertion order, oldest first
+    order: str  # insertion order, oldest first; the row key of postings (bigint)
     hit_columns: str
     text: str  # what is embedded
 

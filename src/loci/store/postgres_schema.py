@@ -28,6 +28,8 @@ from collections.abc import Callable
 
 import psycopg
 
+from loci.store.postgres_keywords import schema_sql
+
 #: Where migrations take turns (any constant shared by every Loci process).
 MIGRATION_LOCK = 0x10C1_0001
 #: The full-text indexes, by table (``bulk_load`` drops and rebuilds them too).
@@ -65,7 +67,8 @@ def _v1_initial(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
             archived boolean NOT NULL DEFAULT false, masked text,
             search_extra text, search_context text,
             embedding vector,
-            -- The preceding turns (search_context) count 0.3 (weight D, see ts_rank).
+            -- The preceding turns (search_context) count 0.3 (weight D, see
+            -- postgres_keywords).
             fts tsvector GENERATED ALWAYS AS (
                 setweight(to_tsvector('loci', content || ' ' || coalesce(search_extra, '')),
                           'A')
@@ -155,11 +158,19 @@ def _v1_initial(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
         cur.execute(statement)
 
 
+def _v2_postings(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    # BM25 postings and per-scope statistics derived from the tsvectors, kept by
+    # triggers (see postgres_keywords); existing rows get theirs here.
+    for statement in schema_sql():
+        cur.execute(statement)
+
+
 Migration = Callable[["psycopg.Cursor[tuple[object, ...]]"], None]
 
 #: Version → (name, function). Append only.
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
+    2: ("BM25 postings", _v2_postings),
 }
 
 
