@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -61,23 +63,141 @@ def test_loci_serve_runs_the_server(home: Path, workers: int) -> None:
 
 def test_workers_share_the_cores_for_the_local_model(home: Path) -> None:
     from loci import load_settings
-    from loci.cli.commands.server import worker_environment
     from loci.engine import Loci
+    from loci.server.workers import worker_settings
 
-    local = load_settings(store=f"sqlite:///{home / 'a.db'}", embedding_provider="local")
-    env = worker_environment(local, workers=os.cpu_count() or 1)
-    assert env["LOCI_STORE"] == local.store_url and env["LOCI_EMBEDDING_THREADS"] == "1"
+    local = load_settings(store=f"sqlite:///{home / 'a.db'}", embedding_provider="local",
+                          memory_mirror=False)
+    each = worker_settings(local, workers=os.cpu_count() or 1)
+    assert each.embedding_threads == 1 and each.store_url == local.store_url
     # Chosen threads are kept; other providers have no threads to set.
-    assert "LOCI_EMBEDDING_THREADS" not in worker_environment(
-        load_settings(store=local.store_url, embedding_threads=3), 2)
-    assert "LOCI_EMBEDDING_THREADS" not in worker_environment(
-        load_settings(store=local.store_url, embedding_provider="hash"), 2)
-    # A worker's settings come from that environment, and reach the model.
-    os.environ.update(env)
+    assert worker_settings(replace(local, embedding_threads=3), 2).embedding_threads == 3
+    hashed = replace(local, embedding_provider="hash")
+    assert worker_settings(hashed, 2) == hashed
+    with Loci(each) as worker:
+        assert worker.indexer is not None
+        assert worker.indexer.embedder.threads == 1  # type: ignore[attr-defined]
+
+
+def test_reuse_port_listeners_share_the_connections() -> None:
+    from loci.server.workers import listener
+
+    where, held = listener("127.0.0.1", 0)
+    assert where.shared is None and where.port == held.getsockname()[1] != 0
+    with held, where.socket() as one, where.socket() as two:
+        clients = [socket.create_connection(("127.0.0.1", where.port)) for _ in range(32)]
+        accepted = []
+        for sock in (one, two):
+            sock.setblocking(False)
+            count = 0
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    sock.accept()[0].close()
+                    count += 1
+            accepted.append(count)
+        for client in clients:
+            client.close()
+    assert sum(accepted) == 32 and min(accepted) > 0, accepted
+
+
+def test_a_shared_listener_is_one_socket() -> None:
+    from loci.server.workers import listener
+
+    where, held = listener("127.0.0.1", 0, balanced=False)
+    with held:
+        assert where.shared is held and where.socket() is held
+        with socket.create_connection(("127.0.0.1", where.port)):
+            held.accept()[0].close()
+
+
+def test_a_port_in_use_is_a_config_error() -> None:
+    from loci.errors import ConfigError
+    from loci.server.workers import listener
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(ConfigError, match=r"cannot listen on 127\.0\.0\.1"):
+            listener("127.0.0.1", taken.getsockname()[1])
+
+
+def connections_by_process(port: int, pids: list[int]) -> dict[int, int]:
+    """How many established connections to ``port`` each of ``pids`` holds (Linux)."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].split(":")[1], 16) == port and fields[3] == "01":
+            inodes.add(fields[9])
+    counts = {}
+    for pid in pids:
+        links = [os.readlink(f) for f in Path(f"/proc/{pid}/fd").iterdir()
+                 if f.is_symlink()]
+        counts[pid] = sum(link[8:-1] in inodes for link in links if link.startswith("socket:"))
+    return counts
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_two_workers_both_take_connections(home: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "LOCI_HOME": str(home), "LOCI_EMBEDDING_PROVIDER": "hash"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "loci", "serve", "--port", str(port), "--workers", "2",
+         "--store", f"sqlite:///{home / 'loci.db'}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        with Loci(load_settings(memory_mirror=False, embedding_provider="local")) as worker:
-            assert worker.indexer is not None
-            assert worker.indexer.embedder.threads == 1  # type: ignore[attr-defined]
+        wait_until_up(f"http://127.0.0.1:{port}", process)
+        workers = worker_pids(process.pid)
+        assert len(workers) == 2
+        # Connections opened all at once, as a client's pool does.
+        clients = [httpx.Client(base_url=f"http://127.0.0.1:{port}") for _ in range(24)]
+        for client in clients:
+            assert client.get("/api/health").status_code == 200
+        counts = connections_by_process(port, workers)
+        for client in clients:
+            client.close()
+        assert sum(counts.values()) == 24 and min(counts.values()) > 0, counts
+        # A worker that dies is replaced.
+        os.kill(workers[0], 9)
+        wait_until_up(f"http://127.0.0.1:{port}", process)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            now = worker_pids(process.pid)
+            if len(now) == 2 and workers[0] not in now:
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the dead worker was not replaced")
     finally:
-        for name in env:
-            os.environ.pop(name)
+        process.terminate()
+        assert process.wait(timeout=20) == 0
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+def worker_pids(parent: int) -> list[int]:
+    """The server processes ``parent`` spawned (not multiprocessing's resource tracker)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue  # gone meanwhile
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent and b"spawn_main" in cmdline:
+            found.append(int(pid))
+    return found
+
+
+def test_a_worker_that_cannot_start_stops_the_server(home: Path) -> None:
+    from loci import load_settings
+    from loci.server.workers import Listener, Supervisor
+
+    settings = load_settings(store=f"sqlite:///{home / 'loci.db'}", home=home,
+                             embedding_provider="hash", memory_mirror=False)
+    with socket.socket() as taken:  # bound without SO_REUSEPORT: workers cannot join
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        where = Listener("127.0.0.1", taken.getsockname()[1], None)
+        started = time.monotonic()
+        assert Supervisor(settings, where, 2).run() == 1
+    assert time.monotonic() - started < 60

@@ -107,12 +107,6 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     return app
 
 
-def serving_app() -> FastAPI:
-    """The application of a server process, configured from the environment (the
-    factory ``loci serve --workers N`` gives each worker process)."""
-    return create_app(serving=True)
-
-
 def settle_gc() -> None:
     """Exempt what exists once the server has started (modules, the app, the store)
     from garbage collection. A full collection walks every tracked object: ~120k of

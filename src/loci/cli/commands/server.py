@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import os
-from typing import Any
 
 import click
 
@@ -12,7 +10,7 @@ from loci.cli.app import cli, json_option, print_json, scoped
 from loci.engine import Loci, check_name
 from loci.errors import ConfigError
 from loci.keys import create_key, revoke_key
-from loci.settings import Settings, load_settings
+from loci.settings import load_settings
 
 
 def is_loopback(host: str) -> bool:
@@ -42,6 +40,7 @@ def serve(host: str | None, port: int | None, store: str | None,
     import uvicorn
 
     from loci.server import create_app
+    from loci.server.workers import Supervisor, listener
 
     settings = load_settings(store=store, workspace=workspace, server_host=host,
                              server_port=port)
@@ -55,28 +54,16 @@ def serve(host: str | None, port: int | None, store: str | None,
             "NAME`, or bind to 127.0.0.1.")
     mode = "API keys required" if hub.keys_required() else "open (loopback only)"
     click.echo(f"loci: serving {settings.store_url} on http://{settings.server_host}:"
-               f"{settings.server_port} ({mode}); docs at /docs", err=True)
-    options: dict[str, Any] = {"host": settings.server_host, "port": settings.server_port,
-                               "log_level": "warning", "server_header": False}
+               f"{settings.server_port} ({mode}, {workers} process(es)); docs at /docs",
+               err=True)
     if workers == 1:
-        uvicorn.run(app, **options)
+        uvicorn.run(app, host=settings.server_host, port=settings.server_port,
+                    log_level="warning", server_header=False)
         return
     hub.close()
-    os.environ.update(worker_environment(settings, workers))
-    uvicorn.run("loci.server.app:serving_app", factory=True, workers=workers, **options)
-
-
-def worker_environment(settings: Settings, workers: int) -> dict[str, str]:
-    """What each of ``workers`` processes needs in its environment: it builds its own
-    app from there, so it must see what the flags chose."""
-    env = {"LOCI_STORE": settings.store_url}
-    if settings.workspace is not None:
-        env["LOCI_WORKSPACE"] = str(settings.workspace)
-    if settings.embedding_provider == "local" and not settings.embedding_threads:
-        # N processes each running the local model on every core would contend: one
-        # query on 2 threads costs ~25% more CPU than on 1 (measured on 2 cores).
-        env["LOCI_EMBEDDING_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
-    return env
+    where, held = listener(settings.server_host, settings.server_port)
+    with held:
+        raise SystemExit(Supervisor(settings, where, workers).run())
 
 
 @cli.group()
