@@ -81,6 +81,7 @@ class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, SQ
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
         self._lock = threading.RLock()
+        self._fts_due = {}
         self._indexes = {}
         self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
 

@@ -18,6 +18,17 @@ from loci.store.sqlite_rows import KINDS, filter_sql
 
 #: Rows an OR query may match before only its rarest words search (``_rare_terms``).
 MATCH_BUDGET = 4_000
+#: Full-text tables by content table. Every write transaction adds segments to their
+#: indexes, and a query reads each segment: 10k memories written one at a time ranked
+#: in 1.2 ms, and in 0.5 ms once merged into one segment ("optimize", which took 30 ms
+#: at 10k rows and 0.2 s at 100k). So an index is merged whenever its table has grown
+#: by ``FTS_REGROW`` (at least ``FTS_MIN_GROWTH`` rows) since the last time: the cost
+#: stays proportional to what is written.
+FTS_TABLES = {"events": "events_fts", "memories": "memories_fts",
+              "documents": "documents_fts"}
+FTS_REGROW = 0.2
+FTS_MIN_GROWTH = 500
+_FTS_SIZES = "SELECT " + ", ".join(f"(SELECT max(rowid) FROM {t})" for t in FTS_TABLES)
 
 
 class SQLiteBase:
@@ -25,18 +36,50 @@ class SQLiteBase:
 
     _db: sqlite3.Connection
     _lock: threading.RLock
+    #: Per content table, the size (highest rowid) at which its index is merged next.
+    _fts_due: dict[str, int]
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: committed on success, rolled back on any error."""
+        with self._lock, self._transaction():
+            yield self._db
+        self._merge_grown_indexes()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _merge_grown_indexes(self) -> None:
+        """Merge each full-text index whose table grew enough (see ``FTS_TABLES``). The
+        last merge's size is kept in ``meta``, so processes sharing the file (and the
+        next run) merge once between them."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+            sizes = dict(zip(FTS_TABLES, self._db.execute(_FTS_SIZES).fetchone(), strict=True))
+            if all((sizes[t] or 0) < self._fts_due.get(t, 0) for t in FTS_TABLES):
+                return
+            with self._transaction():
+                for table, fts in FTS_TABLES.items():
+                    size = sizes[table] or 0
+                    if size < self._fts_due.get(table, 0):
+                        continue
+                    key = f"fts_merged:{table}"
+                    row = self._db.execute("SELECT value FROM meta WHERE key = ?",
+                                           (key,)).fetchone()
+                    merged = int(row[0]) if row else 0
+                    if size >= _next_merge(merged):
+                        self._db.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
+                        self._db.execute(
+                            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
+                            "DO UPDATE SET value = excluded.value", (key, str(size)))
+                        merged = size
+                    self._fts_due[table] = _next_merge(merged)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
@@ -97,6 +140,11 @@ class SQLiteBase:
         rows = self._query(f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? "
                            "LIMIT ?)", (match, MATCH_BUDGET + 1))
         return int(rows[0][0])
+
+
+def _next_merge(merged: int) -> int:
+    """The table size at which an index last merged at size ``merged`` merges again."""
+    return max(merged + FTS_MIN_GROWTH, int(merged * (1 + FTS_REGROW)))
 
 
 def _match(terms: list[str]) -> str:
