@@ -93,7 +93,7 @@ def test_a_serving_app_exempts_its_start_up_objects_from_gc(home: Path) -> None:
         gc.unfreeze()
 
 
-def test_sqlite_searches_run_two_at_a_time_per_process(
+def test_sqlite_searches_run_on_the_event_loop_unless_the_store_is_busy(
         home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
     import threading
@@ -104,7 +104,7 @@ def test_sqlite_searches_run_two_at_a_time_per_process(
     from loci import Loci, load_settings
     from loci.server import create_app
 
-    running, most = 0, 0
+    running, most, threads = 0, 0, set()
     lock = threading.Lock()
 
     def slow_search(self: Loci, *args: object, **kwargs: object) -> list[object]:
@@ -112,6 +112,7 @@ def test_sqlite_searches_run_two_at_a_time_per_process(
         with lock:
             running += 1
             most = max(most, running)
+            threads.add(threading.current_thread())
         time.sleep(0.05)
         with lock:
             running -= 1
@@ -120,13 +121,34 @@ def test_sqlite_searches_run_two_at_a_time_per_process(
     monkeypatch.setattr(Loci, "memory_search", slow_search)
     app = create_app(load_settings(store=f"sqlite:///{home / 'loci.db'}"))
 
-    async def main() -> list[int]:
+    async def searches() -> list[int]:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             answers = await asyncio.gather(*(
                 client.post("/api/search", json={"query": f"q{i}"}) for i in range(6)))
         return [a.status_code for a in answers]
 
-    assert asyncio.run(main()) == [200] * 6
-    assert most == 2
+    # The store is free: one search at a time, on the event loop's thread.
+    assert asyncio.run(searches()) == [200] * 6
+    assert most == 1 and threads == {threading.main_thread()}
+    # Another thread holds the store (a long write): searches go to at most two
+    # threads rather than stall the event loop.
+    store_lock = app.state.hub.store.local_lock()
+    held, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with store_lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=writer)
+    holder.start()
+    held.wait(10)
+    most, threads = 0, set()
+    try:
+        assert asyncio.run(searches()) == [200] * 6
+    finally:
+        release.set()
+        holder.join()
+    assert most == 2 and threading.main_thread() not in threads
     app.state.hub.close()

@@ -47,6 +47,10 @@ PROVIDERS: dict[str, Callable[..., Embedder]] = {
 }
 
 
+#: Providers that compute in this process (no network).
+IN_PROCESS = frozenset({"local", "hash"})
+
+
 def make_embedder(provider: str = DEFAULT_PROVIDER, **options: Any) -> Embedder:
     """Build the embedder called ``provider`` with its keyword options.
 

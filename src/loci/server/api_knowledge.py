@@ -13,7 +13,7 @@ from loci.context.skills import load_skill_set, match_skills
 from loci.knowledge import DocumentPage, DocumentSummary
 from loci.knowledge.tree import Node
 from loci.models import Document, DocumentVersion
-from loci.server.deps import SEARCH, Engine
+from loci.server.deps import Engine, HubDep
 from loci.server.routing import JSONRoute
 
 router = APIRouter(route_class=JSONRoute)
@@ -94,9 +94,11 @@ def read_document(
     return loci.read_document(path, offset, limit)
 
 
-@router.post("/kb/search", response_model=None, tags=["knowledge"], dependencies=SEARCH)
-def search_knowledge(loci: Engine, body: KnowledgeSearchIn) -> list[DocumentSummary]:
-    return loci.search_knowledge(body.query, body.path_filter, body.tags, body.top_k)
+@router.post("/kb/search", response_model=None, tags=["knowledge"])
+async def search_knowledge(hub: HubDep, loci: Engine, body: KnowledgeSearchIn
+                           ) -> list[DocumentSummary]:
+    return await hub.run(lambda: loci.search_knowledge(body.query, body.path_filter,
+                                                       body.tags, body.top_k))
 
 
 @router.get("/skills", response_model=None, tags=["skills"])

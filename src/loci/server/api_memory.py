@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from loci.memory.tools import MemoryPage, MemorySummary
 from loci.models import Memory, MemoryVersion, StateItem
-from loci.server.deps import SEARCH, Engine
+from loci.server.deps import Engine, HubDep
 from loci.server.routing import JSONRoute
 from loci.store import SearchFilters
 
@@ -86,11 +86,11 @@ def read_memory(
     return loci.memory_read(memory_id, offset, limit)
 
 
-@router.post("/search", response_model=None, dependencies=SEARCH)
-def search_memories(loci: Engine, body: SearchIn) -> list[MemorySummary]:
+@router.post("/search", response_model=None)
+async def search_memories(hub: HubDep, loci: Engine, body: SearchIn) -> list[MemorySummary]:
     filters = SearchFilters(types=tuple(body.types), tags=tuple(body.tags),
                             since=body.since, until=body.until)
-    return loci.memory_search(body.query, body.limit, filters)
+    return await hub.run(lambda: loci.memory_search(body.query, body.limit, filters))
 
 
 @router.get("/state", response_model=None)

@@ -13,7 +13,7 @@ from loci.compaction.compactor import CompactionResult
 from loci.errors import ValidationError
 from loci.knowledge import SessionKnowledge
 from loci.models import Compaction, Event, SearchHit, SessionInfo
-from loci.server.deps import SEARCH, Engine
+from loci.server.deps import Engine, HubDep
 from loci.server.routing import JSONRoute
 
 router = APIRouter(tags=["sessions"], route_class=JSONRoute)
@@ -139,7 +139,8 @@ def end_session(loci: Engine, session: str) -> SessionKnowledge:
     return loci.end_session(session)
 
 
-@router.post("/recall", response_model=None, dependencies=SEARCH)
-def search_conversation(loci: Engine, body: RecallIn) -> list[SearchHit]:
+@router.post("/recall", response_model=None)
+async def search_conversation(hub: HubDep, loci: Engine, body: RecallIn) -> list[SearchHit]:
     """Search the event log, archived events included (seeds/002)."""
-    return loci.search_conversation(body.query, body.session, body.limit)
+    return await hub.run(lambda: loci.search_conversation(body.query, body.session,
+                                                          body.limit))

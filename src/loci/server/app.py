@@ -91,15 +91,18 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
                   description="Context and memory engine for LLM agents.")
     app.state.hub = hub
     errors.install(app)
-    for router in (sessions_router, memory_router, knowledge_router, dashboard_router):
+
+    @app.get("/api/health", tags=["server"])
+    async def health() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    # Requests try routes in order, and with FastAPI's included routers each miss costs
+    # ~10 µs: the routers with the busiest routes (search, events, context) go first.
+    for router in (memory_router, sessions_router, knowledge_router, dashboard_router):
         app.include_router(router, prefix="/api")
     app.include_router(proxy_router, prefix="/v1")
 
     app.router.routes.append(Route("/mcp", mcp_endpoint, include_in_schema=False))
-
-    @app.get("/api/health", tags=["server"])
-    def health() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
 
     # Last: the dashboard's mount at "/" would shadow any route added after it.
     mount_dashboard(app)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
@@ -34,18 +33,5 @@ async def get_engine(
 
 #: The caller's engine, scoped to their tenant and agent: what every route works on.
 Engine = Annotated[Loci, Depends(get_engine)]
-
-
-async def search_slot(hub: Annotated[Hub, Depends(get_hub)]) -> AsyncIterator[None]:
-    """Holds one of the hub's search slots while a search route runs (see
-    ``Hub.search_slots``)."""
-    slots = hub.search_slots()
-    if slots is None:
-        yield
-        return
-    async with slots:
-        yield
-
-
-#: For the search routes: ``dependencies=SEARCH``.
-SEARCH = [Depends(search_slot)]
+#: The hub itself, for routes that run their work through ``Hub.run``.
+HubDep = Annotated[Hub, Depends(get_hub)]

@@ -104,7 +104,8 @@ class AnnIndex:
     def search(self, query: Matrix, k: int) -> list[tuple[int, float]]:
         if len(self) == 0:
             return []
-        found = self._index.search(query, min(k, len(self)))
+        # One query needs no thread pool (usearch's default, threads=0, dispatches to one).
+        found = self._index.search(query, min(k, len(self)), threads=1)
         return [(int(key), 1.0 - float(dist)) for key, dist in zip(
             found.keys, found.distances, strict=True)]
 

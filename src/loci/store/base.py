@@ -9,6 +9,7 @@ which backend is in use.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -109,6 +110,12 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def local_lock(self) -> threading.RLock | None:
+        """For a store that computes in this process and serializes its calls (SQLite):
+        the lock every call holds, so a caller can tell whether a call would wait. None
+        for a store whose calls wait on a server (PostgreSQL)."""
+        return None
 
     # -- metadata about the store itself (schema, embedding model) ----------------
     @abstractmethod

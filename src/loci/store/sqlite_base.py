@@ -39,6 +39,9 @@ class SQLiteBase:
     #: Per content table, the size (highest rowid) at which its index is merged next.
     _fts_due: dict[str, int]
 
+    def local_lock(self) -> threading.RLock:
+        return self._lock
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: committed on success, rolled back on any error."""
