@@ -152,3 +152,16 @@ def test_sqlite_searches_run_on_the_event_loop_unless_the_store_is_busy(
         holder.join()
     assert most == 2 and threading.main_thread() not in threads
     app.state.hub.close()
+
+
+def test_fastapi_telemetry_stays_off(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loci import load_settings
+    from loci.server import create_app
+
+    monkeypatch.setenv("FASTAPI_OTEL_AUTO_CONFIGURE", "true")
+    app = create_app(load_settings(store=f"sqlite:///{home / 'loci.db'}"))
+    try:
+        assert app._telemetry["auto_configure"] is False  # type: ignore[attr-defined]
+        assert not app._native_telemetry.enabled()  # type: ignore[attr-defined]
+    finally:
+        app.state.hub.close()

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.telemetry import TelemetryConfig
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -71,6 +72,12 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": response.body})
 
 
+#: FastAPI's OpenTelemetry hooks, off: Loci sends nothing anywhere, even where the
+#: environment configures exporters (``FASTAPI_OTEL_AUTO_CONFIGURE``).
+NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False,
+                                 "operation_spans": False, "auto_configure": False}
+
+
 def create_app(settings: Settings | None = None, *, store: Store | None = None,
                clock: Clock = utc_now, serving: bool = False) -> FastAPI:
     """The server application over ``store`` (default: the one in ``settings``).
@@ -88,7 +95,8 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
         hub.close()
 
     app = FastAPI(title="Loci", version=__version__, lifespan=lifespan,
-                  description="Context and memory engine for LLM agents.")
+                  description="Context and memory engine for LLM agents.",
+                  telemetry=NO_TELEMETRY)
     app.state.hub = hub
     errors.install(app)
 
