@@ -201,3 +201,37 @@ def test_a_worker_that_cannot_start_stops_the_server(home: Path) -> None:
         started = time.monotonic()
         assert Supervisor(settings, where, 2).run() == 1
     assert time.monotonic() - started < 60
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_stop_when_the_supervisor_is_killed(home: Path) -> None:
+    port = free_port()
+    env = {**os.environ, "LOCI_HOME": str(home), "LOCI_EMBEDDING_PROVIDER": "hash"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "loci", "serve", "--port", str(port), "--workers", "2",
+         "--store", f"sqlite:///{home / 'loci.db'}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}", process)
+        workers = worker_pids(process.pid)
+        assert len(workers) == 2
+        process.kill()
+        process.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        while any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in workers):
+            assert time.monotonic() < deadline, "orphaned workers kept running"
+            time.sleep(0.1)
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"  # gone

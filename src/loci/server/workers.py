@@ -98,11 +98,26 @@ def run_worker(settings: Settings, where: Listener, log_level: str,
 
     from loci.server.app import create_app
 
+    _die_with_parent()
     config = uvicorn.Config(create_app(settings, serving=True), host=where.host,
                             port=where.port, log_level=log_level, server_header=False)
     sockets = [where.socket()]
     started.set()
     uvicorn.Server(config).run(sockets=sockets)
+
+
+def _die_with_parent() -> None:
+    """On Linux, have the kernel send SIGTERM to this worker when the supervisor dies,
+    even by SIGKILL: an orphaned worker would keep serving the port."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    parent = multiprocessing.parent_process()
+    if parent is not None and not parent.is_alive():  # died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 class Supervisor:

@@ -19,11 +19,12 @@ from loci.store.sqlite_rows import KINDS, filter_sql
 #: Rows an OR query may match before only its rarest words search (``_rare_terms``).
 MATCH_BUDGET = 4_000
 #: Full-text tables by content table. Every write transaction adds segments to their
-#: indexes, and a query reads each segment: 10k memories written one at a time ranked
-#: in 1.2 ms, and in 0.5 ms once merged into one segment ("optimize", which took 30 ms
-#: at 10k rows and 0.2 s at 100k). So an index is merged whenever its table has grown
-#: by ``FTS_REGROW`` (at least ``FTS_MIN_GROWTH`` rows) since the last time: the cost
-#: stays proportional to what is written.
+#: indexes, and a query reads each segment: with 10k memories written one per
+#: transaction a keyword search took 1.99 ms, and 1.36 ms once the index was merged
+#: into one segment ("optimize", 24 ms at 10k rows; benchmarks/fts_merge.py). So an
+#: index is merged whenever its table has grown by ``FTS_REGROW`` (at least
+#: ``FTS_MIN_GROWTH`` rows) since the last time: the cost stays proportional to what is
+#: written.
 FTS_TABLES = {"events": "events_fts", "memories": "memories_fts",
               "documents": "documents_fts"}
 FTS_REGROW = 0.2
@@ -64,25 +65,28 @@ class SQLiteBase:
         last merge's size is kept in ``meta``, so processes sharing the file (and the
         next run) merge once between them."""
         with self._lock:
-            sizes = dict(zip(FTS_TABLES, self._db.execute(_FTS_SIZES).fetchone(), strict=True))
-            if all((sizes[t] or 0) < self._fts_due.get(t, 0) for t in FTS_TABLES):
+            sizes = self._db.execute(_FTS_SIZES).fetchone()
+            grown = [(table, size or 0) for table, size in zip(FTS_TABLES, sizes, strict=True)
+                     if (size or 0) >= self._fts_due.get(table, 0)]
+            if not grown:
                 return
             with self._transaction():
-                for table, fts in FTS_TABLES.items():
-                    size = sizes[table] or 0
-                    if size < self._fts_due.get(table, 0):
-                        continue
-                    key = f"fts_merged:{table}"
-                    row = self._db.execute("SELECT value FROM meta WHERE key = ?",
-                                           (key,)).fetchone()
-                    merged = int(row[0]) if row else 0
-                    if size >= _next_merge(merged):
-                        self._db.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
-                        self._db.execute(
-                            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
-                            "DO UPDATE SET value = excluded.value", (key, str(size)))
-                        merged = size
-                    self._fts_due[table] = _next_merge(merged)
+                for table, size in grown:
+                    self._fts_due[table] = _next_merge(self._merge_index(table, size))
+
+    def _merge_index(self, table: str, size: int) -> int:
+        """Merge ``table``'s index if it grew enough by ``meta``; the size it was last
+        merged at (inside a write transaction)."""
+        key = f"fts_merged:{table}"
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        merged = int(row[0]) if row else 0
+        if size < _next_merge(merged):
+            return merged
+        fts = FTS_TABLES[table]
+        self._db.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
+        self._db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
+                         "DO UPDATE SET value = excluded.value", (key, str(size)))
+        return size
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
