@@ -242,6 +242,35 @@ def test_changed_content_needs_a_new_vector(store: Store) -> None:
     assert store.unembedded("memory", 10) == [(ALICE, "m", "second text")]
 
 
+def test_candidates_are_read_as_hits_only_in_their_scope(store: Store) -> None:
+    import numpy as np
+
+    vectors = np.eye(3, 4, dtype=np.float32)
+    store.put_memories(ALICE, [mem("a", "tides at dawn"), mem("b", "tides and moon tides"),
+                               mem("c", "old tides", days=1)], vectors)
+    store.put_memory(BOB, mem("z", "tides for bob"))
+    found = store.keyword_candidates(ALICE, "memory", "tides", limit=10,
+                                     filters=SearchFilters())
+    as_hits = store.hits(ALICE, "memory", found)
+    searched = store.search_memories(ALICE, "tides", limit=10)
+    assert [(h.id, h.score) for h in as_hits] == [(h.id, h.score) for h in searched]
+    assert len(as_hits) == 3 and as_hits[0].text == searched[0].text
+    # Read in the order given, with the scores given; never another scope's rows.
+    again = store.hits(ALICE, "memory", [(key, 0.5) for key, _ in reversed(found)])
+    assert [h.id for h in again] == [h.id for h in reversed(as_hits)]
+    assert {h.score for h in again} == {0.5}
+    assert store.hits(BOB, "memory", found) == []
+    assert store.hits(ALICE_OTHER_AGENT, "memory", found) == []
+    # Filters apply to candidates; rows deleted since are left out when read.
+    for now, expected in ((T0, ["c"]), (T0 + timedelta(days=2), [])):
+        near = store.vector_candidates(ALICE, "memory", vectors[2], limit=3,
+                                       filters=SearchFilters(now=now))
+        assert [h.id for h in store.hits(ALICE, "memory", near)] == expected
+    assert store.delete_memory(ALICE, "a")
+    assert [h.id for h in store.hits(ALICE, "memory", found)] == [
+        h.id for h in as_hits if h.id != "a"]
+
+
 def test_api_keys_bind_a_hash_to_one_tenant(store: Store) -> None:
     from loci.models import ApiKey
 

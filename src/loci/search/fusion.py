@@ -1,4 +1,7 @@
-"""Fusing keyword and vector hits into one ranking, with scores in [0, 1].
+"""Fusing keyword and vector candidates into one ranking, with scores in [0, 1].
+
+Candidates are (item key, score) pairs: fusion needs no item's content, so the
+retriever reads only the items that win.
 
 Two methods (seeds/002 gives the weights of the first):
 
@@ -19,14 +22,17 @@ Optional recency weighting blends in ``0.5 ** (age / half_life)``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from loci.errors import ConfigError
 from loci.models import SearchHit
 
 METHODS = ("weighted", "rrf")
+#: What identifies a candidate: a store's key for an item.
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -51,40 +57,42 @@ class FusionConfig:
 
 
 def fuse(
-    keyword: Sequence[SearchHit],
-    vector: Sequence[SearchHit],
+    keyword: Sequence[tuple[K, float]],
+    vector: Sequence[tuple[K, float]],
     config: FusionConfig,
-    now: datetime | None = None,
     *,
     vector_floor: float = 0.0,
     keyword_floor: float = 0.0,
-) -> list[SearchHit]:
-    """One ranking of the union of both hit lists, best first. The floors are what an
-    item missing from one list gets from it (weighted fusion only)."""
+) -> list[tuple[K, float]]:
+    """One ranking of the union of both candidate lists (item key, score), best first.
+    The floors are what an item missing from one list gets from it (weighted fusion
+    only)."""
     total = config.vector_weight + config.keyword_weight
     wv, wk = config.vector_weight / total, config.keyword_weight / total
-    by_id: dict[str, SearchHit] = {}
-    parts: dict[str, list[float]] = {}
-    best = max((_relevance(h.score) for h in keyword), default=0.0) or 1.0
-    for slot, hits in enumerate((vector, keyword)):
-        for rank, hit in enumerate(hits, start=1):
+    parts: dict[K, list[float]] = {}
+    best = max((_relevance(score) for _, score in keyword), default=0.0) or 1.0
+    for slot, scored in enumerate((vector, keyword)):
+        for rank, (key, score) in enumerate(scored, start=1):
             if config.method == "rrf":
                 part = (config.rrf_k + 1) / (config.rrf_k + rank)
             elif slot:  # keyword scores are relative to the query's best
-                part = _relevance(hit.score) / best
+                part = _relevance(score) / best
             else:  # cosines are absolute
-                part = hit.score
-            by_id.setdefault(hit.id, hit)
-            parts.setdefault(hit.id, [-1.0, -1.0])[slot] = part
+                part = score
+            parts.setdefault(key, [-1.0, -1.0])[slot] = part
     fv, fk = (0.0, 0.0) if config.method == "rrf" else (
         vector_floor, min(1.0, _relevance(keyword_floor) / best))
-    fused = [
-        by_id[i].rescored(min(1.0, wv * (pv if pv >= 0 else fv) + wk * (pk if pk >= 0 else fk)))
-        for i, (pv, pk) in parts.items()
-    ]
-    if config.recency_weight and now is not None:
-        fused = [_with_recency(h, config, now) for h in fused]
-    return sorted(fused, key=lambda h: h.score, reverse=True)
+    fused = [(key, min(1.0, wv * (pv if pv >= 0 else fv) + wk * (pk if pk >= 0 else fk)))
+             for key, (pv, pk) in parts.items()]
+    return sorted(fused, key=lambda c: c[1], reverse=True)
+
+
+def with_recency(hits: Sequence[SearchHit], config: FusionConfig, now: datetime
+                 ) -> list[SearchHit]:
+    """``recency_weight`` of each score from ``0.5 ** (age / half_life)``, best first."""
+    w = config.recency_weight
+    blended = [h.rescored((1 - w) * h.score + w * _decay(h, config, now)) for h in hits]
+    return sorted(blended, key=lambda h: h.score, reverse=True)
 
 
 def _relevance(score: float) -> float:
@@ -92,8 +100,6 @@ def _relevance(score: float) -> float:
     return score / max(1e-9, 1.0 - score)
 
 
-def _with_recency(hit: SearchHit, config: FusionConfig, now: datetime) -> SearchHit:
+def _decay(hit: SearchHit, config: FusionConfig, now: datetime) -> float:
     age_days = max(0.0, (now - hit.timestamp).total_seconds() / 86_400)
-    decay = 0.5 ** (age_days / config.recency_half_life_days)
-    w = config.recency_weight
-    return hit.rescored((1 - w) * hit.score + w * decay)
+    return float(0.5 ** (age_days / config.recency_half_life_days))

@@ -25,9 +25,9 @@ from datetime import datetime, timedelta
 from loci.embeddings.base import Vectors
 from loci.indexing import Indexer
 from loci.models import Scope, SearchHit
-from loci.search.fusion import FusionConfig, fuse
+from loci.search.fusion import FusionConfig, fuse, with_recency
 from loci.search.temporal import Period, asks_when, periods, says_when
-from loci.store.base import SearchFilters, Store
+from loci.store.base import Scored, SearchFilters, Store
 
 #: Each retriever returns this many times the requested hits before fusion.
 POOL_FACTOR = 3
@@ -56,9 +56,9 @@ class Retriever:
         pool = max(limit * POOL_FACTOR, MIN_POOL)
         vector_query = self._embed(scope, kind, query)
         keyword, vector = self._candidates(scope, kind, query, vector_query, pool, filters)
-        # Hits cut from a full pool scored at most its lowest score.
-        floors = {"vector_floor": vector[-1].score if len(vector) >= pool else 0.0,
-                  "keyword_floor": keyword[-1].score if len(keyword) >= pool else 0.0}
+        # Items cut from a full pool scored at most its lowest score.
+        floors = {"vector_floor": vector[-1][1] if len(vector) >= pool else 0.0,
+                  "keyword_floor": keyword[-1][1] if len(keyword) >= pool else 0.0}
         named = periods(query) if kind == "event" else []
         for period in [p for p in named if p.start is not None][:MAX_PERIODS]:
             narrowed = _narrow(filters, period)
@@ -66,14 +66,22 @@ class Retriever:
                 more_k, more_v = self._candidates(scope, kind, query, vector_query, pool,
                                                   narrowed)
                 keyword, vector = _merge(keyword, more_k), _merge(vector, more_v)
-        fused = fuse(keyword, vector, self.config, now, **floors)
+        fused = fuse(keyword, vector, self.config, **floors)
+        recency = bool(self.config.recency_weight) and now is not None
+        if kind != "event" and not recency:
+            return self.store.hits(scope, kind, fused[:limit])  # read only the winners
+        # What follows rescores by the items' times, sessions and text: read them all.
+        hits = self.store.hits(scope, kind, fused)
+        if recency:
+            assert now is not None
+            hits = with_recency(hits, self.config, now)
         if kind == "event":
-            fused = _with_session_evidence(fused)
+            hits = _with_session_evidence(hits)
             if asks_when(query):
-                fused = _blend(fused, WHEN_WEIGHT, lambda hit: says_when(hit.text))
+                hits = _blend(hits, WHEN_WEIGHT, lambda hit: says_when(hit.text))
         if named:
-            fused = _favour_periods(fused, named)
-        return fused[:limit]
+            hits = _favour_periods(hits, named)
+        return hits[:limit]
 
     def _embed(self, scope: Scope, kind: str, query: str) -> Vectors | None:
         if self.indexer is None or not query.strip():
@@ -84,23 +92,14 @@ class Retriever:
     def _candidates(
         self, scope: Scope, kind: str, query: str, vector_query: Vectors | None, pool: int,
         filters: SearchFilters,
-    ) -> tuple[list[SearchHit], list[SearchHit]]:
-        keyword = self._keyword(scope, kind, query, pool, filters)
+    ) -> tuple[list[Scored], list[Scored]]:
+        keyword = self.store.keyword_candidates(scope, kind, query, limit=pool,
+                                                filters=filters)
         if vector_query is None:
             return keyword, []
-        vector = self.store.vector_search(scope, kind, vector_query, limit=pool,
-                                          filters=filters)
+        vector = self.store.vector_candidates(scope, kind, vector_query, limit=pool,
+                                              filters=filters)
         return keyword, vector
-
-    def _keyword(
-        self, scope: Scope, kind: str, query: str, limit: int, filters: SearchFilters
-    ) -> list[SearchHit]:
-        search = {
-            "event": self.store.search_events,
-            "memory": self.store.search_memories,
-            "document": self.store.search_documents,
-        }[kind]
-        return search(scope, query, limit=limit, filters=filters)
 
 
 def _narrow(filters: SearchFilters, period: Period) -> SearchFilters | None:
@@ -112,13 +111,12 @@ def _narrow(filters: SearchFilters, period: Period) -> SearchFilters | None:
     return None if since > until else replace(filters, since=since, until=until)
 
 
-def _merge(hits: Sequence[SearchHit], more: Sequence[SearchHit]) -> list[SearchHit]:
-    """Both lists' hits, each once (at its best score), best first."""
-    best: dict[str, SearchHit] = {}
-    for hit in (*hits, *more):
-        if hit.id not in best or hit.score > best[hit.id].score:
-            best[hit.id] = hit
-    return sorted(best.values(), key=lambda h: h.score, reverse=True)
+def _merge(scored: Sequence[Scored], more: Sequence[Scored]) -> list[Scored]:
+    """Both lists' candidates, each once (at its best score), best first."""
+    best: dict[int, float] = {}
+    for key, score in (*scored, *more):
+        best[key] = max(score, best.get(key, score))
+    return sorted(best.items(), key=lambda c: c[1], reverse=True)
 
 
 def _with_session_evidence(hits: Sequence[SearchHit]) -> list[SearchHit]:

@@ -54,6 +54,9 @@ NO_FILTERS = SearchFilters()
 Vectors = npt.NDArray[np.float32]
 #: The kinds of searchable items.
 KINDS = ("event", "memory", "document")
+#: A search candidate: the store's own key for an item (meaningful only to pass back
+#: to ``Store.hits``) and its score in [0, 1].
+Scored = tuple[int, float]
 
 
 @dataclass(frozen=True)
@@ -347,9 +350,32 @@ class Store(ABC):
     def clear_embeddings(self) -> None:
         """Forget every vector (before re-embedding with another model)."""
 
-    @abstractmethod
     def vector_search(
         self, scope: Scope, kind: str, query: Vectors, *, limit: int, filters: SearchFilters
     ) -> list[SearchHit]:
         """Items most similar to the unit vector ``query``; score = cosine clipped to
         [0, 1]; filters apply as in keyword search."""
+        return self.hits(scope, kind, self.vector_candidates(
+            scope, kind, query, limit=limit, filters=filters))
+
+    # -- candidates: searching without reading the items -------------------------------
+    # A hybrid search fuses two pools of candidates and returns a few of them: reading
+    # and building every candidate's hit (~60 per search for 10 returned) cost more
+    # than fusing them. So the retriever fuses candidates and reads the winners.
+
+    @abstractmethod
+    def keyword_candidates(
+        self, scope: Scope, kind: str, query: str, *, limit: int, filters: SearchFilters
+    ) -> list[Scored]:
+        """What keyword search of ``kind`` finds, as candidates, best first."""
+
+    @abstractmethod
+    def vector_candidates(
+        self, scope: Scope, kind: str, query: Vectors, *, limit: int, filters: SearchFilters
+    ) -> list[Scored]:
+        """What ``vector_search`` finds, as candidates, best first."""
+
+    @abstractmethod
+    def hits(self, scope: Scope, kind: str, scored: Sequence[Scored]) -> list[SearchHit]:
+        """The candidates' items as hits with the candidates' scores, in their order
+        (items deleted since are left out)."""

@@ -31,11 +31,12 @@ every matching row within the scope and filters, and the postings score them.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from loci.models import Scope, SearchHit
 from loci.search import bm25_to_score, fts_query, query_terms
-from loci.store.base import SearchFilters
+from loci.store.base import Scored, SearchFilters
 from loci.store.postgres_base import PostgresBase
 from loci.store.postgres_rows import KINDS, filter_sql
 from loci.store.rows import to_hit
@@ -178,6 +179,25 @@ class PostgresKeywords(PostgresBase):
     def _keyword_search(
         self, kind: str, scope: Scope, query: str, limit: int, filters: SearchFilters
     ) -> list[SearchHit]:
+        return self.hits(scope, kind, self.keyword_candidates(scope, kind, query,
+                                                              limit=limit, filters=filters))
+
+    def hits(self, scope: Scope, kind: str, scored: Sequence[Scored]) -> list[SearchHit]:
+        if not scored:
+            return []
+        k = KINDS[kind]
+        rows = self._query(
+            f"SELECT {k.hit_columns}, {k.alias}.{k.order} FROM {k.table} {k.alias} "
+            f"WHERE {k.alias}.{k.order} = ANY(%s) AND {k.alias}.tenant = %s "
+            f"AND {k.alias}.agent = %s",
+            ([key for key, _ in scored], scope.tenant, scope.agent),
+        )
+        by_key = {int(r[-1]): r[:-1] for r in rows}
+        return [to_hit(kind, by_key[key], score) for key, score in scored if key in by_key]
+
+    def keyword_candidates(
+        self, scope: Scope, kind: str, query: str, *, limit: int, filters: SearchFilters
+    ) -> list[Scored]:
         terms = query_terms(query)  # words only: user text is never syntax
         if not terms or limit <= 0:
             return []
@@ -217,13 +237,12 @@ class PostgresKeywords(PostgresBase):
             # Rescored from all their postings (the (key, term) index), best first; the
             # rows are then read in that order, only until ``limit`` pass the filters
             # (each is a heap fetch of a wide row, ~40 µs when not cached).
-            "SELECT r.* FROM (SELECT c.key, round(x.s::numeric, 9) AS s FROM c CROSS JOIN "
-            f"LATERAL (SELECT sum({_bm25('t')}) AS s FROM a, {t} t JOIN w ON w.term = t.term "
-            "WHERE t.key = c.key AND t.term = ANY(%s::text[])) x ORDER BY 2 DESC, 1) x "
-            "CROSS JOIN LATERAL "
-            f"(SELECT {k.hit_columns}, x.s FROM {k.table} {k.alias} WHERE "
+            "SELECT x.key, x.s FROM (SELECT c.key, round(x.s::numeric, 9) AS s FROM c "
+            f"CROSS JOIN LATERAL (SELECT sum({_bm25('t')}) AS s FROM a, {t} t JOIN w "
+            "ON w.term = t.term WHERE t.key = c.key AND t.term = ANY(%s::text[])) x "
+            f"ORDER BY 2 DESC, 1) x WHERE EXISTS (SELECT 1 FROM {k.table} {k.alias} WHERE "
             f"{k.alias}.{k.order} = x.key AND {k.alias}.tenant = %s AND {k.alias}.agent = %s"
-            f"{where}) r ORDER BY x.s DESC, x.key LIMIT %s",
+            f"{where}) ORDER BY x.s DESC, x.key LIMIT %s",
             (*weights, avgdl, *scope_params, DEPTH, refine, weights[0], *scope_params,
              *params, limit),
         )
@@ -232,7 +251,7 @@ class PostgresKeywords(PostgresBase):
             found = self._exhaustive(kind, scope, query, limit, filters, weights, avgdl)
         # Same squash as SQLite's BM25 (score = r / (1 + r)), so fusion, which unsquashes
         # and divides by the best keyword hit, treats both backends alike.
-        return [to_hit(kind, r[:-1], bm25_to_score(-float(r[-1]))) for r in found]
+        return [(int(key), bm25_to_score(-float(score))) for key, score in found]
 
     def _exhaustive(
         self, kind: str, scope: Scope, query: str, limit: int, filters: SearchFilters,
@@ -243,7 +262,7 @@ class PostgresKeywords(PostgresBase):
         k, t, al = KINDS[kind], terms_table(kind), KINDS[kind].alias
         where, params = filter_sql(kind, filters)
         return self._query(
-            f"{_WEIGHTS}SELECT {k.hit_columns}, s.s FROM {k.table} {al} "
+            f"{_WEIGHTS}SELECT {al}.{k.order}, s.s FROM {k.table} {al} "
             f"CROSS JOIN LATERAL (SELECT COALESCE(sum({_bm25('t')}), 0) AS s "
             f"FROM a, {t} t JOIN w ON w.term = t.term WHERE t.key = {al}.{k.order}) s "
             f"WHERE {al}.fts @@ websearch_to_tsquery('loci', %s) AND {al}.tenant = %s "

@@ -22,13 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from loci.models import Scope, SearchHit
-from loci.store.base import SearchFilters, Vectors
+from loci.models import Scope
+from loci.store.base import Scored, SearchFilters, Vectors
 from loci.store.postgres_base import PostgresBase
 from loci.store.postgres_keywords import rank_index, terms_table
 from loci.store.postgres_rows import KINDS, filter_sql
 from loci.store.postgres_schema import FTS_INDEXES
-from loci.store.rows import to_hit
 from loci.store.sqlite_vectors import EMBED_CHARS, _event_text
 
 #: Where index creation takes turns across processes.
@@ -93,9 +92,9 @@ class PostgresVectors(PostgresBase):
         with self._vector_lock:
             self._indexed.clear()
 
-    def vector_search(
+    def vector_candidates(
         self, scope: Scope, kind: str, query: Vectors, *, limit: int, filters: SearchFilters
-    ) -> list[SearchHit]:
+    ) -> list[Scored]:
         k, a = KINDS[kind], KINDS[kind].alias
         dim = int(query.shape[0])
         where, params = filter_sql(kind, filters)
@@ -109,15 +108,15 @@ class PostgresVectors(PostgresBase):
                         "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
                         (str(max(EF_SEARCH, 2 * limit)),))
             cur.execute(
-                f"SELECT {k.hit_columns}, 1 - ({distance}) FROM {k.table} {a} "
+                f"SELECT {a}.{k.order}, 1 - ({distance}) FROM {k.table} {a} "
                 f"WHERE {a}.tenant = %s AND {a}.agent = %s AND {a}.embedding IS NOT NULL"
                 f"{where} ORDER BY {distance} LIMIT %s",
                 (vector, scope.tenant, scope.agent, *params, vector, limit),
             )
             rows = cur.fetchall()
         # A zero vector ("nothing to embed") has no cosine: NaN fails ``> 0``.
-        hits = [to_hit(kind, r[:-1], min(1.0, float(r[-1]))) for r in rows if r[-1] > 0]
-        return sorted(hits, key=lambda h: h.score, reverse=True)
+        found = [(int(key), min(1.0, float(score))) for key, score in rows if score > 0]
+        return sorted(found, key=lambda c: c[1], reverse=True)
 
     # -- indexes ------------------------------------------------------------------
     def _ensure_vector_index(self, kind: str, dim: int) -> None:

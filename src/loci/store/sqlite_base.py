@@ -12,7 +12,7 @@ from typing import Any
 
 from loci.models import Scope, SearchHit
 from loci.search import bm25_to_score, query_terms
-from loci.store.base import SearchFilters
+from loci.store.base import Scored, SearchFilters
 from loci.store.rows import to_hit
 from loci.store.sqlite_rows import KINDS, filter_sql
 
@@ -92,23 +92,19 @@ class SQLiteBase:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
 
-    def _keyword_search(
-        self, kind: str, scope: Scope, query: str, limit: int, filters: SearchFilters
-    ) -> list[SearchHit]:
+    def keyword_candidates(
+        self, scope: Scope, kind: str, query: str, *, limit: int, filters: SearchFilters
+    ) -> list[Scored]:
         terms = query_terms(query)
         if not terms:
             return []
         k = KINDS[kind]
         where, params = filter_sql(kind, filters)
-        # Rank on keys only, then read the top hits: reading every matching row's
-        # content before sorting costs about twice as much.
         sql = (
-            f"SELECT {k.hit_columns}, r.rank FROM ("
-            f"SELECT f.rowid AS key, f.rank AS rank FROM {k.fts} f "
+            f"SELECT f.rowid, f.rank FROM {k.fts} f "
             f"JOIN {k.table} {k.alias} ON {k.alias}.{k.key} = f.rowid "
             f"WHERE {k.fts} MATCH ? AND {k.alias}.tenant = ? AND {k.alias}.agent = ?{where} "
-            f"ORDER BY f.rank LIMIT ?) r JOIN {k.table} {k.alias} ON {k.alias}.{k.key} = r.key "
-            "ORDER BY r.rank"
+            "ORDER BY f.rank LIMIT ?"
         )
         full = _match(terms)
         rare = self._rare_terms(k.fts, terms, full)
@@ -117,7 +113,27 @@ class SQLiteBase:
             rows = self._query(sql, (_match(rare), scope.tenant, scope.agent, *params, limit))
         if rare is None or len(rows) < limit:  # the filters wanted rows of common words
             rows = self._query(sql, (full, scope.tenant, scope.agent, *params, limit))
-        return [to_hit(kind, r[:-1], bm25_to_score(r[-1])) for r in rows]
+        return [(int(key), bm25_to_score(rank)) for key, rank in rows]
+
+    def _keyword_search(
+        self, kind: str, scope: Scope, query: str, limit: int, filters: SearchFilters
+    ) -> list[SearchHit]:
+        return self.hits(scope, kind, self.keyword_candidates(scope, kind, query,
+                                                              limit=limit, filters=filters))
+
+    def hits(self, scope: Scope, kind: str, scored: Sequence[Scored]) -> list[SearchHit]:
+        if not scored:
+            return []
+        k = KINDS[kind]
+        rows = self._query(
+            # NOT INDEXED: look rows up by key, never by scanning the scope's index.
+            f"SELECT {k.hit_columns}, {k.alias}.{k.key} FROM {k.table} {k.alias} NOT INDEXED "
+            f"WHERE {k.alias}.{k.key} IN ({', '.join('?' * len(scored))}) "
+            f"AND {k.alias}.tenant = ? AND {k.alias}.agent = ?",
+            (*(key for key, _ in scored), scope.tenant, scope.agent),
+        )
+        by_key = {r[-1]: r[:-1] for r in rows}
+        return [to_hit(kind, by_key[key], score) for key, score in scored if key in by_key]
 
     def _rare_terms(self, fts: str, terms: list[str], full: str) -> list[str] | None:
         """The rarest of ``terms`` whose rows together stay within ``MATCH_BUDGET``, or

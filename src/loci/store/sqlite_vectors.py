@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from loci.models import Scope, SearchHit
+from loci.models import Scope
 from loci.search import conversation
-from loci.store.base import SearchFilters
+from loci.store.base import Scored, SearchFilters
 from loci.store.codec import load_json
-from loci.store.rows import to_hit
 from loci.store.sqlite_base import SQLiteBase
 from loci.store.sqlite_rows import KINDS, filter_sql
 from loci.store.vector_index import VectorIndex
@@ -98,23 +97,23 @@ class SQLiteVectors(SQLiteBase):
         with self._lock:
             self._indexes.clear()
 
-    def vector_search(
+    def vector_candidates(
         self, scope: Scope, kind: str, query: Vectors, *, limit: int, filters: SearchFilters
-    ) -> list[SearchHit]:
+    ) -> list[Scored]:
         with self._lock:
             index = self._fresh_index(scope, kind, int(query.shape[0]))
-            # A few spare candidates usually survive the filters (expiry, type); reading
-            # and hydrating 5x the limit every time cost more than the graph search.
+            # A few spare candidates usually survive the filters (expiry, type); checking
+            # 5x the limit every time cost more than the graph search.
             for wanted in (limit + SPARE_CANDIDATES, max(limit * 5, 50)):
                 candidates = index.search(query, wanted)
-                hits = self._hydrate(kind, scope, candidates, filters)
+                passing = self._passing(kind, scope, candidates, filters)
                 relevant = sum(1 for _, score in candidates if score > 0)
-                if len(hits) >= min(limit, relevant) or len(index) <= len(candidates):
-                    return hits[:limit]
+                if len(passing) >= min(limit, relevant) or len(index) <= len(candidates):
+                    return passing[:limit]
             # Filters removed too many: score only the rows that pass them.
             allowed = self._allowed_keys(kind, scope, filters)
-            hits = self._hydrate(kind, scope, index.search(query, limit, allowed), filters)
-        return hits[:limit]
+            passing = self._passing(kind, scope, index.search(query, limit, allowed), filters)
+        return passing[:limit]
 
     def wait_for_vector_index(
         self, scope: Scope, kind: str, dim: int, timeout: float | None = None
@@ -166,25 +165,25 @@ class SQLiteVectors(SQLiteBase):
         )
         return ((r[0], r[1], r[2]) for r in rows)
 
-    def _hydrate(
+    def _passing(
         self, kind: str, scope: Scope, candidates: list[tuple[int, float]],
         filters: SearchFilters,
-    ) -> list[SearchHit]:
-        scored = {key: score for key, score in candidates if score > 0}
+    ) -> list[Scored]:
+        """The candidates with a positive score whose rows exist in the scope and pass
+        the filters, best first (the graph may still hold rows deleted since)."""
+        scored = {key: min(1.0, score) for key, score in candidates if score > 0}
         if not scored:
             return []
         k = KINDS[kind]
         where, params = filter_sql(kind, filters)
-        marks = ", ".join("?" * len(scored))
         rows = self._query(
             # NOT INDEXED: look rows up by key, never by scanning the scope's index.
-            f"SELECT {k.hit_columns}, {k.alias}.{k.key} FROM {k.table} {k.alias} NOT INDEXED "
-            f"WHERE {k.alias}.{k.key} IN ({marks}) AND {k.alias}.tenant = ? "
-            f"AND {k.alias}.agent = ?{where}",
+            f"SELECT {k.alias}.{k.key} FROM {k.table} {k.alias} NOT INDEXED "
+            f"WHERE {k.alias}.{k.key} IN ({', '.join('?' * len(scored))}) "
+            f"AND {k.alias}.tenant = ? AND {k.alias}.agent = ?{where}",
             (*scored, scope.tenant, scope.agent, *params),
         )
-        hits = [to_hit(kind, r[:-1], min(1.0, scored[r[-1]])) for r in rows]
-        return sorted(hits, key=lambda h: h.score, reverse=True)
+        return sorted(((r[0], scored[r[0]]) for r in rows), key=lambda c: c[1], reverse=True)
 
     def _allowed_keys(self, kind: str, scope: Scope, filters: SearchFilters) -> list[int]:
         k = KINDS[kind]
