@@ -85,9 +85,11 @@ class Indexer:
         return self.queries.get(text)
 
     def catch_up(self, kind: str, scope: Scope | None = None) -> int:
-        """``embed_pending`` for searches: at most once per ``RECHECK_SECONDS`` per
-        kind and scope, so a busy server does not look for unembedded items on every
-        query."""
+        """``embed_pending`` for searches, bounded: at most once per ``RECHECK_SECONDS``
+        per kind and scope (a busy server does not look for unembedded items on every
+        query), and at most one batch each time (a backlog, say after the provider
+        failed, must not hold up a search, which may run on the server's event loop;
+        writes, later searches and ``loci reindex`` embed the rest)."""
         key, now = (kind, scope), time.monotonic()
         with self._lock:
             if now - self._caught_up.get(key, -RECHECK_SECONDS) < RECHECK_SECONDS:
@@ -96,15 +98,17 @@ class Indexer:
             if len(self._caught_up) > 4096:  # many scopes: forget the oldest half
                 for old in sorted(self._caught_up, key=self._caught_up.__getitem__)[:2048]:
                     del self._caught_up[old]
-        return self.embed_pending(kind, scope)
+        return self.embed_pending(kind, scope, batches=1)
 
-    def embed_pending(self, kind: str, scope: Scope | None = None) -> int:
-        """Embed every not-yet-embedded item of ``kind``; a provider failure is logged
-        and leaves the rest for later. Returns how many were embedded."""
+    def embed_pending(self, kind: str, scope: Scope | None = None,
+                      batches: int | None = None) -> int:
+        """Embed the not-yet-embedded items of ``kind`` (every one, or ``batches`` of
+        ``BATCH``); a provider failure is logged and leaves the rest for later. Returns
+        how many were embedded."""
         if not self.matches():
             return 0
         try:
-            return self._drain(kind, scope, None)
+            return self._drain(kind, scope, None, batches)
         except ProviderError as exc:
             log.warning("embedding deferred: %s", exc)
             return 0
@@ -131,10 +135,12 @@ class Indexer:
         return IndexStatus(model, dim, {k: self.store.count_unembedded(k) for k in KINDS})
 
     def _drain(
-        self, kind: str, scope: Scope | None, progress: Callable[[int], None] | None
+        self, kind: str, scope: Scope | None, progress: Callable[[int], None] | None,
+        batches: int | None = None,
     ) -> int:
         done, previous = 0, None
-        while items := self.store.unembedded(kind, BATCH, scope):
+        while (batches is None or done < batches * BATCH) and (
+                items := self.store.unembedded(kind, BATCH, scope)):
             if items == previous:
                 raise StoreError(f"the store did not record vectors for {kind} items")
             previous = items
