@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/cache_stability.py
 	$(BIN)/python benchmarks/compaction.py
 	$(BIN)/python benchmarks/knowledge.py
+	$(BIN)/python benchmarks/fts_merge.py
 
 # LoCoMo data is not shipped (CC BY-NC): point LOCOMO at a copy of locomo_dev.json.
 LOCOMO ?= ../shared/data/locomo/locomo_dev.json
