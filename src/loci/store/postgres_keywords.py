@@ -240,9 +240,10 @@ class PostgresKeywords(PostgresBase):
             "SELECT x.key, x.s FROM (SELECT c.key, round(x.s::numeric, 9) AS s FROM c "
             f"CROSS JOIN LATERAL (SELECT sum({_bm25('t')}) AS s FROM a, {t} t JOIN w "
             "ON w.term = t.term WHERE t.key = c.key AND t.term = ANY(%s::text[])) x "
-            f"ORDER BY 2 DESC, 1) x WHERE EXISTS (SELECT 1 FROM {k.table} {k.alias} WHERE "
-            f"{k.alias}.{k.order} = x.key AND {k.alias}.tenant = %s AND {k.alias}.agent = %s"
-            f"{where}) ORDER BY x.s DESC, x.key LIMIT %s",
+            "ORDER BY 2 DESC, 1) x CROSS JOIN LATERAL "
+            f"(SELECT 1 FROM {k.table} {k.alias} WHERE {k.alias}.{k.order} = x.key "
+            f"AND {k.alias}.tenant = %s AND {k.alias}.agent = %s{where}) r "
+            "ORDER BY x.s DESC, x.key LIMIT %s",
             (*weights, avgdl, *scope_params, DEPTH, refine, weights[0], *scope_params,
              *params, limit),
         )
