@@ -165,3 +165,34 @@ def test_fastapi_telemetry_stays_off(home: Path, monkeypatch: pytest.MonkeyPatch
         assert not app._native_telemetry.enabled()  # type: ignore[attr-defined]
     finally:
         app.state.hub.close()
+
+
+def test_searches_that_wait_on_a_network_embedder_take_threads(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import threading
+
+    import httpx
+
+    from loci import Loci, load_settings
+    from loci.server import create_app
+
+    threads = set()
+
+    def search(self: Loci, *args: object, **kwargs: object) -> list[object]:
+        threads.add(threading.current_thread())
+        return []
+
+    monkeypatch.setattr(Loci, "memory_search", search)
+    settings = load_settings(store=f"sqlite:///{home / 'loci.db'}", embedding_provider="openai",
+                             embedding_model="m", embedding_base_url="http://127.0.0.1:9/v1")
+    app = create_app(settings)
+
+    async def one() -> int:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return (await client.post("/api/search", json={"query": "q"})).status_code
+
+    assert asyncio.run(one()) == 200  # the event loop runs on the main thread
+    assert threads and threading.main_thread() not in threads
+    app.state.hub.close()

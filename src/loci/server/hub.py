@@ -65,8 +65,7 @@ class Hub:
         self._checked: dict[str, tuple[float, ApiKey | None]] = {}
         self._search_slots: asyncio.Semaphore | None = None
         # Searches may run on the event loop when nothing they do waits on a network.
-        self._local = self.store.local_lock() is not None and (
-            self.base.indexer is None or settings.embedding_provider in IN_PROCESS)
+        self._inline = self.base.indexer is None or settings.embedding_provider in IN_PROCESS
 
     def engine(self, principal: Principal) -> Loci:
         """The engine for the principal's scope (created on first use, then cached)."""
@@ -121,16 +120,16 @@ class Hub:
         to a thread cost ~0.9 ms of CPU more per 4 ms search on 2 cores (measured in
         the same run), and a thread gains nothing while the GIL and the store's one
         connection serialize the work anyway. Otherwise it runs in a thread: at most
-        ``_LOCAL_SEARCHES`` at once on a local store, as many as come on PostgreSQL,
-        whose queries wait on its server."""
-        lock = self.store.local_lock() if self._local else None
-        if lock is not None and lock.acquire(blocking=False):
+        ``_LOCAL_SEARCHES`` at once on a local store, as many as the thread pool allows
+        on PostgreSQL, whose queries wait on its server."""
+        lock = self.store.local_lock()
+        if lock is None:
+            return await run_in_threadpool(search)
+        if self._inline and lock.acquire(blocking=False):
             try:
                 return search()
             finally:
                 lock.release()
-        if lock is None:
-            return await run_in_threadpool(search)
         if self._search_slots is None:
             self._search_slots = asyncio.Semaphore(_LOCAL_SEARCHES)
         async with self._search_slots:
