@@ -34,17 +34,40 @@ def wait_until_up(url: str, process: subprocess.Popen[bytes], seconds: float = 9
     raise AssertionError("server did not come up")
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_loci_serve_runs_the_server(home: Path, workers: int) -> None:
+def serve(home: Path, workers: int) -> tuple[subprocess.Popen[bytes], int]:
+    """``loci serve`` on a free loopback port, up and answering."""
     port = free_port()
     env = {**os.environ, "LOCI_HOME": str(home), "LOCI_EMBEDDING_PROVIDER": "hash"}
     process = subprocess.Popen(
         [sys.executable, "-m", "loci", "serve", "--port", str(port), "--workers", str(workers),
          "--store", f"sqlite:///{home / 'loci.db'}"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}", process)
+    except BaseException:
+        stop(process)
+        raise
+    return process, port
+
+
+def stop(process: subprocess.Popen[bytes], *, kill: bool = False) -> int:
+    """Stop ``loci serve`` (SIGTERM, or SIGKILL) and close its pipes; its exit status."""
+    if kill:
+        process.kill()
+    else:
+        process.terminate()
+    status = process.wait(timeout=20)
+    assert process.stderr is not None and process.stdout is not None
+    process.stderr.close()
+    process.stdout.close()
+    return status
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_loci_serve_runs_the_server(home: Path, workers: int) -> None:
+    process, port = serve(home, workers)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until_up(url, process)
         created = httpx.post(f"{url}/api/memories", json={"content": "User likes tides",
                                                           "type": "user_preference"})
         assert created.status_code == 201
@@ -53,11 +76,7 @@ def test_loci_serve_runs_the_server(home: Path, workers: int) -> None:
             assert hits[0]["id"] == created.json()["id"]
         assert "swagger" in httpx.get(f"{url}/docs").text.lower()
     finally:
-        process.terminate()
-        process.wait(timeout=10)
-        assert process.stderr is not None and process.stdout is not None
-        process.stderr.close()
-        process.stdout.close()
+        stop(process)
     assert (home / "loci.db").exists()
 
 
@@ -138,14 +157,8 @@ def connections_by_process(port: int, pids: list[int]) -> dict[int, int]:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_two_workers_both_take_connections(home: Path) -> None:
-    port = free_port()
-    env = {**os.environ, "LOCI_HOME": str(home), "LOCI_EMBEDDING_PROVIDER": "hash"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "loci", "serve", "--port", str(port), "--workers", "2",
-         "--store", f"sqlite:///{home / 'loci.db'}"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process, port = serve(home, 2)
     try:
-        wait_until_up(f"http://127.0.0.1:{port}", process)
         workers = worker_pids(process.pid)
         assert len(workers) == 2
         # Connections opened all at once, as a client's pool does.
@@ -168,10 +181,7 @@ def test_two_workers_both_take_connections(home: Path) -> None:
         else:
             raise AssertionError("the dead worker was not replaced")
     finally:
-        process.terminate()
-        assert process.wait(timeout=20) == 0
-        assert process.stderr is not None
-        process.stderr.close()
+        assert stop(process) == 0
 
 
 def worker_pids(parent: int) -> list[int]:
@@ -205,18 +215,11 @@ def test_a_worker_that_cannot_start_stops_the_server(home: Path) -> None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_workers_stop_when_the_supervisor_is_killed(home: Path) -> None:
-    port = free_port()
-    env = {**os.environ, "LOCI_HOME": str(home), "LOCI_EMBEDDING_PROVIDER": "hash"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "loci", "serve", "--port", str(port), "--workers", "2",
-         "--store", f"sqlite:///{home / 'loci.db'}"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process, port = serve(home, 2)
     try:
-        wait_until_up(f"http://127.0.0.1:{port}", process)
         workers = worker_pids(process.pid)
         assert len(workers) == 2
-        process.kill()
-        process.wait(timeout=10)
+        stop(process, kill=True)
         deadline = time.monotonic() + 30
         while any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in workers):
             assert time.monotonic() < deadline, "orphaned workers kept running"
@@ -225,9 +228,7 @@ def test_workers_stop_when_the_supervisor_is_killed(home: Path) -> None:
             httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2)
     finally:
         if process.poll() is None:
-            process.kill()
-        assert process.stderr is not None
-        process.stderr.close()
+            stop(process, kill=True)
 
 
 def _state(pid: int) -> str:

@@ -39,7 +39,7 @@ from loci.search import bm25_to_score, fts_query, query_terms
 from loci.store.base import Scored, SearchFilters
 from loci.store.postgres_base import PostgresBase
 from loci.store.postgres_rows import KINDS, filter_sql
-from loci.store.rows import to_hit
+from loci.store.rows import ordered_hits
 
 #: BM25 parameters, as FTS5's (float8 literals: numeric arithmetic is slower).
 K1, B = "1.2::float8", "0.75::float8"
@@ -192,8 +192,7 @@ class PostgresKeywords(PostgresBase):
             f"AND {k.alias}.agent = %s",
             ([key for key, _ in scored], scope.tenant, scope.agent),
         )
-        by_key = {int(r[-1]): r[:-1] for r in rows}
-        return [to_hit(kind, by_key[key], score) for key, score in scored if key in by_key]
+        return ordered_hits(kind, rows, scored)
 
     def keyword_candidates(
         self, scope: Scope, kind: str, query: str, *, limit: int, filters: SearchFilters

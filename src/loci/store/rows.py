@@ -4,6 +4,7 @@ tags as space-separated text and JSON as text."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from loci.models import (
@@ -31,6 +32,14 @@ def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
                          metadata={"type": r[1], "tags": list(load_tags(r[3]))})
     return SearchHit(kind="document", id=r[0], score=score, text=r[1],
                      timestamp=from_micros(r[2]), metadata={"tags": list(load_tags(r[3]))})
+
+
+def ordered_hits(kind: str, rows: Sequence[tuple[Any, ...]], scored: Sequence[tuple[int, float]]
+                 ) -> list[SearchHit]:
+    """Hits for the (key, score) pairs of ``scored``, in their order, from rows selected
+    with ``hit_columns`` and then the key; a key without a row is left out."""
+    by_key = {int(r[-1]): r[:-1] for r in rows}
+    return [to_hit(kind, by_key[key], score) for key, score in scored if key in by_key]
 
 
 def to_event(r: tuple[Any, ...]) -> Event:

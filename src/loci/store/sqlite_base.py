@@ -13,7 +13,7 @@ from typing import Any
 from loci.models import Scope, SearchHit
 from loci.search import bm25_to_score, query_terms
 from loci.store.base import Scored, SearchFilters
-from loci.store.rows import to_hit
+from loci.store.rows import ordered_hits
 from loci.store.sqlite_rows import KINDS, filter_sql
 
 #: Rows an OR query may match before only its rarest words search (``_rare_terms``).
@@ -132,8 +132,7 @@ class SQLiteBase:
             f"AND {k.alias}.tenant = ? AND {k.alias}.agent = ?",
             (*(key for key, _ in scored), scope.tenant, scope.agent),
         )
-        by_key = {r[-1]: r[:-1] for r in rows}
-        return [to_hit(kind, by_key[key], score) for key, score in scored if key in by_key]
+        return ordered_hits(kind, rows, scored)
 
     def _rare_terms(self, fts: str, terms: list[str], full: str) -> list[str] | None:
         """The rarest of ``terms`` whose rows together stay within ``MATCH_BUDGET``, or
