@@ -179,11 +179,12 @@ class Store(ABC):
     @abstractmethod
     def list_sessions(self, scope: Scope) -> list[SessionInfo]: ...
 
-    @abstractmethod
     def search_events(
         self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
     ) -> list[SearchHit]:
         """Keyword search over event content; ``query`` is user text, never syntax."""
+        return self.hits(scope, "event", self.keyword_candidates(
+            scope, "event", query, limit=limit, filters=filters))
 
     # -- memories -----------------------------------------------------------------
     @abstractmethod
@@ -230,10 +231,12 @@ class Store(ABC):
     def purge_expired(self, scope: Scope, now: datetime) -> int:
         """Hard-delete memories expired at ``now`` (and their history); returns how many."""
 
-    @abstractmethod
     def search_memories(
         self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
-    ) -> list[SearchHit]: ...
+    ) -> list[SearchHit]:
+        """Keyword search over memories (expired ones left out with ``filters.now``)."""
+        return self.hits(scope, "memory", self.keyword_candidates(
+            scope, "memory", query, limit=limit, filters=filters))
 
     # -- state --------------------------------------------------------------------
     @abstractmethod
@@ -276,10 +279,12 @@ class Store(ABC):
     def document_history(self, scope: Scope, path: str) -> list[DocumentVersion]:
         """Earlier versions of a document, oldest first."""
 
-    @abstractmethod
     def search_documents(
         self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
-    ) -> list[SearchHit]: ...
+    ) -> list[SearchHit]:
+        """Keyword search over knowledge documents (path and content)."""
+        return self.hits(scope, "document", self.keyword_candidates(
+            scope, "document", query, limit=limit, filters=filters))
 
     # -- compactions --------------------------------------------------------------
     @abstractmethod

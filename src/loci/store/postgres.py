@@ -26,9 +26,9 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from loci.errors import ConfigError
-from loci.models import Compaction, Event, NewEvent, Scope, SearchHit, SessionInfo
+from loci.models import Compaction, Event, NewEvent, Scope, SessionInfo
 from loci.search import conversation
-from loci.store.base import NO_FILTERS, CompactionPlan, SearchFilters, Store
+from loci.store.base import CompactionPlan, Store
 from loci.store.codec import from_micros, load_json, to_micros
 from loci.store.postgres_base import Cursor, translated_errors
 from loci.store.postgres_documents import PostgresDocuments
@@ -260,8 +260,3 @@ class PostgresStore(PostgresVectors, PostgresKeywords, PostgresMemories, Postgre
             )
             for r in rows
         ]
-
-    def search_events(
-        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
-    ) -> list[SearchHit]:
-        return self._keyword_search("event", scope, query, limit, filters)

@@ -11,8 +11,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from loci.errors import StoreError, ValidationError
-from loci.models import Scope, SearchHit
-from loci.store.base import SearchFilters
+from loci.models import Scope
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 
@@ -61,8 +60,3 @@ class PostgresBase:
             "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
             (f"{scope.tenant}\x1f{scope.agent}\x1f{session}",),
         )
-
-    def _keyword_search(
-        self, kind: str, scope: Scope, query: str, limit: int, filters: SearchFilters
-    ) -> list[SearchHit]:
-        raise NotImplementedError  # PostgresKeywords (postgres_keywords.py) provides it

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from loci.models import Document, DocumentVersion, Scope, SearchHit
-from loci.store.base import NO_FILTERS, SearchFilters
+from loci.models import Document, DocumentVersion, Scope
 from loci.store.codec import from_micros, to_micros
 from loci.store.postgres_base import Cursor, PostgresBase
 from loci.store.postgres_rows import (
@@ -114,8 +113,3 @@ class PostgresDocuments(PostgresBase):
             (scope.tenant, scope.agent, path),
         )
         return [to_document_version(r) for r in rows]
-
-    def search_documents(
-        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
-    ) -> list[SearchHit]:
-        return self._keyword_search("document", scope, query, limit, filters)

@@ -176,12 +176,6 @@ _WEIGHTS = ("WITH w(term, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[]
 class PostgresKeywords(PostgresBase):
     """Mixed into :class:`PostgresStore`."""
 
-    def _keyword_search(
-        self, kind: str, scope: Scope, query: str, limit: int, filters: SearchFilters
-    ) -> list[SearchHit]:
-        return self.hits(scope, kind, self.keyword_candidates(scope, kind, query,
-                                                              limit=limit, filters=filters))
-
     def hits(self, scope: Scope, kind: str, scored: Sequence[Scored]) -> list[SearchHit]:
         if not scored:
             return []

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from loci.errors import NotFoundError, StoreError
-from loci.models import Memory, MemoryVersion, Scope, SearchHit
-from loci.store.base import NO_FILTERS, SearchFilters, Vectors
+from loci.models import Memory, MemoryVersion, Scope
+from loci.store.base import SearchFilters, Vectors
 from loci.store.codec import to_micros
 from loci.store.postgres_base import Cursor, PostgresBase
 from loci.store.postgres_rows import MEMORY_COLUMNS, check_text, json_value, memory_filters
@@ -184,8 +184,3 @@ class PostgresMemories(PostgresBase):
                     "DELETE FROM memory_versions WHERE memory_id = ANY(%s) AND tenant = %s "
                     "AND agent = %s", (ids, scope.tenant, scope.agent))
         return len(ids)
-
-    def search_memories(
-        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
-    ) -> list[SearchHit]:
-        return self._keyword_search("memory", scope, query, limit, filters)

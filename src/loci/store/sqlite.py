@@ -22,15 +22,12 @@ from loci.models import (
     Event,
     NewEvent,
     Scope,
-    SearchHit,
     SessionInfo,
     StateItem,
 )
 from loci.store.base import (
-    NO_FILTERS,
     CompactionPlan,
     NewCompaction,
-    SearchFilters,
     Store,
 )
 from loci.store.codec import (
@@ -257,10 +254,6 @@ class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, SQ
             for r in rows
         ]
 
-    def search_events(
-        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
-    ) -> list[SearchHit]:
-        return self._keyword_search("event", scope, query, limit, filters)
 
     # -- state --------------------------------------------------------------------
     def set_state(self, scope: Scope, key: str, value: str, now: datetime) -> StateItem:

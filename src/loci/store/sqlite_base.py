@@ -115,12 +115,6 @@ class SQLiteBase:
             rows = self._query(sql, (full, scope.tenant, scope.agent, *params, limit))
         return [(int(key), bm25_to_score(rank)) for key, rank in rows]
 
-    def _keyword_search(
-        self, kind: str, scope: Scope, query: str, limit: int, filters: SearchFilters
-    ) -> list[SearchHit]:
-        return self.hits(scope, kind, self.keyword_candidates(scope, kind, query,
-                                                              limit=limit, filters=filters))
-
     def hits(self, scope: Scope, kind: str, scored: Sequence[Scored]) -> list[SearchHit]:
         if not scored:
             return []

@@ -6,8 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 
-from loci.models import Document, DocumentVersion, Scope, SearchHit
-from loci.store.base import NO_FILTERS, SearchFilters
+from loci.models import Document, DocumentVersion, Scope
 from loci.store.codec import dump_json, dump_tags, from_micros, load_json, load_tags, to_micros
 from loci.store.rows import to_document
 from loci.store.sqlite_base import SQLiteBase
@@ -102,8 +101,3 @@ class SQLiteDocuments(SQLiteBase):
             )
             for r in rows
         ]
-
-    def search_documents(
-        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
-    ) -> list[SearchHit]:
-        return self._keyword_search("document", scope, query, limit, filters)

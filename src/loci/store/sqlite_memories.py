@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from loci.errors import NotFoundError, StoreError
-from loci.models import Memory, MemoryVersion, Scope, SearchHit
-from loci.store.base import NO_FILTERS, SearchFilters, Vectors
+from loci.models import Memory, MemoryVersion, Scope
+from loci.store.base import SearchFilters, Vectors
 from loci.store.codec import dump_json, dump_tags, to_micros
 from loci.store.rows import to_memory, to_version
 from loci.store.sqlite_base import SQLiteBase
@@ -144,8 +144,3 @@ class SQLiteMemories(SQLiteBase):
                 db.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk)
                 db.execute(f"DELETE FROM memory_versions WHERE memory_id IN ({marks})", chunk)
         return len(ids)
-
-    def search_memories(
-        self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
-    ) -> list[SearchHit]:
-        return self._keyword_search("memory", scope, query, limit, filters)
