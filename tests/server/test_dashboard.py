@@ -127,11 +127,17 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         yield Site(server.url, http, seed(http, clock))
 
 
+TIMEOUT_MS = 30_000
+expect.set_options(timeout=TIMEOUT_MS)
+
+
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    page.set_default_timeout(5000)
+    # Generous: these machines are shared, and with half the CPU stolen by the host a
+    # click in Chromium took over 5 s (fresh-clone run, session 4).
+    page.set_default_timeout(TIMEOUT_MS)
     yield page
     context.close()
 
