@@ -187,15 +187,27 @@ def test_two_workers_both_take_connections(home: Path) -> None:
 def worker_pids(parent: int) -> list[int]:
     """The server processes ``parent`` spawned (not multiprocessing's resource tracker)."""
     found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue  # gone meanwhile
-        if int(stat.rsplit(")", 1)[1].split()[1]) == parent and b"spawn_main" in cmdline:
-            found.append(int(pid))
+    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
+        stat = _stat(pid)
+        if stat is not None and int(stat[1]) == parent and b"spawn_main" in _cmdline(pid):
+            found.append(pid)
     return found
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state, parent, ...), or
+    None once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def test_a_worker_that_cannot_start_stops_the_server(home: Path) -> None:
@@ -232,7 +244,5 @@ def test_workers_stop_when_the_supervisor_is_killed(home: Path) -> None:
 
 
 def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "Z"  # gone
+    stat = _stat(pid)
+    return "Z" if stat is None else stat[0]  # gone counts as a zombie
