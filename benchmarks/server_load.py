@@ -1,7 +1,8 @@
 """Server throughput and latency under concurrent clients on loopback.
 
 Usage: python benchmarks/server_load.py [--memories 10000] [--clients 16] [--seconds 10]
-       [--warmup 2] [--embedding local|hash] [--workers 1] [--json]
+       [--warmup 2] [--embedding local|hash] [--workers 1] [--endpoints health,search,context]
+       [--json]
 
 A store of synthetic memories is bulk-loaded, then ``loci serve`` runs in its own
 process and an asyncio load generator (in this process, a minimal keep-alive HTTP/1.1
@@ -184,8 +185,13 @@ def main() -> None:
                         help="unmeasured seconds of load per endpoint first")
     parser.add_argument("--embedding", choices=["local", "hash"], default="local")
     parser.add_argument("--workers", type=int, default=1, help="server processes")
+    parser.add_argument("--endpoints", default=",".join(ENDPOINTS),
+                        help="comma-separated, of: " + ", ".join(ENDPOINTS))
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    endpoints = args.endpoints.split(",")
+    if unknown := set(endpoints) - set(ENDPOINTS):
+        parser.error(f"unknown endpoints: {', '.join(sorted(unknown))}")
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "load.db"
         build_store(db, args.memories, args.embedding)
@@ -193,7 +199,8 @@ def main() -> None:
         server = start_server(db, port, args.embedding, args.workers)
         try:
             results = {}
-            for name, build in ENDPOINTS.items():
+            for name in endpoints:
+                build = ENDPOINTS[name]
                 # Unmeasured first: each server process loads its indexes and caches.
                 # uvloop, as the server uses: the generator shares the cores it measures.
                 uvloop.run(load(port, build, args.clients, args.warmup, server.pid))

@@ -31,9 +31,17 @@ def error(response: object) -> str:
 def test_health_and_openapi(client: TestClient) -> None:
     assert client.get("/api/health").json()["status"] == "ok"
     assert client.get("/docs").status_code == 200
-    paths = client.get("/openapi.json").json()["paths"]
+    schema = client.get("/openapi.json").json()
+    paths = schema["paths"]
     assert {"/api/sessions/{session}/events", "/api/search", "/api/kb/doc",
             "/api/state/{key}", "/api/sessions/{session}/context"} <= set(paths)
+    # The auth headers are read from the request, not declared: documented all the same.
+    assert schema["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
+    search = paths["/api/search"]["post"]
+    assert {"X-Loci-User", "X-Loci-Agent"} <= {p["name"] for p in search["parameters"]}
+    assert search["security"] == [{"apiKey": []}, {}]
+    assert "security" not in paths["/api/health"]["get"]
+    assert client.get("/openapi.json").json() == schema  # built once, not extended again
 
 
 def test_events_append_list_export_import(client: TestClient) -> None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from loci import __version__
-from loci.server.deps import Engine, get_hub, get_principal
-from loci.server.hub import Hub, Principal
+from loci.server.deps import Engine, get_principal, hub_of
+from loci.server.hub import Principal
 from loci.server.routing import JSONRoute
 
 router = APIRouter(tags=["dashboard"], route_class=JSONRoute)
@@ -20,8 +20,7 @@ router = APIRouter(tags=["dashboard"], route_class=JSONRoute)
 @router.get("/overview", response_model=None)
 def overview(
     loci: Engine,
-    principal: Annotated[Principal, Depends(get_principal)],
-    hub: Annotated[Hub, Depends(get_hub)],
+    principal: Annotated[Principal, Depends(get_principal)], request: Request,
 ) -> dict[str, Any]:
     """The caller's scope and counts: live memories by type, state keys, sessions and
     knowledge documents."""
@@ -31,7 +30,7 @@ def overview(
         "user": loci.scope.tenant,
         "agent": loci.scope.agent,
         "auth": "key" if principal.key_id else "open",
-        "keys_required": hub.keys_required(),
+        "keys_required": hub_of(request).keys_required(),
         "memories": dict(sorted(memories.items())),
         "state": len(loci.state()),
         "sessions": len(loci.sessions()),

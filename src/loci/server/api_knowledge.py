@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
@@ -13,7 +13,7 @@ from loci.context.skills import load_skill_set, match_skills
 from loci.knowledge import DocumentPage, DocumentSummary
 from loci.knowledge.tree import Node
 from loci.models import Document, DocumentVersion
-from loci.server.deps import Engine, HubDep
+from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute
 
 router = APIRouter(route_class=JSONRoute)
@@ -95,9 +95,9 @@ def read_document(
 
 
 @router.post("/kb/search", response_model=None, tags=["knowledge"])
-async def search_knowledge(hub: HubDep, loci: Engine, body: KnowledgeSearchIn
+async def search_knowledge(request: Request, loci: Engine, body: KnowledgeSearchIn
                            ) -> list[DocumentSummary]:
-    return await hub.run(lambda: loci.search_knowledge(body.query, body.path_filter,
+    return await hub_of(request).run(lambda: loci.search_knowledge(body.query, body.path_filter,
                                                        body.tags, body.top_k))
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from loci.memory.tools import MemoryPage, MemorySummary
 from loci.models import Memory, MemoryVersion, StateItem
-from loci.server.deps import Engine, HubDep
+from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute
 from loci.store import SearchFilters
 
@@ -87,10 +87,10 @@ def read_memory(
 
 
 @router.post("/search", response_model=None)
-async def search_memories(hub: HubDep, loci: Engine, body: SearchIn) -> list[MemorySummary]:
+async def search_memories(request: Request, loci: Engine, body: SearchIn) -> list[MemorySummary]:
     filters = SearchFilters(types=tuple(body.types), tags=tuple(body.tags),
                             since=body.since, until=body.until)
-    return await hub.run(lambda: loci.memory_search(body.query, body.limit, filters))
+    return await hub_of(request).run(lambda: loci.memory_search(body.query, body.limit, filters))
 
 
 @router.get("/state", response_model=None)

@@ -13,7 +13,7 @@ from loci.compaction.compactor import CompactionResult
 from loci.errors import ValidationError
 from loci.knowledge import SessionKnowledge
 from loci.models import Compaction, Event, SearchHit, SessionInfo
-from loci.server.deps import Engine, HubDep
+from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute
 
 router = APIRouter(tags=["sessions"], route_class=JSONRoute)
@@ -140,7 +140,7 @@ def end_session(loci: Engine, session: str) -> SessionKnowledge:
 
 
 @router.post("/recall", response_model=None)
-async def search_conversation(hub: HubDep, loci: Engine, body: RecallIn) -> list[SearchHit]:
+async def search_conversation(request: Request, loci: Engine, body: RecallIn) -> list[SearchHit]:
     """Search the event log, archived events included (seeds/002)."""
-    return await hub.run(lambda: loci.search_conversation(body.query, body.session,
+    return await hub_of(request).run(lambda: loci.search_conversation(body.query, body.session,
                                                           body.limit))

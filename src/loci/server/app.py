@@ -19,6 +19,7 @@ from loci.server.api_knowledge import router as knowledge_router
 from loci.server.api_memory import router as memory_router
 from loci.server.api_sessions import router as sessions_router
 from loci.server.dashboard import mount_dashboard
+from loci.server.deps import document_auth
 from loci.server.hub import Hub
 from loci.server.mcp import build_mcp, http_app
 from loci.server.proxy import router as proxy_router
@@ -109,6 +110,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     for router in (memory_router, sessions_router, knowledge_router, dashboard_router):
         app.include_router(router, prefix="/api")
     app.include_router(proxy_router, prefix="/v1")
+    document_auth(app)
 
     app.router.routes.append(Route("/mcp", mcp_endpoint, include_in_schema=False))
 

@@ -40,15 +40,14 @@ import time
 from collections.abc import Iterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header
+from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
 from loci.llm._http import message_text
-from loci.server.deps import get_hub
-from loci.server.hub import Hub
+from loci.server.deps import hub_of
 from loci.server.proxy_stream import TagFilter, chunk, sse
 from loci.server.proxy_tools import call_events, merge_fragments, record_results, split_results
 from loci.server.proxy_upstream import (
@@ -64,17 +63,15 @@ router = APIRouter(tags=["proxy"])
 _IMPORTED_ROLES = ("user", "assistant")
 
 
-def get_proxy_engine(
-    hub: Annotated[Hub, Depends(get_hub)],
-    authorization: Annotated[str | None, Header()] = None,
-    x_loci_user: Annotated[str | None, Header()] = None,
-    x_loci_agent: Annotated[str | None, Header()] = None,
-) -> Loci:
+async def get_proxy_engine(request: Request) -> Loci:
     """The caller's engine, as for REST, except that in open mode the bearer token is
     ignored: OpenAI clients always send one, whatever text their ``api_key`` holds."""
+    hub, headers = hub_of(request), request.headers
+    authorization = headers.get("authorization")
     if authorization and not hub.keys_required():
         authorization = None
-    return hub.engine(hub.authenticate(authorization, x_loci_user, x_loci_agent))
+    return hub.engine(hub.authenticate(authorization, headers.get("x-loci-user"),
+                                       headers.get("x-loci-agent")))
 
 
 Engine = Annotated[Loci, Depends(get_proxy_engine)]
