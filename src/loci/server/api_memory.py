@@ -41,6 +41,14 @@ class StateIn(BaseModel):
     value: str
 
 
+# The hottest route first: a request tries the routes in order (~4 µs per miss).
+@router.post("/search", response_model=None)
+async def search_memories(request: Request, loci: Engine, body: SearchIn) -> list[MemorySummary]:
+    filters = SearchFilters(types=tuple(body.types), tags=tuple(body.tags),
+                            since=body.since, until=body.until)
+    return await hub_of(request).run(lambda: loci.memory_search(body.query, body.limit, filters))
+
+
 @router.get("/memories", response_model=None)
 def list_memories(
     loci: Engine, type: str | None = None, include_expired: bool = False,
@@ -84,13 +92,6 @@ def read_memory(
 ) -> MemoryPage:
     """seeds/002 ``memory_read``: the memory's markdown, paginated by characters."""
     return loci.memory_read(memory_id, offset, limit)
-
-
-@router.post("/search", response_model=None)
-async def search_memories(request: Request, loci: Engine, body: SearchIn) -> list[MemorySummary]:
-    filters = SearchFilters(types=tuple(body.types), tags=tuple(body.tags),
-                            since=body.since, until=body.until)
-    return await hub_of(request).run(lambda: loci.memory_search(body.query, body.limit, filters))
 
 
 @router.get("/state", response_model=None)

@@ -54,6 +54,20 @@ class RecallIn(BaseModel):
     limit: int = Field(10, ge=1, le=100)
 
 
+# The hottest routes first: a request tries the routes in order (~4 µs per miss).
+@router.post("/sessions/{session}/context", response_model=None)
+def compile_context(loci: Engine, session: str, body: ContextIn) -> dict[str, Any]:
+    """Compile the context for the next LLM call, with the explain view."""
+    compiled = loci.compile(session, body.message, model=body.model)
+    result = compiled.to_dict()
+    if body.format == "anthropic":
+        result["messages"] = compiled.to_anthropic()
+    elif body.format == "text":
+        result["messages"] = compiled.to_text()
+    result["explain"] = compiled.explain()
+    return result
+
+
 @router.get("/sessions", response_model=None)
 def list_sessions(loci: Engine) -> list[SessionInfo]:
     return loci.sessions()
@@ -106,19 +120,6 @@ def add_reply(loci: Engine, session: str, body: ReplyIn) -> dict[str, Any]:
     event, result = loci.add_reply(session, body.content)
     return {"event": event, "saved": [{"action": s.action, "memory": s.memory}
                                        for s in result.saved], "state": result.state}
-
-
-@router.post("/sessions/{session}/context", response_model=None)
-def compile_context(loci: Engine, session: str, body: ContextIn) -> dict[str, Any]:
-    """Compile the context for the next LLM call, with the explain view."""
-    compiled = loci.compile(session, body.message, model=body.model)
-    result = compiled.to_dict()
-    if body.format == "anthropic":
-        result["messages"] = compiled.to_anthropic()
-    elif body.format == "text":
-        result["messages"] = compiled.to_text()
-    result["explain"] = compiled.explain()
-    return result
 
 
 @router.post("/sessions/{session}/compact", response_model=None)
