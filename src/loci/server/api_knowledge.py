@@ -97,8 +97,8 @@ def read_document(
 @router.post("/kb/search", response_model=None, tags=["knowledge"])
 async def search_knowledge(request: Request, loci: Engine, body: KnowledgeSearchIn
                            ) -> list[DocumentSummary]:
-    return await hub_of(request).run(lambda: loci.search_knowledge(body.query, body.path_filter,
-                                                       body.tags, body.top_k))
+    return await hub_of(request).run(lambda: loci.search_knowledge(
+        body.query, body.path_filter, body.tags, body.top_k))
 
 
 @router.get("/skills", response_model=None, tags=["skills"])

@@ -143,5 +143,5 @@ def end_session(loci: Engine, session: str) -> SessionKnowledge:
 @router.post("/recall", response_model=None)
 async def search_conversation(request: Request, loci: Engine, body: RecallIn) -> list[SearchHit]:
     """Search the event log, archived events included (seeds/002)."""
-    return await hub_of(request).run(lambda: loci.search_conversation(body.query, body.session,
-                                                          body.limit))
+    return await hub_of(request).run(lambda: loci.search_conversation(
+        body.query, body.session, body.limit))
