@@ -5,23 +5,19 @@ data their scope holds, for the header and the tab counts."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 
 from loci import __version__
-from loci.server.deps import Engine, get_principal, hub_of
-from loci.server.hub import Principal
+from loci.server.deps import Engine, hub_of, principal_of
 from loci.server.routing import JSONRoute
 
 router = APIRouter(tags=["dashboard"], route_class=JSONRoute)
 
 
 @router.get("/overview", response_model=None)
-def overview(
-    loci: Engine,
-    principal: Annotated[Principal, Depends(get_principal)], request: Request,
-) -> dict[str, Any]:
+def overview(loci: Engine, request: Request) -> dict[str, Any]:
     """The caller's scope and counts: live memories by type, state keys, sessions and
     knowledge documents."""
     memories = Counter(m.type for m in loci.memories(None))
@@ -29,7 +25,7 @@ def overview(
         "version": __version__,
         "user": loci.scope.tenant,
         "agent": loci.scope.agent,
-        "auth": "key" if principal.key_id else "open",
+        "auth": "key" if principal_of(request).key_id else "open",
         "keys_required": hub_of(request).keys_required(),
         "memories": dict(sorted(memories.items())),
         "state": len(loci.state()),

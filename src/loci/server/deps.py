@@ -24,22 +24,26 @@ def hub_of(request: Request) -> Hub:
     return hub
 
 
-async def get_principal(request: Request) -> Principal:
-    headers = request.headers
-    return hub_of(request).authenticate(headers.get("authorization"),
-                                        headers.get("x-loci-user"),
-                                        headers.get("x-loci-agent"))
+def principal_of(request: Request, *, bearer_optional: bool = False) -> Principal:
+    """Who sent ``request``. With ``bearer_optional``, a bearer token is ignored while
+    the server is in open mode (OpenAI clients always send one)."""
+    hub, headers = hub_of(request), request.headers
+    authorization = headers.get("authorization")
+    if authorization and bearer_optional and not hub.keys_required():
+        authorization = None
+    return hub.authenticate(authorization, headers.get("x-loci-user"),
+                            headers.get("x-loci-agent"))
 
 
 async def get_engine(request: Request) -> Loci:
-    return hub_of(request).engine(await get_principal(request))
+    return hub_of(request).engine(principal_of(request))
 
 
 #: The caller's engine, scoped to their tenant and agent: what every route works on.
 Engine = Annotated[Loci, Depends(get_engine)]
 
 
-#: The headers ``get_principal`` reads besides ``Authorization``, as OpenAPI parameters.
+#: The headers ``principal_of`` reads besides ``Authorization``, as OpenAPI parameters.
 _SCOPE_HEADERS = [
     {"name": "X-Loci-User", "in": "header", "required": False, "schema": {"type": "string"},
      "description": "the user (tenant) to act as; open mode only (no API keys exist)"},

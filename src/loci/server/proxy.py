@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
 from loci.llm._http import message_text
-from loci.server.deps import hub_of
+from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_stream import TagFilter, chunk, sse
 from loci.server.proxy_tools import call_events, merge_fragments, record_results, split_results
 from loci.server.proxy_upstream import (
@@ -66,12 +66,7 @@ _IMPORTED_ROLES = ("user", "assistant")
 async def get_proxy_engine(request: Request) -> Loci:
     """The caller's engine, as for REST, except that in open mode the bearer token is
     ignored: OpenAI clients always send one, whatever text their ``api_key`` holds."""
-    hub, headers = hub_of(request), request.headers
-    authorization = headers.get("authorization")
-    if authorization and not hub.keys_required():
-        authorization = None
-    return hub.engine(hub.authenticate(authorization, headers.get("x-loci-user"),
-                                       headers.get("x-loci-agent")))
+    return hub_of(request).engine(principal_of(request, bearer_optional=True))
 
 
 Engine = Annotated[Loci, Depends(get_proxy_engine)]
