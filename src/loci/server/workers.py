@@ -1,13 +1,19 @@
 """Serving from several processes on one port (``loci serve --workers N``).
 
-On Linux each worker listens on its own socket bound with ``SO_REUSEPORT``, and the
-kernel spreads new connections over the workers. With one shared listening socket (how
-uvicorn's ``--workers`` does it) the worker that wakes first accepts every pending
-connection: 16 clients connecting at once all landed on one of two workers, which left
-the other core idle (search: 154 against 312 req/s, benchmarks/server_load.py). Other
-systems share the parent's socket.
+The parent holds the listening socket, accepts every connection and deals them to the
+workers in turn, each over the worker's own Unix socket (``SCM_RIGHTS``, see
+``server.dealt``), so that N workers hold their share of the connections, however few
+there are. Both alternatives leave clients waiting on one worker while another idles:
 
-The parent only supervises: it replaces a worker that dies once started, stops
+- one shared listening socket (uvicorn's ``--workers``): the worker that wakes first
+  accepts every pending connection; 16 clients connecting at once all landed on one of
+  two workers (search: 154 against 312 req/s, benchmarks/server_load.py);
+- a ``SO_REUSEPORT`` socket per worker: the kernel hashes connections over them, and 8
+  keep-alive clients often split 5/3 or 6/2 over two workers (search, 6 runs each:
+  median 418 against 465 req/s with 4/4, p99 38-71 against 27-34 ms).
+
+Where descriptors cannot be passed (Windows), the workers share the parent's socket.
+The parent also supervises: it replaces a worker that dies once started, stops
 everything if one dies while starting (the same failure would recur), and stops the
 workers on SIGINT or SIGTERM.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import selectors
 import signal
 import socket
 import sys
@@ -32,53 +39,26 @@ from loci.settings import Settings
 log = logging.getLogger("loci.server")
 #: How long stopping workers get before they are killed.
 STOP_SECONDS = 10.0
+#: How long handing a connection to a worker may block before the next one gets it.
+HAND_OVER_SECONDS = 1.0
+#: Whether connections can be dealt to workers (Unix sockets pass descriptors).
+CAN_DEAL = hasattr(socket, "send_fds")
 _spawn = multiprocessing.get_context("spawn")
 multiprocessing.allow_connection_pickling()  # sockets reach spawned workers
 
 
-@dataclass(frozen=True)
-class Listener:
-    """Where workers accept connections: their own ``SO_REUSEPORT`` sockets on
-    ``host:port`` (``shared`` None), or the parent's one ``shared`` socket."""
-
-    host: str
-    port: int
-    shared: socket.socket | None
-
-    def socket(self) -> socket.socket:
-        """The listening socket for one worker."""
-        if self.shared is not None:
-            return self.shared
-        return bind(self.host, self.port, reuse_port=True, listen=True)
-
-
-def bind(host: str, port: int, *, reuse_port: bool, listen: bool) -> socket.socket:
+def listen(host: str, port: int) -> socket.socket:
+    """The parent's listening socket on ``host:port`` (port 0 picks a free one)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuse_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
-        if listen:
-            sock.listen(2048)
+        sock.listen(2048)
     except OSError as exc:
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
-    sock.set_inheritable(True)
     return sock
-
-
-def listener(host: str, port: int, *, balanced: bool | None = None) -> tuple[Listener,
-                                                                             socket.socket]:
-    """The workers' :class:`Listener` and the socket that holds the port for the
-    parent (bound, so that port 0 picks one port for every worker; listening only when
-    shared). ``balanced`` defaults to "on Linux", where ``SO_REUSEPORT`` balances."""
-    if balanced is None:
-        balanced = sys.platform.startswith("linux")
-    held = bind(host, port, reuse_port=balanced, listen=not balanced)
-    chosen = int(held.getsockname()[1])
-    return Listener(host, chosen, None if balanced else held), held
 
 
 def worker_settings(settings: Settings, workers: int) -> Settings:
@@ -90,25 +70,30 @@ def worker_settings(settings: Settings, workers: int) -> Settings:
     return replace(settings, embedding_threads=max(1, (os.cpu_count() or 1) // workers))
 
 
-def run_worker(settings: Settings, where: Listener, log_level: str,
+def run_worker(settings: Settings, source: socket.socket, dealt: bool, log_level: str,
                started: EventType) -> None:
-    """A worker process: the app over ``settings``, served on ``where``; ``started``
-    is set once the app and its socket exist (what fails at start fails there)."""
+    """A worker process: the app over ``settings``, serving the connections that
+    arrive on ``source`` (the parent's channel if ``dealt``, else the shared listening
+    socket); ``started`` is set once the app exists (what fails at start fails there)."""
     import uvicorn
 
     from loci.server.app import create_app
+    from loci.server.dealt import DealtServer
 
     _die_with_parent()
-    config = uvicorn.Config(create_app(settings, serving=True), host=where.host,
-                            port=where.port, log_level=log_level, server_header=False)
-    sockets = [where.socket()]
+    config = uvicorn.Config(create_app(settings, serving=True), log_level=log_level,
+                            server_header=False)
     started.set()
-    uvicorn.Server(config).run(sockets=sockets)
+    if dealt:
+        DealtServer(config, source).run()
+    else:
+        uvicorn.Server(config).run(sockets=[source])
 
 
 def _die_with_parent() -> None:
     """On Linux, have the kernel send SIGTERM to this worker when the supervisor dies,
-    even by SIGKILL: an orphaned worker would keep serving the port."""
+    even by SIGKILL: an orphan would keep serving the shared socket, or its last dealt
+    connections."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
@@ -120,16 +105,27 @@ def _die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-class Supervisor:
-    """Starts ``count`` workers and keeps them running until a stop signal."""
+@dataclass
+class Worker:
+    process: SpawnProcess
+    started: EventType
+    #: The parent's end of the worker's channel (None when the socket is shared).
+    channel: socket.socket | None
 
-    def __init__(self, settings: Settings, where: Listener, count: int,
-                 log_level: str = "warning") -> None:
-        self.args = (worker_settings(settings, count), where, log_level)
-        self.count = count
-        self.workers: list[tuple[SpawnProcess, EventType]] = []
+
+class Supervisor:
+    """Starts ``count`` workers on the listening socket ``sock``, deals them its
+    connections (``deal``, where possible) and keeps them running until a stop
+    signal."""
+
+    def __init__(self, settings: Settings, sock: socket.socket, count: int,
+                 log_level: str = "warning", *, deal: bool = CAN_DEAL) -> None:
+        self.settings = worker_settings(settings, count)
+        self.sock, self.count, self.log_level, self.deal = sock, count, log_level, deal
+        self.workers: list[Worker] = []
         self.stopping = False
         self.failed = False
+        self._turn = 0
 
     def run(self) -> int:
         """Serve until SIGINT or SIGTERM; the exit status (1 if a worker could not
@@ -138,44 +134,89 @@ class Supervisor:
                                                                       signal.SIGTERM)}
         try:
             self.workers = [self._start() for _ in range(self.count)]
-            while not self.stopping:
-                time.sleep(0.2)
-                self._replace_dead()
+            with selectors.DefaultSelector() as ready:
+                if self.deal:
+                    self.sock.setblocking(False)
+                    ready.register(self.sock, selectors.EVENT_READ)
+                while not self.stopping:
+                    if not self.deal:
+                        time.sleep(0.2)
+                    elif ready.select(0.2):
+                        self._deal()
+                    self._replace_dead()
         finally:
             self._stop_all()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         return 1 if self.failed else 0
 
-    def _start(self) -> tuple[SpawnProcess, EventType]:
+    def _start(self) -> Worker:
         started = _spawn.Event()
-        process = _spawn.Process(target=run_worker, args=(*self.args, started), daemon=True)
+        ours, theirs = socket.socketpair() if self.deal else (None, self.sock)
+        process = _spawn.Process(target=run_worker, daemon=True, args=(
+            self.settings, theirs, self.deal, self.log_level, started))
         process.start()
-        return process, started
+        if ours is not None:
+            theirs.close()  # the worker has its own copy now
+            ours.settimeout(HAND_OVER_SECONDS)
+        return Worker(process, started, ours)
+
+    def _deal(self) -> None:
+        """Accept what is pending and hand each connection to the next worker."""
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # out of descriptors, say: the client retries
+                log.warning("cannot accept a connection: %s", exc)
+                return
+            with conn:
+                if conn.family != socket.AF_UNIX:
+                    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self._hand_over(conn)
+
+    def _hand_over(self, conn: socket.socket) -> None:
+        for _ in range(len(self.workers)):
+            worker = self.workers[self._turn % len(self.workers)]
+            self._turn += 1
+            if worker.channel is None or not worker.process.is_alive():
+                continue
+            try:
+                socket.send_fds(worker.channel, [b"c"], [conn.fileno()])
+                return
+            except OSError as exc:  # stuck or gone: the next worker takes it
+                log.warning("worker %s did not take a connection: %s",
+                            worker.process.pid, exc)
+        log.warning("no worker took a connection; it was closed")
 
     def _replace_dead(self) -> None:
-        for i, (process, started) in enumerate(self.workers):
-            if process.is_alive() or self.stopping:
+        for i, worker in enumerate(self.workers):
+            if worker.process.is_alive() or self.stopping:
                 continue
-            if not started.is_set():
+            if not worker.started.is_set():
                 log.error("worker %s exited with %s while starting; stopping",
-                          process.pid, process.exitcode)
+                          worker.process.pid, worker.process.exitcode)
                 self.failed = self.stopping = True
                 return
-            log.warning("worker %s exited with %s; starting another", process.pid,
-                        process.exitcode)
+            log.warning("worker %s exited with %s; starting another", worker.process.pid,
+                        worker.process.exitcode)
+            if worker.channel is not None:
+                worker.channel.close()
             self.workers[i] = self._start()
 
     def _stop(self, signum: int, frame: FrameType | None) -> None:
         self.stopping = True
 
     def _stop_all(self) -> None:
-        for process, _ in self.workers:
-            if process.is_alive():
-                process.terminate()
+        for worker in self.workers:
+            if worker.process.is_alive():
+                worker.process.terminate()
         deadline = time.monotonic() + STOP_SECONDS
-        for process, _ in self.workers:
-            process.join(max(0.0, deadline - time.monotonic()))
-            if process.is_alive():
-                process.kill()
-                process.join()
+        for worker in self.workers:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            if worker.channel is not None:
+                worker.channel.close()

@@ -40,7 +40,7 @@ def serve(host: str | None, port: int | None, store: str | None,
     import uvicorn
 
     from loci.server import create_app
-    from loci.server.workers import Supervisor, listener
+    from loci.server.workers import Supervisor, listen
 
     settings = load_settings(store=store, workspace=workspace, server_host=host,
                              server_port=port)
@@ -61,9 +61,8 @@ def serve(host: str | None, port: int | None, store: str | None,
                     log_level="warning", server_header=False)
         return
     hub.close()
-    where, held = listener(settings.server_host, settings.server_port)
-    with held:
-        raise SystemExit(Supervisor(settings, where, workers).run())
+    with listen(settings.server_host, settings.server_port) as sock:
+        raise SystemExit(Supervisor(settings, sock, workers).run())
 
 
 @cli.group()
