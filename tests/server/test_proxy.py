@@ -23,6 +23,7 @@ from loci.memory.tags import parse_reply
 from loci.models import Scope
 from loci.server import create_app
 from loci.server.hub import Hub, Principal
+from loci.server.proxy_anthropic import tool_choice
 from loci.server.proxy_stream import TagFilter
 from tests.server.conftest import LiveServer, make_key
 
@@ -32,7 +33,8 @@ UPSTREAM_KEY = "sk-upstream-test"
 @dataclass
 class Upstream:
     """A scripted chat server: ``replies`` are answered in order (then "ok"); a reply
-    that is a list is tool calls (OpenAI-shaped upstreams only)."""
+    that is a list is tool calls (OpenAI-shaped; an Anthropic-shaped upstream answers
+    them as ``tool_use`` blocks)."""
 
     url: str
     replies: list[Any] = field(default_factory=list)
@@ -90,6 +92,36 @@ def anthropic_events(reply: str) -> list[dict[str, Any]]:
     return events
 
 
+def anthropic_tool_events(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool calls as Anthropic streams them: a text block, then one ``tool_use`` block
+    per call with its input in ``input_json_delta`` pieces."""
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 13}}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "text_delta", "text": "Checking."}},
+        {"type": "content_block_stop", "index": 0}]
+    for index, call in enumerate(calls, start=1):
+        events.append({"type": "content_block_start", "index": index, "content_block": {
+            "type": "tool_use", "id": call["id"], "name": call["function"]["name"],
+            "input": {}}})
+        events += [{"type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": p}}
+                   for p in pieces(call["function"]["arguments"], 5)]
+        events.append({"type": "content_block_stop", "index": index})
+    return [*events, {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                      "usage": {"output_tokens": 9}}, {"type": "message_stop"}]
+
+
+def anthropic_tool_message(calls: list[dict[str, Any]]) -> dict[str, Any]:
+    blocks = [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
+               "input": json.loads(c["function"]["arguments"])} for c in calls]
+    return {"id": "msg_1", "type": "message", "role": "assistant",
+            "content": [{"type": "text", "text": "Checking."}, *blocks],
+            "stop_reason": "tool_use", "usage": {"input_tokens": 13, "output_tokens": 9}}
+
+
 def make_handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -104,6 +136,12 @@ def make_handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
                 return
             reply = state.next_reply()
             anthropic = self.path.startswith("/anthropic/")
+            if isinstance(reply, list) and anthropic:
+                if body.get("stream"):
+                    self._stream(anthropic_tool_events(reply), True)
+                else:
+                    self._json(200, anthropic_tool_message(reply))
+                return
             if isinstance(reply, list):
                 if body.get("stream"):
                     self._stream(tool_call_events(reply), False)
@@ -400,10 +438,12 @@ def weather_call(call_id: str, city: str) -> dict[str, Any]:
             "function": {"name": "weather", "arguments": json.dumps({"city": city})}}
 
 
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_tool_loop_goes_through_the_proxy(home: Path, upstream: Upstream,
-                                            live_server: LiveServer, stream: bool) -> None:
-    app = proxy_app(home, upstream)
+                                            live_server: LiveServer, stream: bool,
+                                            kind: str) -> None:
+    app = proxy_app(home, upstream, kind=kind)
     upstream.replies += [[weather_call("call_1", "Lisbon"), weather_call("call_2", "Porto")],
                          "Sunny in Lisbon, rain in Porto."]
     ask = {"role": "user", "content": "Weather in Lisbon and Porto?"}
@@ -426,6 +466,9 @@ def test_a_tool_loop_goes_through_the_proxy(home: Path, upstream: Upstream,
 
         _, calls = call([ask])
         assert {c["id"] for c in calls if c["id"]} == {"call_1", "call_2"}
+        if not stream:
+            arguments = [json.loads(c["function"]["arguments"]) for c in calls]
+            assert arguments == [{"city": "Lisbon"}, {"city": "Porto"}]
         asked = {"role": "assistant", "content": None,
                  "tool_calls": [weather_call("call_1", "Lisbon"),
                                 weather_call("call_2", "Porto")]}
@@ -433,21 +476,71 @@ def test_a_tool_loop_goes_through_the_proxy(home: Path, upstream: Upstream,
                    {"role": "tool", "tool_call_id": "call_2", "content": "rain, 17C"}]
         answer, _ = call([ask, asked, *results])
     assert answer == "Sunny in Lisbon, rain in Porto."
-    # The upstream saw the calls and their results as OpenAI expects them.
     sent = upstream.last["body"]
-    assert sent["tools"] == [WEATHER]
-    tail = [m for m in sent["messages"] if m["role"] != "system"][-4:]
-    assert tail[0]["role"] == "user" and tail[0]["content"] == ask["content"]
-    assert [c["id"] for c in tail[1]["tool_calls"]] == ["call_1", "call_2"]
-    assert json.loads(tail[1]["tool_calls"][1]["function"]["arguments"]) == {"city": "Porto"}
-    assert tail[2:] == [{"role": "tool", "tool_call_id": "call_1", "content": "sunny, 24C"},
-                        {"role": "tool", "tool_call_id": "call_2", "content": "rain, 17C"}]
+    if kind == "openai":
+        assert_openai_saw_the_loop(sent, ask["content"])
+    else:
+        assert_anthropic_saw_the_loop(sent, ask["content"])
     log = [(e.type, e.tool_call_id, e.content) for e in engine(app).events("work")]
-    assert log == [("message", None, ask["content"]),
+    said = "Checking." if kind == "anthropic" else None  # Claude's text before its calls
+    assert log == [("message", None, ask["content"]), *([("message", None, said)] * bool(said)),
                    ("tool_call", "call_1", ""), ("tool_call", "call_2", ""),
                    ("tool_result", "call_1", "sunny, 24C"),
                    ("tool_result", "call_2", "rain, 17C"),
                    ("message", None, "Sunny in Lisbon, rain in Porto.")]
+
+
+def assert_openai_saw_the_loop(sent: dict[str, Any], question: str) -> None:
+    """The calls and their results as OpenAI expects them."""
+    assert sent["tools"] == [WEATHER]
+    tail = [m for m in sent["messages"] if m["role"] != "system"][-4:]
+    assert tail[0]["role"] == "user" and tail[0]["content"] == question
+    assert [c["id"] for c in tail[1]["tool_calls"]] == ["call_1", "call_2"]
+    assert json.loads(tail[1]["tool_calls"][1]["function"]["arguments"]) == {"city": "Porto"}
+    assert tail[2:] == [{"role": "tool", "tool_call_id": "call_1", "content": "sunny, 24C"},
+                        {"role": "tool", "tool_call_id": "call_2", "content": "rain, 17C"}]
+
+
+def assert_anthropic_saw_the_loop(sent: dict[str, Any], question: str) -> None:
+    """Anthropic tool definitions, ``tool_use`` blocks in the assistant's turn and the
+    results as ``tool_result`` blocks opening the next user turn."""
+    assert sent["tools"] == [{"name": "weather",
+                              "input_schema": WEATHER["function"]["parameters"]}]
+    assert "tool_choice" not in sent  # auto, the upstream's default
+    user, assistant, results = sent["messages"][-3:]
+    assert question in json.dumps(user)
+    uses = [b for b in assistant["content"] if b["type"] == "tool_use"]
+    assert [(b["id"], b["input"]) for b in uses] == [("call_1", {"city": "Lisbon"}),
+                                                     ("call_2", {"city": "Porto"})]
+    assert results["role"] == "user" and results["content"][:2] == [
+        {"type": "tool_result", "tool_use_id": "call_1", "content": "sunny, 24C"},
+        {"type": "tool_result", "tool_use_id": "call_2", "content": "rain, 17C"}]
+
+
+@pytest.mark.parametrize(("choice", "parallel", "expected"), [
+    (None, None, None), ("auto", True, None), ("none", None, {"type": "none"}),
+    ("required", None, {"type": "any"}),
+    ({"type": "function", "function": {"name": "weather"}}, False,
+     {"type": "tool", "name": "weather", "disable_parallel_tool_use": True}),
+    ("auto", False, {"type": "auto", "disable_parallel_tool_use": True}),
+])
+def test_tool_choice_for_anthropic(choice: Any, parallel: Any, expected: Any) -> None:
+    assert tool_choice(choice, parallel) == expected
+
+
+def test_bad_tools_for_anthropic_are_a_422(home: Path, upstream: Upstream,
+                                           live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream, kind="anthropic")
+    with client(live_server(app)) as oai:
+        for extra in ({"tools": [{"type": "function"}]},
+                      {"tools": [{"type": "function", "function": {"name": "w",
+                                                                   "parameters": "city"}}]},
+                      {"tools": [WEATHER], "tool_choice": "sometimes"}):
+            with pytest.raises(openai.UnprocessableEntityError, match="tool"):
+                oai.chat.completions.create(model="claude-x", extra_headers=SESSION,
+                                            messages=[{"role": "user", "content": "hi"}],
+                                            extra_body=extra)
+    assert upstream.requests == []
 
 
 def test_tool_results_are_recorded_once_and_must_answer_a_call(

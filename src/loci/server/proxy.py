@@ -50,14 +50,8 @@ from loci.llm._http import message_text
 from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_stream import TagFilter, chunk, sse
 from loci.server.proxy_tools import call_events, merge_fragments, record_results, split_results
-from loci.server.proxy_upstream import (
-    OWN_FIELDS,
-    Completion,
-    Delta,
-    Upstream,
-    UpstreamRequest,
-    make_upstream,
-)
+from loci.server.proxy_types import Completion, Delta, Upstream, UpstreamRequest
+from loci.server.proxy_upstream import OWN_FIELDS, make_upstream
 
 router = APIRouter(tags=["proxy"])
 _IMPORTED_ROLES = ("user", "assistant")

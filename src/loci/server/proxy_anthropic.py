@@ -1,0 +1,165 @@
+"""The proxy's Anthropic upstream: OpenAI chat-completion requests translated to the
+Messages API and its answers translated back, tool use included.
+
+Out: Loci's context as cache-controlled system blocks and messages
+(``CompiledContext.to_anthropic``, where recorded tool calls and results are already
+``tool_use`` / ``tool_result`` blocks), the client's ``tools`` as Anthropic tool
+definitions and ``tool_choice`` / ``parallel_tool_calls`` as Anthropic's ``tool_choice``.
+Back: ``tool_use`` blocks become OpenAI ``tool_calls``; streamed, each block's start
+gives the call's id and name and its ``input_json_delta`` pieces the arguments, as
+OpenAI streams them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from loci.errors import ValidationError
+from loci.llm._http import usage_int
+from loci.llm.anthropic import AnthropicChat, delta_text, reply_text
+from loci.server.proxy_types import (
+    Completion,
+    Delta,
+    UpstreamRequest,
+    mapping,
+    usage,
+)
+
+#: Anthropic needs max_tokens; this is used when the client gives none.
+ANTHROPIC_MAX_TOKENS = 4096
+_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
+                 "tool_use": "tool_calls"}
+
+
+class AnthropicUpstream:
+    """The Anthropic Messages API behind the OpenAI-compatible proxy."""
+
+    def __init__(self, chat: AnthropicChat) -> None:
+        self.chat = chat
+
+    def complete(self, request: UpstreamRequest) -> Completion:
+        payload = self.chat.send(request_body(request, stream=False))
+        used = payload.get("usage")
+        return Completion(
+            content=reply_text(payload),
+            finish_reason=_STOP_REASONS.get(str(payload.get("stop_reason")), "stop"),
+            usage=usage(usage_int(used, "input_tokens"), usage_int(used, "output_tokens")),
+            tool_calls=tool_calls(payload) or None,
+            id=payload.get("id") if isinstance(payload.get("id"), str) else None,
+        )
+
+    def stream(self, request: UpstreamRequest) -> Iterator[Delta]:
+        prompt = 0
+        calls: dict[Any, int] = {}  # content block index -> tool call index
+        for kind, data in self.chat.send_stream(request_body(request, stream=True)):
+            if kind == "message_start":
+                message = data.get("message")
+                prompt = usage_int(message.get("usage") if isinstance(message, dict)
+                                   else None, "input_tokens")
+            elif kind == "content_block_start":
+                block = mapping(data.get("content_block"))
+                if block.get("type") == "tool_use":
+                    index = calls[data.get("index")] = len(calls)
+                    yield Delta(tool_calls=[{
+                        "index": index, "id": block.get("id"), "type": "function",
+                        "function": {"name": block.get("name"), "arguments": ""}}])
+            elif kind == "content_block_delta":
+                yield _content_delta(data, calls)
+            elif kind == "message_delta":
+                delta = mapping(data.get("delta"))
+                reason = _STOP_REASONS.get(str(delta.get("stop_reason")), "stop")
+                output = usage_int(data.get("usage"), "output_tokens")
+                yield Delta(finish_reason=reason, usage=usage(prompt, output))
+
+    def close(self) -> None:
+        self.chat.close()
+
+
+def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
+    """The Messages request for ``request``: Loci's context, the client's system
+    messages first, and the client's parameters translated."""
+    params = request.params
+    rendered = request.context.to_anthropic()
+    own = [{"type": "text", "text": text} for text in request.system]
+    body: dict[str, Any] = {
+        "model": request.model, "system": own + rendered["system"],
+        "messages": rendered["messages"],
+        "max_tokens": params.get("max_tokens") or params.get("max_completion_tokens")
+        or ANTHROPIC_MAX_TOKENS,
+    }
+    for name in ("temperature", "top_p"):
+        if params.get(name) is not None:
+            body[name] = params[name]
+    stop = params.get("stop")
+    if stop:
+        body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+    if params.get("tools"):
+        body["tools"] = [tool_definition(tool) for tool in params["tools"]]
+        choice = tool_choice(params.get("tool_choice"), params.get("parallel_tool_calls"))
+        if choice is not None:
+            body["tool_choice"] = choice
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def tool_definition(tool: Any) -> dict[str, Any]:
+    """An OpenAI ``{"type": "function", "function": {...}}`` tool as Anthropic's
+    ``{"name", "description", "input_schema"}``."""
+    function = tool.get("function") if isinstance(tool, Mapping) else None
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        raise ValidationError("each tool must be {\"type\": \"function\", \"function\": "
+                              "{\"name\": ..., \"parameters\": {...}}}")
+    schema = function.get("parameters") or {"type": "object", "properties": {}}
+    if not isinstance(schema, Mapping):
+        raise ValidationError(f"tool {function['name']!r}: parameters must be a JSON schema "
+                              "object")
+    definition: dict[str, Any] = {"name": function["name"], "input_schema": schema}
+    if function.get("description"):
+        definition["description"] = function["description"]
+    return definition
+
+
+def tool_choice(choice: Any, parallel: Any) -> dict[str, Any] | None:
+    """OpenAI ``tool_choice`` (and ``parallel_tool_calls``) as Anthropic's, or None for
+    the upstream's default (auto, parallel calls allowed)."""
+    if choice is None or choice == "auto":
+        out: dict[str, Any] = {"type": "auto"}
+    elif choice == "required":
+        out = {"type": "any"}
+    elif choice == "none":
+        return {"type": "none"}
+    elif isinstance(choice, Mapping) and isinstance(mapping(choice.get("function"))
+                                                    .get("name"), str):
+        out = {"type": "tool", "name": choice["function"]["name"]}
+    else:
+        raise ValidationError("tool_choice must be \"auto\", \"required\", \"none\" or "
+                              "{\"type\": \"function\", \"function\": {\"name\": ...}}")
+    if parallel is False:
+        out["disable_parallel_tool_use"] = True
+    elif out == {"type": "auto"}:
+        return None
+    return out
+
+
+def tool_calls(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The ``tool_use`` blocks of a Messages answer as OpenAI ``tool_calls``."""
+    return [{"id": block.get("id"), "type": "function",
+             "function": {"name": block.get("name"),
+                          "arguments": json.dumps(block.get("input") or {})}}
+            for block in payload.get("content") or ()
+            if isinstance(block, dict) and block.get("type") == "tool_use"]
+
+
+def _content_delta(data: Mapping[str, Any], calls: Mapping[Any, int]) -> Delta:
+    """A ``content_block_delta``: text, or a piece of a tool call's arguments."""
+    delta = mapping(data.get("delta"))
+    if delta.get("type") == "input_json_delta":
+        index = calls.get(data.get("index"))
+        piece = delta.get("partial_json")
+        if index is not None and isinstance(piece, str) and piece:
+            return Delta(tool_calls=[{"index": index, "function": {"arguments": piece}}])
+        return Delta()
+    return Delta(content=delta_text(data))

@@ -1,0 +1,66 @@
+"""What the proxy and its upstreams exchange: the request around Loci's compiled
+context, and answers reduced to one shape whatever the upstream (a
+:class:`Completion`, or a stream of :class:`Delta`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from loci.context.compiled import CompiledContext
+from loci.llm._http import usage_int
+
+
+@dataclass(frozen=True)
+class UpstreamRequest:
+    """What to send: the client's model and parameters around Loci's compiled context."""
+
+    model: str
+    context: CompiledContext
+    #: The client's own system messages, sent before Loci's context.
+    system: list[str]
+    params: dict[str, Any]
+
+
+@dataclass
+class Completion:
+    content: str
+    finish_reason: str = "stop"
+    usage: dict[str, int] = field(default_factory=dict)
+    tool_calls: list[Any] | None = None
+    id: str | None = None
+
+
+@dataclass
+class Delta:
+    content: str = ""
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
+    #: OpenAI-shaped pieces of tool calls, each with the call's ``index``.
+    tool_calls: list[Any] | None = None
+
+
+class Upstream(Protocol):
+    def complete(self, request: UpstreamRequest) -> Completion: ...
+
+    def stream(self, request: UpstreamRequest) -> Iterator[Delta]: ...
+
+    def close(self) -> None: ...
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def usage(prompt: int, completion: int) -> dict[str, int]:
+    """OpenAI's ``usage`` object."""
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}
+
+
+def openai_usage(value: Any) -> dict[str, int]:
+    """An OpenAI ``usage`` object as sent on, or {} if there is none."""
+    if not isinstance(value, Mapping):
+        return {}
+    return usage(usage_int(value, "prompt_tokens"), usage_int(value, "completion_tokens"))
