@@ -4,6 +4,7 @@ server) and a controllable clock."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,8 @@ for _name in [n for n in os.environ if n.startswith("LOCI_")]:
     del os.environ[_name]
 # The deterministic hash embedder keeps tests fast; tests of the bundled model ask for it.
 os.environ["LOCI_EMBEDDING_PROVIDER"] = "hash"
+# The bundled model's int8 build is made once for all tests (and later runs).
+os.environ["LOCI_EMBEDDING_CACHE"] = str(Path(tempfile.gettempdir()) / "loci-test-models")
 
 
 class FakeClock:

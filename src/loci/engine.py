@@ -441,10 +441,12 @@ class Loci:
 def _make_indexer(settings: Settings, store: Store) -> Indexer | None:
     if settings.embedding_provider.strip().lower() == "none":
         return None
+    local = settings.embedding_provider.strip().lower() == "local"
     embedder = make_embedder(
         settings.embedding_provider, model=settings.embedding_model,
         base_url=settings.embedding_base_url, api_key=settings.embedding_api_key,
         threads=settings.embedding_threads or None,
+        cache=settings.model_cache if local else None,
     )
     return Indexer(store, embedder)
 

