@@ -169,6 +169,10 @@ def test_documents_by_path_prefix(store: Store) -> None:
         "/profile/identity.md", "/profile/people/rui.md"]
     hits = store.search_documents(ALICE, "content", filters=SearchFilters(path_prefix="/projects/"))
     assert [h.id for h in hits] == ["/projects/x.md"]
+    wanted = ["/projects/x.md", "/nowhere.md", "/profile/identity.md", "/projects/x.md"]
+    assert [d.path for d in store.get_documents(ALICE, wanted)] == [
+        "/projects/x.md", "/profile/identity.md"]
+    assert store.get_documents(ALICE, []) == []
     assert store.delete_document(ALICE, "/projects/x.md")
     assert store.get_document(ALICE, "/projects/x.md") is None
 
@@ -194,6 +198,7 @@ def test_tenants_and_agents_never_see_each_other(store: Store) -> None:
         assert not store.delete_memory(other, "m_alice")
         assert store.get_state(other, "k") is None and not store.delete_state(other, "k")
         assert store.get_document(other, "/profile/identity.md") is None
+        assert store.get_documents(other, ["/profile/identity.md"]) == []
         assert store.search_documents(other, "secret") == []
         assert not store.delete_document(other, "/profile/identity.md")
         assert store.set_archived(other, "s", [1]) == 0

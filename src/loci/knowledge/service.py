@@ -168,12 +168,11 @@ class KnowledgeBase:
         top_k: int = 5,
     ) -> list[DocumentSummary]:
         """seeds/004 ``search_knowledge``: summaries with paths and relevance."""
-        summaries = []
-        for hit in self.search(query, path_prefix=path_filter, tags=tags or (), limit=top_k):
-            document = self.store.get_document(self.scope, hit.id)
-            if document is not None:
-                summaries.append(to_summary(hit, document, query))
-        return summaries
+        hits = self.search(query, path_prefix=path_filter, tags=tags or (), limit=top_k)
+        documents = {d.path: d for d in self.store.get_documents(self.scope,
+                                                                 [h.id for h in hits])}
+        return [to_summary(hit, documents[hit.id], query) for hit in hits
+                if hit.id in documents]
 
     def read_document(self, path: str, offset: int = 0, limit: int = 10_000) -> DocumentPage:
         """seeds/004 ``read_document``: the latest version, paginated by characters."""

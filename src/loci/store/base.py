@@ -269,6 +269,11 @@ class Store(ABC):
     def get_document(self, scope: Scope, path: str) -> Document | None: ...
 
     @abstractmethod
+    def get_documents(self, scope: Scope, paths: Sequence[str]) -> list[Document]:
+        """The documents at ``paths``, in that order, in one query (missing ones left
+        out)."""
+
+    @abstractmethod
     def list_documents(self, scope: Scope, prefix: str = "/") -> list[Document]: ...
 
     @abstractmethod

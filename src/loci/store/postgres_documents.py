@@ -16,7 +16,7 @@ from loci.store.postgres_rows import (
     path_to_ltree,
     prefix_filter,
 )
-from loci.store.rows import to_document, to_document_version
+from loci.store.rows import in_order, to_document, to_document_version
 
 
 class PostgresDocuments(PostgresBase):
@@ -85,6 +85,16 @@ class PostgresDocuments(PostgresBase):
             (scope.tenant, scope.agent, path),
         )
         return to_document(rows[0]) if rows else None
+
+    def get_documents(self, scope: Scope, paths: Sequence[str]) -> list[Document]:
+        if not paths:
+            return []
+        rows = self._query(
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents "
+            "WHERE tenant = %s AND agent = %s AND path = ANY(%s)",
+            (scope.tenant, scope.agent, list(paths)),
+        )
+        return in_order(paths, [to_document(r) for r in rows])
 
     def list_documents(self, scope: Scope, prefix: str = "/") -> list[Document]:
         where, params = prefix_filter("d", prefix)

@@ -90,6 +90,12 @@ def to_compaction(r: tuple[Any, ...]) -> Compaction:
     )
 
 
+def in_order(paths: Sequence[str], documents: Sequence[Document]) -> list[Document]:
+    """``documents`` in the order of ``paths`` (those not found left out)."""
+    by_path = {d.path: d for d in documents}
+    return [by_path[p] for p in dict.fromkeys(paths) if p in by_path]
+
+
 def to_document_version(r: tuple[Any, ...]) -> DocumentVersion:
     """path, version, content, tags, created, updated, superseded, metadata."""
     return DocumentVersion(

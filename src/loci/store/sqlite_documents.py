@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from loci.models import Document, DocumentVersion, Scope
 from loci.store.codec import dump_json, dump_tags, from_micros, load_json, load_tags, to_micros
-from loci.store.rows import to_document
+from loci.store.rows import in_order, to_document
 from loci.store.sqlite_base import SQLiteBase
 from loci.store.sqlite_rows import DOCUMENT_COLUMNS
 
@@ -67,6 +67,16 @@ class SQLiteDocuments(SQLiteBase):
             (scope.tenant, scope.agent, path),
         )
         return to_document(rows[0]) if rows else None
+
+    def get_documents(self, scope: Scope, paths: Sequence[str]) -> list[Document]:
+        if not paths:
+            return []
+        rows = self._query(
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE tenant = ? AND agent = ? "
+            f"AND path IN ({', '.join('?' * len(paths))})",
+            (scope.tenant, scope.agent, *paths),
+        )
+        return in_order(paths, [to_document(r) for r in rows])
 
     def list_documents(self, scope: Scope, prefix: str = "/") -> list[Document]:
         rows = self._query(
