@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from multiprocessing.context import SpawnProcess
 from multiprocessing.synchronize import Event as EventType
 from types import FrameType
+from typing import Any
 
 from loci.errors import ConfigError
 from loci.settings import Settings
@@ -43,6 +44,11 @@ STOP_SECONDS = 10.0
 HAND_OVER_SECONDS = 1.0
 #: Whether connections can be dealt to workers (Unix sockets pass descriptors).
 CAN_DEAL = hasattr(socket, "send_fds")
+#: How every Loci server process runs uvicorn. No access log: its lines are info, below
+#: the warning level, yet uvicorn gathers each one's fields; no proxy headers: Loci uses
+#: no client address, and the middleware would read every request's headers.
+UVICORN_OPTIONS: dict[str, Any] = {"log_level": "warning", "access_log": False,
+                                   "proxy_headers": False, "server_header": False}
 _spawn = multiprocessing.get_context("spawn")
 multiprocessing.allow_connection_pickling()  # sockets reach spawned workers
 
@@ -81,8 +87,8 @@ def run_worker(settings: Settings, source: socket.socket, dealt: bool, log_level
     from loci.server.dealt import DealtServer
 
     _die_with_parent()
-    config = uvicorn.Config(create_app(settings, serving=True), log_level=log_level,
-                            server_header=False)
+    config = uvicorn.Config(create_app(settings, serving=True),
+                            **{**UVICORN_OPTIONS, "log_level": log_level})
     started.set()
     if dealt:
         DealtServer(config, source).run()

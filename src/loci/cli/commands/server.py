@@ -40,7 +40,7 @@ def serve(host: str | None, port: int | None, store: str | None,
     import uvicorn
 
     from loci.server import create_app
-    from loci.server.workers import Supervisor, listen
+    from loci.server.workers import UVICORN_OPTIONS, Supervisor, listen
 
     settings = load_settings(store=store, workspace=workspace, server_host=host,
                              server_port=port)
@@ -58,7 +58,7 @@ def serve(host: str | None, port: int | None, store: str | None,
                err=True)
     if workers == 1:
         uvicorn.run(app, host=settings.server_host, port=settings.server_port,
-                    log_level="warning", server_header=False)
+                    **UVICORN_OPTIONS)
         return
     hub.close()
     with listen(settings.server_host, settings.server_port) as sock:
