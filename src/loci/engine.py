@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from loci.compaction.compactor import STRATEGIES, CompactionResult
-from loci.compaction.policy import Decision
+from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService, chat_model_from
 from loci.context.compiled import CompiledContext
 from loci.context.compiler import CompileRequest, ContextCompiler
@@ -369,13 +369,30 @@ class Loci:
     def compile(
         self, session: str | None, message: str | None = None, *, model: str | None = None
     ) -> CompiledContext:
-        """Compile the context for the next LLM call of ``session`` around ``message``."""
-        flush = False
+        """Compile the context for the next LLM call of ``session`` around ``message``
+        (compacting the session first when the policy says so)."""
+        decision = Decision.NONE
         if session is not None:
             check_name("session", session)
             decision, _ = self.compaction.maybe_compact(session, model=model,
                                                         before_compile=True)
-            flush = decision is Decision.FLUSH
+        return self._compile(session, message, model, flush=decision is Decision.FLUSH)
+
+    def compile_unless_compacting(
+        self, session: str, message: str | None = None, *, model: str | None = None
+    ) -> CompiledContext | None:
+        """``compile``, or None when the session must be compacted first. Without
+        compaction a compile only reads and computes (the server runs it on its event
+        loop); compacting writes and may wait on an LLM."""
+        check_name("session", session)
+        decision = self.compaction.decide(session, model=model, before_compile=True)
+        if decision in COMPACTING:
+            return None
+        return self._compile(session, message, model, flush=decision is Decision.FLUSH)
+
+    def _compile(
+        self, session: str | None, message: str | None, model: str | None, *, flush: bool
+    ) -> CompiledContext:
         model = model or self.settings.model
         window = context_window(model, self.settings.models)
         layers, sections = configure(self.settings.context_layers,

@@ -134,6 +134,18 @@ def test_emergency_compaction_before_compile(home: Path, clock: FakeClock) -> No
         assert loci.compactions("s") and compiled.total_tokens <= compiled.budget
 
 
+def test_compile_unless_compacting_leaves_compaction_to_compile(home: Path,
+                                                               clock: FakeClock) -> None:
+    with open_loci(home, clock) as loci:
+        chat(loci, 16, big=1200)
+        assert loci.compile_unless_compacting("s", "go on") is None
+        assert loci.compactions("s") == []  # it only reads
+        compiled = loci.compile("s", "go on")
+        assert len(loci.compactions("s")) == 1
+        quiet = loci.compile_unless_compacting("s", "go on")
+        assert quiet is not None and quiet.to_dict() == compiled.to_dict()
+
+
 def test_sleep_time_compaction_when_idle(home: Path, clock: FakeClock) -> None:
     with open_loci(home, clock) as loci:
         chat(loci, 10, big=1000)

@@ -98,6 +98,18 @@ def test_context_compile_with_explain_and_formats(client: TestClient) -> None:
     assert bad.status_code == 422
 
 
+def test_context_compacts_a_session_over_the_threshold_first(client: TestClient) -> None:
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " * 40}
+             for i in range(60)]
+    client.post("/api/sessions/long/events", json=turns)
+    small = {"model": "gpt-4"}  # an 8k window: 60 long turns are well over the threshold
+    quiet = client.post("/api/sessions/long/context", json={"message": "hi"}).json()
+    assert quiet["budget"] > 8_000 and client.get("/api/sessions/long/compactions").json() == []
+    compiled = client.post("/api/sessions/long/context", json={"message": "hi", **small})
+    assert compiled.status_code == 200 and compiled.json()["budget"] < 8_000
+    assert len(client.get("/api/sessions/long/compactions").json()) == 1
+
+
 def test_compaction_routes(client: TestClient) -> None:
     turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " * 40}
              for i in range(60)]

@@ -29,6 +29,10 @@ class Decision(StrEnum):
     TRUNCATE = "truncate"
 
 
+#: The decisions on which ``maybe_compact`` compacts.
+COMPACTING = frozenset({Decision.SLEEP, Decision.COMPACT, Decision.EMERGENCY})
+
+
 @dataclass(frozen=True)
 class CompactionPolicy:
     auto: bool = True

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 
 from loci.compaction.compactor import CompactionResult
 from loci.errors import ValidationError
@@ -56,9 +57,17 @@ class RecallIn(BaseModel):
 
 # The hottest routes first: a request tries the routes in order (~4 µs per miss).
 @router.post("/sessions/{session}/context", response_model=None)
-def compile_context(loci: Engine, session: str, body: ContextIn) -> dict[str, Any]:
+async def compile_context(request: Request, loci: Engine, session: str, body: ContextIn
+                          ) -> dict[str, Any]:
     """Compile the context for the next LLM call, with the explain view."""
-    compiled = loci.compile(session, body.message, model=body.model)
+    # Like a search when no compaction is due (on the event loop if it may: 2-21% less
+    # CPU per compile in 6 paired runs, median 6%); compacting may wait on an LLM, so it
+    # gets a thread.
+    compiled = await hub_of(request).run(lambda: loci.compile_unless_compacting(
+        session, body.message, model=body.model))
+    if compiled is None:
+        compiled = await run_in_threadpool(loci.compile, session, body.message,
+                                           model=body.model)
     result = compiled.to_dict()
     if body.format == "anthropic":
         result["messages"] = compiled.to_anthropic()
