@@ -183,3 +183,13 @@ def test_a_damaged_build_is_replaced(tmp_path: Path, fast: LocalEmbedder) -> Non
     rebuilt = LocalEmbedder(cache=tmp_path)
     rebuilt.embed(["works"])
     assert rebuilt.model_path == broken  # the next one built it again
+
+
+def test_a_killed_build_leaves_nothing_behind(tmp_path: Path) -> None:
+    leftover = tmp_path / ".building-x1y2"  # as a build killed midway leaves it
+    leftover.mkdir()
+    (leftover / "folded.onnx").write_bytes(b"half a model")
+    embedder = LocalEmbedder(cache=tmp_path)
+    assert embedder.embed(["after the crash"]).shape == (1, 384)
+    assert embedder.model_path.parent == tmp_path and not leftover.exists()
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".lock", ".onnx"]
