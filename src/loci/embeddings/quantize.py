@@ -51,7 +51,8 @@ def fast_model(source: Path, cache: Path, ort: Any) -> Path:
         cache.mkdir(parents=True, exist_ok=True)
         with _locked(target.with_suffix(".lock")):
             if not target.is_file():  # another process may have built it meanwhile
-                for leftover in cache.glob(f"{_BUILDING}*"):  # from a killed build
+                # A killed build's directory (without a lock, it may be a live one).
+                for leftover in cache.glob(f"{_BUILDING}*") if fcntl else ():
                     shutil.rmtree(leftover, ignore_errors=True)
                 _build(source, target, ort)
         return target
