@@ -14,6 +14,7 @@ from loci import Memory, Scope, SearchFilters
 from loci.search import bm25_to_score, fts_query
 from loci.store import sqlite_base
 from loci.store.sqlite import SQLiteStore
+from loci.store.sqlite_fts import KEY_MASK
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE = Scope("alice", "helper")
@@ -35,7 +36,8 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 def plain(store: SQLiteStore, query: str, limit: int) -> list[tuple[str, float]]:
     """The ranking of a plain FTS5 OR query of all the words."""
     rows = store._query(
-        "SELECT m.id, f.rank FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+        "SELECT m.id, f.rank FROM memories_fts f "
+        f"JOIN memories m ON m.rowid = (f.rowid & {KEY_MASK}) "
         "WHERE memories_fts MATCH ? ORDER BY f.rank LIMIT ?", (fts_query(query), limit))
     return [(r[0], bm25_to_score(r[1])) for r in rows]
 

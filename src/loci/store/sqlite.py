@@ -37,6 +37,7 @@ from loci.store.codec import (
 )
 from loci.store.rows import to_event, to_state
 from loci.store.sqlite_documents import SQLiteDocuments
+from loci.store.sqlite_fts import scope_base
 from loci.store.sqlite_keys import SQLiteKeys
 from loci.store.sqlite_memories import SQLiteMemories
 from loci.store.sqlite_rows import COMPACTION_COLUMNS, EVENT_COLUMNS, search_columns
@@ -79,6 +80,7 @@ class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, SQ
             raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
         self._lock = threading.RLock()
         self._fts_due = {}
+        self._scope_bases = {}
         self._indexes = {}
         self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
 
@@ -133,8 +135,8 @@ class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, SQ
         # One statement indexes the whole batch: five times faster than a trigger.
         db.execute(
             "INSERT INTO events_fts (rowid, content, search_extra, search_context) "
-            "SELECT id, content, search_extra, search_context FROM events WHERE id >= ?",
-            (first,),
+            "SELECT ? | id, content, search_extra, search_context FROM events WHERE id >= ?",
+            (scope_base(db, scope), first),
         )
         return [
             Event(

@@ -14,6 +14,7 @@ from loci.models import Scope, SearchHit
 from loci.search import bm25_to_score, query_terms
 from loci.store.base import Scored, SearchFilters
 from loci.store.rows import ordered_hits
+from loci.store.sqlite_fts import FULL_TEXT, KEY_MASK, SCOPE_SHIFT
 from loci.store.sqlite_rows import KINDS, filter_sql
 
 #: Rows an OR query may match before only its rarest words search (``_rare_terms``).
@@ -25,11 +26,13 @@ MATCH_BUDGET = 4_000
 #: index is merged whenever its table has grown by ``FTS_REGROW`` (at least
 #: ``FTS_MIN_GROWTH`` rows) since the last time: the cost stays proportional to what is
 #: written.
-FTS_TABLES = {"events": "events_fts", "memories": "memories_fts",
-              "documents": "documents_fts"}
+FTS_TABLES = {ft.table: f"{ft.table}_fts" for ft in FULL_TEXT}
+FULL_TEXT_KEYS = {ft.table: ft.key for ft in FULL_TEXT}
 FTS_REGROW = 0.2
 FTS_MIN_GROWTH = 500
-_FTS_SIZES = "SELECT " + ", ".join(f"(SELECT max(rowid) FROM {t})" for t in FTS_TABLES)
+# Growth is read from the content tables: full-text rowids carry their scope's number.
+_FTS_SIZES = "SELECT " + ", ".join(f"(SELECT max({FULL_TEXT_KEYS[t]}) FROM {t})"
+                                   for t in FTS_TABLES)
 
 
 class SQLiteBase:
@@ -39,6 +42,8 @@ class SQLiteBase:
     _lock: threading.RLock
     #: Per content table, the size (highest rowid) at which its index is merged next.
     _fts_due: dict[str, int]
+    #: Scopes' lowest full-text rowids (``sqlite_fts``), by scope.
+    _scope_bases: dict[Scope, int]
 
     def local_lock(self) -> threading.RLock:
         return self._lock
@@ -96,24 +101,39 @@ class SQLiteBase:
         self, scope: Scope, kind: str, query: str, *, limit: int, filters: SearchFilters
     ) -> list[Scored]:
         terms = query_terms(query)
-        if not terms:
+        rowids = self._scope_rowids(scope)
+        if not terms or rowids is None:
             return []
         k = KINDS[kind]
         where, params = filter_sql(kind, filters)
+        # The rowid range confines ranking to the scope (``sqlite_fts``).
         sql = (
-            f"SELECT f.rowid, f.rank FROM {k.fts} f "
-            f"JOIN {k.table} {k.alias} ON {k.alias}.{k.key} = f.rowid "
-            f"WHERE {k.fts} MATCH ? AND {k.alias}.tenant = ? AND {k.alias}.agent = ?{where} "
-            "ORDER BY f.rank LIMIT ?"
+            f"SELECT f.rowid & {KEY_MASK}, f.rank FROM {k.fts} f "
+            f"JOIN {k.table} {k.alias} ON {k.alias}.{k.key} = (f.rowid & {KEY_MASK}) "
+            f"WHERE {k.fts} MATCH ? AND f.rowid BETWEEN ? AND ? "
+            f"AND {k.alias}.tenant = ? AND {k.alias}.agent = ?{where} ORDER BY f.rank LIMIT ?"
         )
         full = _match(terms)
-        rare = self._rare_terms(k.fts, terms, full)
+        rare = self._rare_terms(k.fts, terms, full, rowids)
         rows = []
+        scoped = (*rowids, scope.tenant, scope.agent, *params, limit)
         if rare is not None:
-            rows = self._query(sql, (_match(rare), scope.tenant, scope.agent, *params, limit))
+            rows = self._query(sql, (_match(rare), *scoped))
         if rare is None or len(rows) < limit:  # the filters wanted rows of common words
-            rows = self._query(sql, (full, scope.tenant, scope.agent, *params, limit))
+            rows = self._query(sql, (full, *scoped))
         return [(int(key), bm25_to_score(rank)) for key, rank in rows]
+
+    def _scope_rowids(self, scope: Scope) -> tuple[int, int] | None:
+        """The scope's range of full-text rowids, or None while it has no rows. A
+        scope's number never changes once written, so it is remembered."""
+        base = self._scope_bases.get(scope)
+        if base is None:
+            rows = self._query("SELECT no FROM scopes WHERE tenant = ? AND agent = ?",
+                               (scope.tenant, scope.agent))
+            if not rows:
+                return None
+            base = self._scope_bases[scope] = int(rows[0][0]) << SCOPE_SHIFT
+        return base, base | KEY_MASK
 
     def hits(self, scope: Scope, kind: str, scored: Sequence[Scored]) -> list[SearchHit]:
         if not scored:
@@ -128,7 +148,8 @@ class SQLiteBase:
         )
         return ordered_hits(kind, rows, scored)
 
-    def _rare_terms(self, fts: str, terms: list[str], full: str) -> list[str] | None:
+    def _rare_terms(self, fts: str, terms: list[str], full: str, rowids: tuple[int, int]
+                    ) -> list[str] | None:
         """The rarest of ``terms`` whose rows together stay within ``MATCH_BUDGET``, or
         None to search with all of them.
 
@@ -138,9 +159,10 @@ class SQLiteBase:
         choose and rank the rows. Stores where the query matches fewer rows (every test,
         the LoCoMo benchmark) are ranked exactly as before: one capped count decides.
         """
-        if len(terms) < 2 or self._capped_count(fts, full) <= MATCH_BUDGET:
+        if len(terms) < 2 or self._capped_count(fts, full, rowids) <= MATCH_BUDGET:
             return None
-        counts = sorted((self._capped_count(fts, _match([t])), i) for i, t in enumerate(terms))
+        counts = sorted((self._capped_count(fts, _match([t]), rowids), i)
+                        for i, t in enumerate(terms))
         kept: list[str] = []
         total = 0
         for count, i in counts:
@@ -150,11 +172,12 @@ class SQLiteBase:
             total += count
         return kept if len(kept) < len(terms) else None
 
-    def _capped_count(self, fts: str, match: str) -> int:
-        """Rows matching ``match``, counted up to ``MATCH_BUDGET + 1`` (FTS5 walks the
-        doclists only, without ranking)."""
+    def _capped_count(self, fts: str, match: str, rowids: tuple[int, int]) -> int:
+        """The scope's rows matching ``match``, counted up to ``MATCH_BUDGET + 1``
+        (FTS5 walks the doclists only, without ranking)."""
         rows = self._query(f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? "
-                           "LIMIT ?)", (match, MATCH_BUDGET + 1))
+                           "AND rowid BETWEEN ? AND ? LIMIT ?)",
+                           (match, *rowids, MATCH_BUDGET + 1))
         return int(rows[0][0])
 
 

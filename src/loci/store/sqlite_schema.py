@@ -9,6 +9,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from loci.store.sqlite_fts import partition_sql
+
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
@@ -273,6 +275,12 @@ def _v8_api_keys(db: sqlite3.Connection) -> None:
 Migration = Callable[[sqlite3.Connection], None]
 
 #: Version → (name, function). Append only.
+def _v9_scoped_full_text(db: sqlite3.Connection) -> None:
+    """Full-text rowids carry their scope, so that a keyword search ranks its own rows
+    only (``store.sqlite_fts``); every full-text index is rebuilt once."""
+    run_script(db, partition_sql(FTS_TOKENIZER))
+
+
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
     2: ("embeddings in rows", _v2_embeddings),
@@ -282,6 +290,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     6: ("conversation search context", _v6_conversation_search),
     7: ("document history", _v7_document_history),
     8: ("api keys", _v8_api_keys),
+    9: ("scoped full-text rowids", _v9_scoped_full_text),
 }
 
 

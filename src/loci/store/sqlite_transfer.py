@@ -23,6 +23,7 @@ from loci.store.rows import (
     to_version,
 )
 from loci.store.sqlite_base import SQLiteBase
+from loci.store.sqlite_fts import scope_base
 from loci.store.sqlite_rows import (
     COMPACTION_COLUMNS,
     DOCUMENT_COLUMNS,
@@ -121,8 +122,8 @@ def _import_events(db: sqlite3.Connection, scope: Scope, events: Sequence[Event]
         "search_context) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
     db.execute(
         "INSERT INTO events_fts (rowid, content, search_extra, search_context) "
-        "SELECT id, content, search_extra, search_context FROM events "
-        "WHERE tenant = ? AND agent = ?", (scope.tenant, scope.agent))
+        "SELECT ? | id, content, search_extra, search_context FROM events "
+        "WHERE tenant = ? AND agent = ?", (scope_base(db, scope), scope.tenant, scope.agent))
 
 
 def _import_rows(db: sqlite3.Connection, data: ScopeData) -> None:

@@ -1,0 +1,116 @@
+"""Full-text rowids carry their scope (``store.sqlite_fts``): a keyword search ranks and
+counts its own scope's rows only, and migrating an older store rebuilds the indexes
+without losing a row."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from loci import Document, Memory, Scope
+from loci.models import NewEvent
+from loci.search import bm25_to_score, fts_query
+from loci.store import sqlite_base, sqlite_schema
+from loci.store.sqlite import SQLiteStore
+from loci.store.sqlite_fts import KEY_MASK, SCOPE_SHIFT
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+ALICE, BOB = Scope("alice", "helper"), Scope("bob", "helper")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(f"sqlite:///{tmp_path / 'loci.db'}")
+    yield s
+    s.close()
+
+
+def test_another_tenants_rows_neither_rank_nor_count(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_base, "MATCH_BUDGET", 10)
+    store.put_memories(BOB, [Memory(f"b{i}", "project_context", f"kettle warm {i}", (),
+                                    T0, T0) for i in range(40)])
+    store.put_memories(ALICE, [Memory("a1", "project_context", "kettle zeppelin", (), T0, T0),
+                               Memory("a2", "project_context", "warm kettle", (), T0, T0)])
+    hits = store.search_memories(ALICE, "kettle zeppelin warm", limit=5)
+    # Bob's 40 matches would pass the budget: Alice's 2 rows still rank by all words.
+    ranked = store._query(
+        "SELECT m.id, f.rank FROM memories_fts f "
+        f"JOIN memories m ON m.rowid = (f.rowid & {KEY_MASK}) "
+        "WHERE memories_fts MATCH ? AND m.tenant = 'alice' ORDER BY f.rank",
+        (fts_query("kettle zeppelin warm"),))
+    assert [(h.id, h.score) for h in hits] == [(r[0], bm25_to_score(r[1])) for r in ranked]
+    assert {h.id for h in hits} == {"a1", "a2"}
+    numbers = dict(store._query("SELECT tenant, no FROM scopes"))
+    assert numbers["bob"] != numbers["alice"]
+    keys = [r[0] for r in store._query("SELECT rowid FROM memories_fts")]
+    assert {k >> SCOPE_SHIFT for k in keys} == set(numbers.values())
+
+
+def test_a_scope_without_rows_finds_nothing(store: SQLiteStore) -> None:
+    store.put_memories(BOB, [Memory("b", "project_context", "kettle", (), T0, T0)])
+    assert store.search_memories(ALICE, "kettle") == []
+    assert store.search_events(ALICE, "kettle") == []
+
+
+def test_updates_and_deletes_keep_the_index_in_step(store: SQLiteStore) -> None:
+    store.put_memory(ALICE, Memory("m", "project_context", "old kettle", (), T0, T0))
+    store.put_memory(ALICE, Memory("m", "project_context", "new teapot", (), T0, T0))
+    assert [h.id for h in store.search_memories(ALICE, "teapot")] == ["m"]
+    assert store.search_memories(ALICE, "kettle") == []
+    store.put_document(ALICE, Document("/a.md", "teapot notes", (), 1, T0, T0))
+    assert store.delete_memory(ALICE, "m") and store.delete_document(ALICE, "/a.md")
+    assert store.search_memories(ALICE, "teapot") == []
+    assert store.search_documents(ALICE, "teapot") == []
+    assert store._query("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')"
+                        ) == []
+
+
+def test_an_older_store_migrates_with_every_row_searchable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "old.db"
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS",
+                        {v: m for v, m in sqlite_schema.MIGRATIONS.items() if v < 9})
+    db = sqlite3.connect(path, isolation_level=None)
+    sqlite_schema.migrate(db, 0)
+    for scope in (ALICE, BOB):  # written as the code before version 9 wrote rows
+        t, a = scope.tenant, scope.agent
+        db.execute("INSERT INTO events (tenant, agent, session, type, role, content, ts, "
+                   "tokens) VALUES (?, ?, 's', 'message', 'user', ?, 0, 3)",
+                   (t, a, f"{t} went kayaking"))
+        db.execute("INSERT INTO events_fts (rowid, content, search_extra, search_context) "
+                   "SELECT id, content, search_extra, search_context FROM events "
+                   "WHERE id = last_insert_rowid()")
+        db.execute("INSERT INTO memories (id, tenant, agent, type, content, tags, created, "
+                   "updated) VALUES (?, ?, ?, 'project_context', ?, '', 0, 0)",
+                   (f"m-{t}", t, a, f"{t} likes kayaks"))
+        db.execute("INSERT INTO documents (tenant, agent, path, content, tags, version, "
+                   "created, updated) VALUES (?, ?, '/k.md', ?, '', 1, 0, 0)",
+                   (t, a, f"{t} kayak log"))
+    db.close()
+    monkeypatch.undo()
+    new = SQLiteStore(f"sqlite:///{path}")
+    try:
+        assert 9 in {r[0] for r in new._query("SELECT version FROM migrations")}
+        for scope in (ALICE, BOB):
+            assert [h.text for h in new.search_events(scope, "kayaking")] == [
+                f"{scope.tenant} went kayaking"]
+            assert [h.id for h in new.search_memories(scope, "kayaks")] == [
+                f"m-{scope.tenant}"]
+            assert [h.text for h in new.search_documents(scope, "kayak")] == [
+                f"{scope.tenant} kayak log"]
+        new.append_events(ALICE, "s", [NewEvent("message", "user", "kayaking again", T0)])
+        assert len(new.search_events(ALICE, "kayaking")) == 2
+        assert len(new.search_events(BOB, "kayaking")) == 1
+    finally:
+        new.close()
+    db = sqlite3.connect(path)
+    for table in ("events_fts", "memories_fts", "documents_fts"):
+        db.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+    db.close()
