@@ -29,7 +29,7 @@ class Decision(StrEnum):
     TRUNCATE = "truncate"
 
 
-#: The decisions on which ``maybe_compact`` compacts.
+#: The decisions on which ``CompactionService.maybe_compact`` compacts.
 COMPACTING = frozenset({Decision.SLEEP, Decision.COMPACT, Decision.EMERGENCY})
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from loci.compaction.compactor import CompactionResult, Compactor
-from loci.compaction.policy import CompactionPolicy, Decision
+from loci.compaction.policy import COMPACTING, CompactionPolicy, Decision
 from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summarizer
 from loci.context.layers import SECTION_BUDGETS, tokens_for
 from loci.llm import ExtractiveSummarizer, make_chat_model
@@ -94,10 +94,9 @@ class CompactionService:
         """Compact if the policy says so: a full compaction at the thresholds, masking
         first when idle (sleep-time), and a memory flush when auto-compaction is off."""
         decision = self.decide(session, model=model, before_compile=before_compile)
-        if decision in (Decision.COMPACT, Decision.EMERGENCY):
-            return decision, self.compact(session, model=model, strategy="full")
-        if decision is Decision.SLEEP:
-            return decision, self.compact(session, model=model, strategy="auto")
+        if decision in COMPACTING:
+            strategy = "auto" if decision is Decision.SLEEP else "full"
+            return decision, self.compact(session, model=model, strategy=strategy)
         if decision is Decision.FLUSH and not before_compile:
             self._flush_new(session)
         return decision, None

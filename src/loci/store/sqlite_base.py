@@ -27,12 +27,11 @@ MATCH_BUDGET = 4_000
 #: ``FTS_MIN_GROWTH`` rows) since the last time: the cost stays proportional to what is
 #: written.
 FTS_TABLES = {ft.table: f"{ft.table}_fts" for ft in FULL_TEXT}
-FULL_TEXT_KEYS = {ft.table: ft.key for ft in FULL_TEXT}
 FTS_REGROW = 0.2
 FTS_MIN_GROWTH = 500
 # Growth is read from the content tables: full-text rowids carry their scope's number.
-_FTS_SIZES = "SELECT " + ", ".join(f"(SELECT max({FULL_TEXT_KEYS[t]}) FROM {t})"
-                                   for t in FTS_TABLES)
+_FTS_SIZES = "SELECT " + ", ".join(f"(SELECT max({ft.key}) FROM {ft.table})"
+                                   for ft in FULL_TEXT)
 
 
 class SQLiteBase:
