@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: One encoder: ``json.dumps`` with options builds a new one on every call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def to_micros(value: datetime) -> int:
@@ -23,7 +25,7 @@ def dump_json(value: Any) -> str | None:
     """Canonical JSON (sorted keys) or None for empty values."""
     if value is None or value == {}:
         return None
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _CANONICAL.encode(value)
 
 
 def load_json(text: str | None) -> Any:
