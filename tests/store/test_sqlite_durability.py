@@ -7,10 +7,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 from loci import Scope, open_store
+from loci.store.sqlite import SQLiteStore
+from loci.store.sqlite_schema import MIGRATIONS
 
 WRITER = """
 import sys
@@ -66,3 +69,28 @@ def test_killed_writer_leaves_only_whole_batches(tmp_path: Path) -> None:
     assert len(events) >= 50 and len(events) % 50 == 0
     assert store.search_events(Scope("t", "a"), "k")  # the FTS index is consistent too
     store.close()
+
+
+def test_stores_opened_at_once_migrate_once(tmp_path: Path) -> None:
+    """Server workers open a new store together: each migration runs once."""
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def open_store() -> None:
+        barrier.wait()
+        try:
+            SQLiteStore(url).close()
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    store = SQLiteStore(url)
+    versions = [r[0] for r in store._query("SELECT version FROM migrations")]
+    store.close()
+    assert sorted(versions) == sorted(MIGRATIONS)

@@ -306,6 +306,11 @@ def migrate(db: sqlite3.Connection, applied_at: int) -> list[int]:
         name, function = MIGRATIONS[version]
         db.execute("BEGIN IMMEDIATE")
         try:
+            # Another process opening the store may have applied it meanwhile.
+            if db.execute("SELECT 1 FROM migrations WHERE version = ?", (version,)
+                          ).fetchone():
+                db.execute("ROLLBACK")
+                continue
             function(db)
             db.execute(
                 "INSERT INTO migrations (version, name, applied_at) VALUES (?, ?, ?)",
