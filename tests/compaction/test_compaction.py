@@ -147,7 +147,8 @@ def test_compile_unless_compacting_leaves_compaction_to_compile(home: Path,
 
 
 def test_sleep_time_compaction_when_idle(home: Path, clock: FakeClock) -> None:
-    with open_loci(home, clock) as loci:
+    # The whole window as the budget, so that the history budget lies above `sleep_at`.
+    with open_loci(home, clock, context_target=1.0) as loci:
         chat(loci, 10, big=1000)
         share = loci.session("s").active_token_count / TINY["tiny"]
         assert 0.5 <= share < 0.75

@@ -129,7 +129,7 @@ def test_history_keeps_whole_turns_under_budget(home: Path, clock: FakeClock) ->
         assert history[-1] == {"role": "assistant", "content": "answer number 9"}
         layer = _layer(compiled, "history")
         assert 0 < layer.used <= 400  # type: ignore[attr-defined]
-        assert "older turn" in layer.dropped[0][0]  # type: ignore[attr-defined]
+        assert "older step" in layer.dropped[0][0]  # type: ignore[attr-defined]
         call_ids = [c["id"] for m in history for c in m.get("tool_calls", [])]
         result_ids = [m["tool_call_id"] for m in history if m["role"] == "tool"]
         assert call_ids == result_ids  # never a call without its result, or the reverse

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 from loci.search import conversation as conv
 
 
@@ -22,13 +25,30 @@ def test_events_without_the_convention_are_their_content() -> None:
         assert conv.embedding_text("hello", meta, None) == "hello"  # type: ignore[arg-type]
 
 
+def _event(content: str, metadata: dict[str, Any] | None = None, tool_name: str | None = None,
+           args: dict[str, Any] | None = None) -> SimpleNamespace:
+    return SimpleNamespace(content=content, metadata=metadata or {}, tool_name=tool_name,
+                           args=args)
+
+
 def test_context_is_the_preceding_turns_oldest_first() -> None:
     previous = [("one", {"name": "A"}), ("two", {"name": "B"}), ("three", {"name": "A"})]
-    batch = [("four", {"name": "B"}), ("five", {"name": "A", "caption": "a dog"})]
-    columns = conv.index_columns(batch, previous)
+    batch = [_event("four", {"name": "B"}), _event("five", {"name": "A", "caption": "a dog"})]
+    columns = conv.index_columns(batch, previous)  # type: ignore[arg-type]
     assert columns == [("B", "B: two / A: three"),
                        ("A a dog", "A: three / B: four")]
-    assert conv.index_columns([("first", None)], []) == [(None, None)]
+    assert conv.index_columns([_event("first")], []) == [(None, None)]  # type: ignore[list-item]
+
+
+def test_a_tool_calls_arguments_are_indexed() -> None:
+    call = _event("", tool_name="bash",
+                  args={"command": "grep -n PersonName pydicom/valuerep.py",
+                        "options": [{"cwd": "/testbed"}, 3]})
+    [(extra, _)] = conv.index_columns([call], [])  # type: ignore[list-item]
+    assert extra == "bash grep -n PersonName pydicom/valuerep.py /testbed"
+    huge = _event("", tool_name="write", args={"text": "x" * 10_000})
+    [(extra, _)] = conv.index_columns([huge], [])  # type: ignore[list-item]
+    assert extra is not None and len(extra) == conv.TOOL_CHARS
 
 
 def test_context_lines_are_capped() -> None:

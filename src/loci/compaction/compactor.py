@@ -1,9 +1,12 @@
 """Compaction of one session: mask old tool outputs, flush facts to memory, summarize
 the oldest span, archive it and index the summary, atomically.
 
-The span is always whole turns (a turn starts at a user message), so a tool call and
-its result are archived or kept together and compacted history stays valid input for
-the OpenAI and Anthropic APIs. Nothing is deleted: archived events stay searchable.
+The span is always whole steps (``context.history``: a message, or tool calls with
+their results), so a tool call and its result are archived or kept together and
+compacted history stays valid input for the OpenAI and Anthropic APIs; a sixty-step
+tool loop compacts like sixty turns. The user message that opened the first preserved step's
+turn (the agent's task) stays live, and history pins it. Nothing is deleted: archived events
+stay searchable.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass, field
 from loci.compaction.masking import Mask, plan_masks
 from loci.compaction.policy import CompactionPolicy
 from loci.compaction.summarize import Summarizer
-from loci.context.history import group_turns
+from loci.context.history import group_steps, turn_opener
 from loci.eventlog import new_event
 from loci.models import Compaction, Document, Event, NewEvent, Scope
 from loci.store.base import CompactionPlan, NewCompaction, Store
@@ -112,24 +115,29 @@ class Compactor:
         return CompactionResult(**{**result.__dict__, "record": stored})
 
     def _split(self, events: Sequence[Event], window: int) -> tuple[list[Event], list[Event]]:
-        """(span to compact, preserved recent events): the preserve window keeps the last
-        ``preserve_messages`` messages or ``preserve_share`` of the window, whichever is
-        larger, in whole turns."""
-        turns = group_turns(events)
+        """(span to compact, preserved events): the preserve window keeps the last
+        ``preserve_messages`` steps or ``preserve_share`` of the window, whichever is
+        larger, in whole steps, within the preserve cap, with the message that opened
+        their turn."""
+        steps = group_steps(events)
         keep_tokens = self.policy.preserve_tokens(window)
         cap = self.preserve_cap if self.preserve_cap is not None else window
-        kept_messages = kept_tokens = 0
-        start = len(turns)
-        while start > 0 and (kept_messages < self.policy.preserve_messages
+        kept_steps = kept_tokens = 0
+        start = len(steps)
+        while start > 0 and (kept_steps < self.policy.preserve_messages
                              or kept_tokens < keep_tokens):
-            if kept_tokens + sum(e.tokens for e in turns[start - 1]) > cap and start < len(
-                    turns):
+            size = sum(e.tokens for e in steps[start - 1])
+            if kept_tokens + size > cap and start < len(steps):
                 break
             start -= 1
-            kept_messages += sum(1 for e in turns[start] if e.type == "message")
-            kept_tokens += sum(e.tokens for e in turns[start])
-        old = [e for turn in turns[:start] for e in turn]
-        recent = [e for turn in turns[start:] for e in turn]
+            kept_steps += 1
+            kept_tokens += size
+        old = [e for step in steps[:start] for e in step]
+        recent = [e for step in steps[start:] for e in step]
+        opener = turn_opener(steps, start)
+        if opener is not None:  # what the preserved steps answer stays live
+            old.remove(opener)
+            recent.insert(0, opener)
         return old, recent
 
     def _summary_event(self, text: str, span: Sequence[Event], before: int) -> NewEvent:

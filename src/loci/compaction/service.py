@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from loci.compaction.compactor import CompactionResult, Compactor
 from loci.compaction.policy import COMPACTING, CompactionPolicy, Decision
 from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summarizer
-from loci.context.layers import SECTION_BUDGETS, tokens_for
+from loci.context.layers import configure, history_budget
 from loci.llm import ExtractiveSummarizer, make_chat_model
 from loci.llm.base import ChatModel
 from loci.models import Event, Scope
@@ -53,10 +53,10 @@ class CompactionService:
         )
 
     def history_budget(self, model: str | None = None) -> int:
-        """The history section's token budget for ``model`` (see ``context.layers``)."""
+        """The history budget of a compile for ``model`` (``layers.history_budget``)."""
         window = context_window(model or self.settings.model, self.settings.models)
-        budget = self.settings.context_budgets.get("history", SECTION_BUDGETS["history"])
-        return tokens_for(budget, window)
+        _, sections = configure(self.settings.context_layers, self.settings.context_budgets)
+        return history_budget(window, int(window * self.settings.context_target), sections)
 
     def compact(
         self, session: str, *, model: str | None = None, strategy: str = "full",

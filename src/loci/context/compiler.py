@@ -1,10 +1,12 @@
 """The context compiler: what goes into the prompt for one LLM call, under budget.
 
-Layers (see ``context.layers``) are built from their sources, then fitted: sections
-are processed static → dynamic → retrieved, and within a section the layers of higher
-priority first, so when a section's budget runs out it is the lower-priority layers
-that lose items. History gets what its budget and the total budget leave. Every layer
-reports what it included, what it dropped and why, for the explain view.
+History is chosen first, within the one history budget that the compaction policy
+also uses (``layers.history_budget``): whole steps, the current task pinned (see
+``context.history``). The other sections share what history left: they are processed
+static → dynamic → retrieved, and within a section the layers of higher priority
+first, so when a section's budget runs out it is the lower-priority layers that lose
+items; a compaction summary is shortened to fit, never dropped. Every layer reports
+what it included, what it dropped and why, for the explain view.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from loci.context.compiled import CompiledContext, LayerReport
-from loci.context.history import group_turns, select_turns
-from loci.context.layers import LayerSpec, tokens_for
+from loci.context.history import History, choose_history
+from loci.context.layers import LayerSpec, history_budget, tokens_for
 from loci.context.render import events_to_messages
-from loci.context.sources import BUILDERS, BuildContext
+from loci.context.sources import BUILDERS, BuildContext, Item
 from loci.errors import BudgetExceededError
 from loci.models import Event
 from loci.tokens import REPLY_PRIMING, TokenCounter
@@ -28,6 +30,8 @@ MAX_DROPS_LISTED = 20
 NEAR_LIMIT = 0.9
 #: After this many compactions of one session, summaries of summaries lose detail.
 COMPACTIONS_WARNING = 3
+#: A shrinkable item (a compaction summary) is shortened only into at least this room.
+MIN_SHRUNK = 40
 #: Texts whose token counts are remembered (per model's counter).
 COUNT_CACHE = 8192
 
@@ -67,8 +71,11 @@ class ContextCompiler:
                 f"{request.budget:,}-token budget of {request.model}; shorten it or use a "
                 "model with a larger window"
             )
-        sections = self._section_budgets(request, available)
+        planned = min(history_budget(request.window, request.budget, request.sections),
+                      available)
         reports: dict[str, LayerReport] = {}
+        history = self._history(ctx, planned, reports)
+        sections = self._section_budgets(request, available - history.tokens)
         texts: dict[str, list[str]] = {}
         for section in ("static", "dynamic", "retrieved"):
             self._fit_section(ctx, request, section, sections[section], reports, texts)
@@ -80,8 +87,6 @@ class ContextCompiler:
                 f"{request.budget:,}-token budget of {request.model} next to the system "
                 f"context ({fixed:,} tokens); shorten it or use a larger model"
             )
-        history_budget = min(sections["history"], available - fixed)
-        history, used = self._history(ctx, history_budget, reports)
         reports["message"] = LayerReport("message", "message", message_tokens, message_tokens,
                                          ["current message"] if ctx.message is not None else [])
         ordered = [reports[layer.name] for layer in request.layers if layer.name in reports]
@@ -89,9 +94,10 @@ class ContextCompiler:
         warnings = self._warnings(ordered, request)
         return CompiledContext(
             model=request.model, window=request.window, budget=request.budget,
-            static_prefix=rendered["static"], dynamic=rendered["dynamic"], history=history,
+            static_prefix=rendered["static"], dynamic=rendered["dynamic"],
+            history=events_to_messages(history.events),
             retrieved=rendered["retrieved"], message=ctx.message, layers=ordered,
-            total_tokens=fixed + used + message_tokens + REPLY_PRIMING,
+            total_tokens=fixed + history.tokens + message_tokens + REPLY_PRIMING,
             token_method=self.counter.method, warnings=warnings,
         )
 
@@ -109,7 +115,9 @@ class ContextCompiler:
             scan *= 4
 
     def _section_budgets(self, request: CompileRequest, available: int) -> dict[str, int]:
-        wanted = {s: tokens_for(b, request.window) for s, b in request.sections.items()}
+        """Budgets of the sections around history, within what history left."""
+        wanted = {s: tokens_for(b, request.window) for s, b in request.sections.items()
+                  if s != "history"}
         total = sum(wanted.values())
         if total <= available:
             return wanted
@@ -133,6 +141,11 @@ class ContextCompiler:
                     report.dropped.append((f"{rest} more item(s)", "over the budget"))
                     break
                 tokens = self.counter.count(item.text) + 1
+                room = min(limit - report.used, remaining)
+                if tokens > room and item.shrinkable and room >= MIN_SHRUNK:
+                    item = Item(item.id, self._shrink(item.text, room - 1))
+                    tokens = self.counter.count(item.text) + 1
+                    report.dropped.append((item.id, f"shortened to fit the {section} budget"))
                 if report.used + tokens > limit:
                     report.dropped.append((item.id, f"over the {layer.name} budget"))
                 elif tokens > remaining:
@@ -146,6 +159,19 @@ class ContextCompiler:
             reports[layer.name] = report
             texts[layer.name] = kept
 
+    def _shrink(self, text: str, budget: int) -> str:
+        """The first lines of ``text`` that fit ``budget`` tokens, and a note."""
+        lines = text.splitlines()
+        note = "… [shortened to fit; search_conversation finds the rest]"
+        budget -= self.counter.count(note) + 1
+        kept: list[str] = []
+        for line in lines:
+            budget -= self.counter.count(line) + 1
+            if budget < 0:
+                break
+            kept.append(line)
+        return "\n".join([*kept, note])
+
     def _join(self, request: CompileRequest, section: str, texts: dict[str, list[str]]) -> str:
         blocks = ["\n".join(texts[layer.name]) for layer in request.layers
                   if layer.section == section and texts.get(layer.name)]
@@ -153,21 +179,27 @@ class ContextCompiler:
 
     def _history(
         self, ctx: BuildContext, budget: int, reports: dict[str, LayerReport]
-    ) -> tuple[list[dict[str, object]], int]:
+    ) -> History:
         report = reports["history"] = LayerReport("history", "history", max(budget, 0))
-        if ctx.session is None or budget <= 0:
-            return [], 0
         live = [e for e in ctx.events if not e.archived and e.type != "summary"]
-        turns = group_turns(live)
-        start, used = select_turns(turns, budget)
-        kept = [e for turn in turns[start:] for e in turn]
-        if start:
-            report.dropped.append((f"{start} older turn(s)", "over the history budget"))
-        if kept:
-            report.included.append(f"{len(turns) - start} turn(s), events "
-                                   f"{kept[0].id}-{kept[-1].id}")
-        report.used = used
-        return events_to_messages(kept), used
+        if ctx.session is None or budget <= 0 or not live:
+            return History([], 0, 0, None, 0)
+        history = choose_history(live, budget)
+        if history.pinned_task is not None:
+            report.included.append(f"the current task (event {history.pinned_task.id}), "
+                                   "pinned")
+        steps = [e for e in history.events if e is not history.pinned_task]
+        if steps:
+            report.included.append(f"events {steps[0].id}-{steps[-1].id}")
+        if history.dropped_steps:
+            report.dropped.append((f"{history.dropped_steps} older step(s)",
+                                   "over the history budget (compaction summarizes them)"))
+        if history.shortened:
+            report.dropped.append((f"{history.shortened} long event(s) shortened",
+                                   "over the history budget (head and tail kept)"))
+        report.used = history.tokens
+        ctx.included.update(f"event {e.id}" for e in history.events)
+        return history
 
     def _warnings(self, reports: list[LayerReport], request: CompileRequest) -> list[str]:
         warnings = [

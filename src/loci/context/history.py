@@ -1,9 +1,15 @@
-"""Choosing history: whole turns, never a tool call without its result, and a start
-that moves rarely so the prompt prefix stays cacheable.
+"""Choosing history: whole steps, never a tool call without its result, the task that
+started the current turn always present, and a start that moves rarely so the prompt
+prefix stays cacheable.
 
-Trimming the oldest turn whenever a new one arrives would change the start of history
+A *step* is what one model call produced and what answered it: a message, or an
+assistant's tool call(s) with their results (parallel calls stay together, and so does
+the assistant text right before them). An agent's task followed by sixty tool steps is
+one turn but sixty-one steps, so history and compaction can cut inside it.
+
+Trimming the oldest step whenever a new one arrives would change the start of history
 on every request and defeat prefix caching. Instead the start may only sit at *cut
-points*: the first turn boundary after every ``budget / 2`` tokens of the log. The
+points*: the first step boundary after every ``budget / 2`` tokens of the log. The
 start is the earliest cut point whose remainder fits, so it advances about once per
 half budget of new conversation (compaction normally runs long before that).
 """
@@ -12,30 +18,40 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from loci.models import Event, Scope
 from loci.store.base import Store
+from loci.tokens import CHARS_PER_TOKEN
+
+#: A pinned task longer than this share of the history budget keeps its head and tail.
+TASK_SHARE = 0.25
 
 
-def group_turns(events: Sequence[Event]) -> list[list[Event]]:
-    """Split events into turns, each starting at a user message, so that history is
-    trimmed by whole turns and a tool call never loses its result."""
-    turns: list[list[Event]] = []
+def group_steps(events: Sequence[Event]) -> list[list[Event]]:
+    """Split events into steps (see the module doc): history and compaction cut only
+    between steps, so a tool call never loses its result."""
+    steps: list[list[Event]] = []
     for event in events:
-        if not turns or (event.type == "message" and event.role == "user"):
-            turns.append([])
-        turns[-1].append(event)
-    return turns
+        previous = steps[-1][-1] if steps else None
+        joins = previous is not None and (
+            event.type == "tool_result"
+            or (event.type == "tool_call" and (previous.type == "tool_call" or (
+                previous.type == "message" and previous.role == "assistant"))))
+        if not joins:
+            steps.append([])
+        steps[-1].append(event)
+    return steps
 
 
-def select_turns(turns: Sequence[list[Event]], budget: int) -> tuple[int, int]:
-    """(index of the first kept turn, tokens kept) for a history budget."""
-    sizes = [sum(e.tokens for e in turn) for turn in turns]
+def select_steps(steps: Sequence[list[Event]], budget: int) -> tuple[int, int]:
+    """(index of the first kept step, tokens kept) for a history budget."""
+    sizes = [sum(e.tokens for e in step) for step in steps]
     total = sum(sizes)
     if total <= budget:
         return 0, total
     step = max(1, budget // 2)
-    before = 0  # tokens of the turns before index i
+    before = 0  # tokens of the steps before index i
     next_cut = step
     remaining = total
     for index, size in enumerate(sizes):
@@ -46,12 +62,85 @@ def select_turns(turns: Sequence[list[Event]], budget: int) -> tuple[int, int]:
                 return index, remaining
         before += size
         remaining -= size
-    # Not even the last cut fits: keep the newest turns that fit, whole.
+    # Not even the last cut fits: keep the newest steps that fit, whole.
     kept, used = len(sizes), 0
     while kept > 0 and used + sizes[kept - 1] <= budget:
         kept -= 1
         used += sizes[kept]
     return kept, used
+
+
+@dataclass(frozen=True)
+class History:
+    """The events history shows (some shortened through ``masked``), and what was cut."""
+
+    events: list[Event]
+    tokens: int
+    dropped_steps: int
+    pinned_task: Event | None
+    shortened: int
+
+
+def choose_history(live: Sequence[Event], budget: int) -> History:
+    """The history for ``budget`` tokens: the newest steps from a stable cut point,
+    the user message that opened the first kept step's turn pinned in front (for the
+    newest turn: the agent's task), and never nothing while there are events (the
+    newest step, its outputs shortened, when not even it fits)."""
+    steps = group_steps(live)
+    start, used = select_steps(steps, budget)
+    opener: Event | None = None
+    pinned: Event | None = None
+    for _ in range(3):  # each pass can only move the start later
+        found = turn_opener(steps, start)
+        if found is None and pinned is not None:  # the start reached a user message
+            used, opener, pinned = used - pinned.tokens, None, None
+        if found is None or (opener is not None and found.id == opener.id):
+            break
+        opener, pinned = found, shorten(found, int(budget * TASK_SHARE))
+        after = next((i for i, s in enumerate(steps) if s[0].id > found.id), len(steps))
+        offset, used = select_steps(steps[after:], max(budget - pinned.tokens, 0))
+        start, used = after + offset, used + pinned.tokens
+    kept = [e for step in steps[start:] for e in step]
+    shortened = int(pinned is not opener)
+    if not kept and steps and (opener is None or steps[-1][0].id > opener.id):
+        room = max(budget - used, 0) // len(steps[-1])
+        start = len(steps) - 1
+        kept = [shorten(e, max(room, 1)) for e in steps[-1]]
+        shortened += sum(a is not b for a, b in zip(kept, steps[-1], strict=True))
+        used += sum(e.tokens for e in kept)
+    events = [pinned, *kept] if pinned is not None else kept
+    return History(events, used, max(start - (pinned is not None), 0), pinned, shortened)
+
+
+def turn_opener(steps: Sequence[list[Event]], start: int) -> Event | None:
+    """The user message that opened the turn of ``steps[start]``, when it lies before
+    it (a history that starts mid-turn shows what the steps answer)."""
+    if start < len(steps) and _is_user(steps[start][0]):
+        return None
+    for step in reversed(steps[:start]):
+        if _is_user(step[0]):
+            return step[0]
+    return None
+
+
+def _is_user(event: Event) -> bool:
+    return event.type == "message" and event.role == "user"
+
+
+def shorten(event: Event, tokens: int) -> Event:
+    """``event`` as history shows it within about ``tokens`` tokens: its head and
+    tail with a pointer to the stored event (which keeps everything)."""
+    shown = event.masked if event.masked is not None else event.content
+    if event.tokens <= tokens:
+        return event
+    chars = max(tokens * CHARS_PER_TOKEN, 200)
+    head, tail = shown[: chars * 2 // 3], shown[-(chars // 3):]
+    text = (f"{head}\n… [{len(shown) - len(head) - len(tail):,} characters left out here; "
+            f"the whole text is event {event.id}] …\n{tail}")
+    tokens = min(len(text) // CHARS_PER_TOKEN + 4, event.tokens)
+    if event.type == "tool_result":
+        return replace(event, masked=text, tokens=tokens)
+    return replace(event, content=text, tokens=tokens)
 
 
 class LiveEvents:

@@ -65,8 +65,23 @@ SECTION_BUDGETS: dict[str, float] = {
 }
 
 
+#: When the other sections want more than this share of the compiled budget (small
+#: windows), this is what they get and history the rest.
+SECTIONS_SHARE = 0.35
+
+
 def tokens_for(budget: float, window: int) -> int:
     return int(budget * window) if budget < 1 else int(budget)
+
+
+def history_budget(window: int, budget: int, sections: Mapping[str, float]) -> int:
+    """The history section's budget: its own share of the window, within what the
+    compiled ``budget`` leaves after the other sections' reserve. The compiler and the
+    compaction policy both use this one figure, so a history over it is compacted
+    (summarized), never cut by the compiler first."""
+    others = sum(tokens_for(sections[s], window) for s in SECTIONS if s != "history")
+    reserve = min(others, int(SECTIONS_SHARE * budget))
+    return max(min(tokens_for(sections["history"], window), budget - reserve), 0)
 
 
 def configure(

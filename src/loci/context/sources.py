@@ -17,6 +17,7 @@ from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
 from loci.models import Document, Event, Scope
+from loci.search.conversation import speaker
 from loci.search.retriever import Retriever
 from loci.store.base import SearchFilters, Store
 
@@ -29,6 +30,10 @@ harmful requests.
 DEFAULT_IDENTITY = "You are {agent}, a helpful assistant with a long-term memory."
 #: How many of the newest memories the memories layer considers.
 RECENT_MEMORIES = 100
+#: The recall layer looks at this many turns of the event log per memory it looks at.
+EVENTS_PER_MEMORY = 2
+#: Recalled items scoring below this (search scores are in [0, 1]) cost no tokens.
+RECALL_MIN_SCORE = 0.3
 #: State keys Loci keeps for itself (focus, flush marks), not shown as state.
 INTERNAL_STATE = (STATE_PREFIX, "flushed:")
 _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNORECASE)
@@ -38,6 +43,8 @@ _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNO
 class Item:
     id: str
     text: str
+    #: Shortened to fit rather than dropped (a compaction summary).
+    shrinkable: bool = False
 
 
 @dataclass
@@ -177,7 +184,8 @@ def memories(ctx: BuildContext) -> list[Item]:
 
 def compaction_summary(ctx: BuildContext) -> list[Item]:
     latest = ctx.store.latest_summary(ctx.scope, ctx.session) if ctx.session else None
-    return [Item(f"summary event {latest.id}", latest.content)] if latest else []
+    return [Item(f"summary event {latest.id}", latest.content, shrinkable=True)] if (
+        latest) else []
 
 
 def focus(ctx: BuildContext) -> list[Item]:
@@ -239,14 +247,33 @@ def agent_spec(workspace: Workspace, agent: str) -> AgentSpec | None:
 
 
 def recall(ctx: BuildContext) -> list[Item]:
-    """seeds/001 layer 2.5: hybrid search of memories on the incoming message, leaving
-    out what is already in context."""
+    """seeds/001 layer 2.5: hybrid search on the incoming message over memories and the
+    event log (archived turns of this session, the user's other sessions), best first,
+    leaving out what is already in context and what scores below ``RECALL_MIN_SCORE``.
+    A recalled turn shows its date and speaker."""
     if ctx.retriever is None or not ctx.message or not ctx.message.strip():
         return []
     filters = SearchFilters(now=ctx.now)
     hits = ctx.retriever.search(ctx.scope, "memory", ctx.message, limit=ctx.recall_limit,
                                 filters=filters, now=ctx.now)
-    return [Item(h.id, f"[RECALL] {h.text}") for h in hits if h.id not in ctx.included]
+    hits += ctx.retriever.search(ctx.scope, "event", ctx.message,
+                                 limit=ctx.recall_limit * EVENTS_PER_MEMORY,
+                                 filters=filters, now=ctx.now)
+    hits.sort(key=lambda h: h.score, reverse=True)
+    items = []
+    for hit in hits:
+        key = f"event {hit.id}" if hit.kind == "event" else hit.id
+        if key in ctx.included or hit.score < RECALL_MIN_SCORE or not hit.text.strip():
+            continue
+        if hit.kind == "memory":
+            items.append(Item(key, f"[RECALL] {hit.text}"))
+        else:
+            who = speaker(hit.metadata) or ""
+            where = "" if hit.session == ctx.session else f", session {hit.session}"
+            items.append(Item(f"{key} (score {hit.score:.2f})",
+                              f"[RECALL {hit.timestamp.day} {hit.timestamp:%B %Y}{where}] "
+                              f"{who + ': ' if who else ''}{hit.text}"))
+    return items
 
 
 FLUSH_PROMPT = (

@@ -8,9 +8,10 @@ Insights, Preferences (seeds/003 and seeds/004). Sentences are kept verbatim, so
 numbers, ids, paths and dates survive exactly. The best-scoring sentences are taken
 greedily until the token budget is spent, de-duplicated, then listed per section in
 the order they were said. A previous summary is folded in with a bonus, so facts from
-earlier compactions outlive newer small talk. Tool outputs contribute at most a couple
-of short salient lines each (errors, results), tool calls one line of tool names and
-the files they touched. The result is deterministic.
+earlier compactions outlive newer small talk. Tool calls and their results become the
+agent's trail (:mod:`loci.llm.trail`: files, edits, errors, commands with their
+outcome), listed first and merged with an earlier summary's trail; code blocks in
+messages contribute a couple of salient lines each. The result is deterministic.
 
 ``ExtractiveSummarizer`` is also a :class:`~loci.llm.base.ChatModel`: given the
 messages of a summarization prompt it reads the conversation from them.
@@ -27,6 +28,8 @@ from typing import Any
 from loci.llm import salience as sal
 from loci.llm._transcript import Turn, turns_from_events, turns_from_messages
 from loci.llm.base import ChatReply
+from loci.llm.trail import SECTIONS as TRAIL_SECTIONS
+from loci.llm.trail import Trail
 from loci.models import Event
 from loci.tokens import token_counter
 
@@ -50,10 +53,6 @@ _DIGITS = re.compile(r"\d+")
 _TOOL_NOISE = re.compile(r"^\s*(?:Traceback \(most recent call last\)|File \"|at \S+\(|\^+$)")
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|$)|~~~[^\n]*\n(.*?)(?:~~~|$)", re.DOTALL)
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s*(?P<h>[^#].*?)\s*#*|(?P<c>[A-Z][\w -]{2,30}):)\s*$")
-_TOOLS_USED = re.compile(r"^Tools used: (.*?)\.?$")
-_FILES = re.compile(r"^Files involved: (.*?)\.?$")
-_TOOL_COUNT = re.compile(r"^(.+?) ×(\d+)$")
-_PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "target", "dest", "cwd")
 _SECTION_ALIASES = {s.lower(): s for s in sal.SECTIONS} | {
     "key facts": sal.CRITICAL, "facts": sal.CRITICAL, "important context": sal.CRITICAL,
     "state": sal.STATE, "in progress": sal.IN_PROGRESS, "next": sal.NEXT, "todo": sal.NEXT,
@@ -61,8 +60,12 @@ _SECTION_ALIASES = {s.lower(): s for s in sal.SECTIONS} | {
     "key insights": sal.INSIGHTS, "preferences revealed": sal.PREFERENCES,
 }
 _SPEAKERS = {"user": "User", "assistant": "Assistant"}
+_TRAIL_SECTIONS = {name.lower(): name for name in TRAIL_SECTIONS}
+#: Of a summary's budget, at most this share goes to an agent's trail (loci.llm.trail),
+#: scaled by the share of the span's turns that are tool calls and results.
+TRAIL_SHARE = 0.7
+TRAIL_FLOOR = 0.25
 MAX_TOOL_LINE = 240
-MAX_FILES = 10
 
 
 @dataclass(frozen=True)
@@ -134,18 +137,23 @@ class ExtractiveSummarizer:
         if max_tokens <= 0:
             return ""
         previous = [previous_summary or ""] + [t.text for t in turns if t.kind == "summary"]
-        tools = _ToolLog()
-        items = [*self._carried("\n".join(previous), tools),
-                 *self._fresh(turns, instructions, tools)]
-        items.extend(tools.items(self.min_score, 1 << 40))
-        return self._fit(items, max_tokens)
+        trail = Trail()
+        items = [*self._carried("\n".join(previous), trail),
+                 *self._fresh(turns, instructions, trail)]
+        tooling = sum(t.kind in ("tool_call", "tool_result") for t in turns) / max(len(turns), 1)
+        share = TRAIL_SHARE * max(tooling, TRAIL_FLOOR)
+        kept = trail.render(int(max_tokens * share), self.count) if trail else ""
+        spent = self.count(kept) + 2 if kept else 0
+        prose = self._fit(items, max_tokens - spent)
+        return "\n\n".join(part for part in (kept, prose) if part)
 
     # -- candidates -------------------------------------------------------------------
 
-    def _carried(self, summary: str, tools: _ToolLog) -> list[_Item]:
+    def _carried(self, summary: str, trail: Trail) -> list[_Item]:
         """Lines of earlier summaries, with their section and a carry-over bonus."""
         items: list[_Item] = []
         section: str | None = None
+        trail_section: str | None = None
         lines = [line for line in summary.splitlines() if line.strip()]
         names = sal.known_names(lines)
         order = -(1 << 40)  # before everything said in the span
@@ -153,6 +161,9 @@ class ExtractiveSummarizer:
             heading = _HEADING.match(line)
             if heading:
                 name = (heading["h"] or heading["c"] or "").strip().lower()
+                trail_section = _TRAIL_SECTIONS.get(name)
+                if trail_section is not None:
+                    continue
                 if name in _SECTION_ALIASES:
                     section = _SECTION_ALIASES[name]
                     continue
@@ -160,9 +171,9 @@ class ExtractiveSummarizer:
                     continue
             bulleted = line.lstrip().startswith(("- ", "* ", "• "))
             texts = [line.lstrip()[2:].strip()] if bulleted else sal.split_sentences(line)
+            if trail_section is not None and trail.absorb(trail_section, line):
+                continue
             for text in texts:
-                if tools.absorb(text):
-                    continue
                 scored = sal.score_sentence(text, role="summary", names=names)
                 if scored.section is None:
                     continue
@@ -177,9 +188,11 @@ class ExtractiveSummarizer:
         return items
 
     def _fresh(
-        self, turns: Sequence[Turn], instructions: str | None, tools: _ToolLog
+        self, turns: Sequence[Turn], instructions: str | None, trail: Trail
     ) -> list[_Item]:
-        """Scored sentences of the span's messages and salient lines of its tool output."""
+        """Scored sentences of the span's messages (and of the text an agent wrote with
+        its tool calls) and salient lines of their code; tool calls and their results
+        go to the trail."""
         units: list[tuple[str, str, str, int | None]] = []  # role, text, tool, output group
         for number, turn in enumerate(turns):
             if turn.kind == "message":
@@ -187,10 +200,10 @@ class ExtractiveSummarizer:
                 units += [(turn.role, s, "", None) for s in sal.split_sentences(prose)]
                 units += [(turn.role, line, "", number) for line in _salient_lines(code)]
             elif turn.kind == "tool_result":
-                name = turn.tool_name or "tool"
-                units += [("tool", line, name, number) for line in _salient_lines(turn.text)]
+                trail.result(turn.text, turn.tool_name)
             elif turn.kind == "tool_call":
-                tools.note_call(turn)
+                trail.call(turn.tool_name, turn.args)
+                units += [("assistant", s, "", None) for s in sal.split_sentences(turn.text)]
         names = sal.known_names(text for _, text, _, group in units if group is None)
         shapes: dict[int, Counter[str]] = {}
         for _, text, _, group in units:
@@ -253,56 +266,6 @@ class ExtractiveSummarizer:
             chosen.remove(min(chosen, key=lambda i: (i.score, -i.order)))
             text = _render(chosen)
         return text
-
-
-class _ToolLog:
-    """Tool names and touched files, merged across the span and earlier summaries."""
-
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
-        self.files: list[str] = []
-
-    def absorb(self, line: str) -> bool:
-        """Take a previous summary's "Tools used"/"Files involved" line; True if it was."""
-        used = _TOOLS_USED.match(line)
-        if used:
-            for part in used.group(1).split(", "):
-                match = _TOOL_COUNT.match(part.strip())
-                if match:
-                    self.add(match.group(1), int(match.group(2)))
-            return True
-        files = _FILES.match(line)
-        if files:
-            for path in files.group(1).split(", "):
-                self.add_file(path.strip())
-            return True
-        return False
-
-    def add(self, name: str, times: int = 1) -> None:
-        self.counts[name] = self.counts.get(name, 0) + times
-
-    def note_call(self, turn: Turn) -> None:
-        """Count a tool call and remember the file paths among its arguments."""
-        self.add(turn.tool_name or "tool")
-        for key in _PATH_KEYS:
-            value = (turn.args or {}).get(key)
-            if isinstance(value, str) and 0 < len(value) <= 200 and "\n" not in value:
-                self.add_file(value)
-
-    def add_file(self, path: str) -> None:
-        if path and path not in self.files:
-            self.files.append(path)
-
-    def items(self, min_score: float, order: int) -> list[_Item]:
-        out = []
-        if self.counts:
-            used = ", ".join(f"{name} ×{n}" for name, n in self.counts.items())
-            out.append(_Item(sal.COMPLETED, f"Tools used: {used}.", min_score + 0.1, order))
-        if self.files:
-            shown = self.files[-MAX_FILES:]
-            out.append(_Item(sal.STATE, f"Files involved: {', '.join(shown)}.",
-                             min_score + 0.6, order + 1))
-        return out
 
 
 def _tool_line(text: str, scored: sal.Scored, shapes: Counter[str]) -> tuple[str, float]:

@@ -12,7 +12,9 @@ about X" needs to know who spoke. So every event is indexed with:
   - ``attachments``: a list of strings or of objects whose ``caption``, ``alt``,
     ``title``, ``name`` or ``text`` describe each attachment.
 
-  The event's *line* is ``"Ana: <content> (shared: <caption>)"``;
+  The event's *line* is ``"Ana: <content> (shared: <caption>)"``; a tool call adds
+  its tool name and the strings of its arguments (a command, a path), so a command
+  or a file finds its step;
 - **context**: the lines of the ``CONTEXT_TURNS`` events before it in its session (at
   most ``CONTEXT_CHARS`` characters of each). The log is append-only, so an event's
   context never changes once written.
@@ -25,7 +27,7 @@ line first so that a model's token limit cuts the context, not the event.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 #: How many preceding events of the session are indexed with an event.
 CONTEXT_TURNS = 2
@@ -33,6 +35,8 @@ CONTEXT_TURNS = 2
 CONTEXT_CHARS = 500
 #: Characters of one extra text (a name, a caption) that are kept.
 EXTRA_CHARS = 500
+#: Characters of a tool call's name and arguments that are indexed.
+TOOL_CHARS = 2_000
 _ATTACHMENT_KEYS = ("caption", "alt", "title", "name", "text")
 
 
@@ -61,9 +65,29 @@ def captions(metadata: Mapping[str, Any] | None) -> list[str]:
     return list(dict.fromkeys(text for text in cleaned if text))
 
 
-def extra_text(metadata: Mapping[str, Any] | None) -> str | None:
-    """Speaker name and captions, for the keyword index (None when there are none)."""
-    parts = [p for p in (speaker(metadata), *captions(metadata)) if p]
+def tool_text(tool_name: str | None, args: Mapping[str, Any] | None) -> str | None:
+    """A tool call's name and the strings of its arguments (a command, a path, a query),
+    so that searching a command or a file finds the step."""
+    parts = [tool_name] if tool_name else []
+    stack: list[Any] = [args] if args else []
+    while stack and sum(map(len, parts)) < TOOL_CHARS:
+        value = stack.pop()
+        if isinstance(value, str):
+            parts.append(value)
+        elif isinstance(value, Mapping):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list | tuple):
+            stack.extend(reversed(value))
+    text = " ".join(parts)[:TOOL_CHARS]
+    return text or None
+
+
+def extra_text(metadata: Mapping[str, Any] | None, tool_name: str | None = None,
+               args: Mapping[str, Any] | None = None) -> str | None:
+    """Speaker name, captions and a tool call's arguments, for the keyword index (None
+    when there are none)."""
+    parts = [p for p in (speaker(metadata), *captions(metadata), tool_text(tool_name, args))
+             if p]
     return " ".join(parts) if parts else None
 
 
@@ -84,18 +108,32 @@ def context_text(previous: Iterable[tuple[str, Mapping[str, Any] | None]]) -> st
     return " / ".join(lines) if lines else None
 
 
+class Indexed(Protocol):
+    """What indexing reads of an event (``Event`` and ``NewEvent`` both are)."""
+
+    @property
+    def content(self) -> str: ...
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+    @property
+    def tool_name(self) -> str | None: ...
+    @property
+    def args(self) -> Mapping[str, Any] | None: ...
+
+
 def index_columns(
-    events: Sequence[tuple[str, Mapping[str, Any] | None]],
+    events: Sequence[Indexed],
     previous: Sequence[tuple[str, Mapping[str, Any] | None]],
 ) -> list[tuple[str | None, str | None]]:
     """(extra text, context) for each of a batch appended to one session, given the
     (content, metadata) of the events before it, oldest first."""
     window = list(previous)[-CONTEXT_TURNS:] if CONTEXT_TURNS else []
     columns: list[tuple[str | None, str | None]] = []
-    for content, metadata in events:
-        columns.append((extra_text(metadata), context_text(window)))
+    for event in events:
+        columns.append((extra_text(event.metadata, event.tool_name, event.args),
+                        context_text(window)))
         if CONTEXT_TURNS:
-            window = [*window, (content, metadata)][-CONTEXT_TURNS:]
+            window = [*window, (event.content, event.metadata)][-CONTEXT_TURNS:]
     return columns
 
 

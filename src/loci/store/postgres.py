@@ -149,7 +149,7 @@ class PostgresStore(PostgresVectors, PostgresKeywords, PostgresMemories, Postgre
                 (scope.tenant, scope.agent, session, conversation.CONTEXT_TURNS),
             )
             previous = [(r[0], load_json(r[1])) for r in reversed(cur.fetchall())]
-        return conversation.index_columns([(e.content, e.metadata) for e in events], previous)
+        return conversation.index_columns(events, previous)
 
     def apply_compaction(self, scope: Scope, session: str, plan: CompactionPlan
                          ) -> tuple[Event | None, Compaction]:

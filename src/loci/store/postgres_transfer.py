@@ -118,7 +118,7 @@ def _import_events(cur: Cursor, scope: Scope, events: Sequence[Event]) -> None:
     ordered = sorted(events, key=lambda e: (e.session, e.id))
     for session, group in groupby(ordered, key=lambda e: e.session):
         batch = list(group)
-        columns = conversation.index_columns([(e.content, e.metadata) for e in batch], [])
+        columns = conversation.index_columns(batch, [])
         for e, (extra, ctx) in zip(batch, columns, strict=True):
             check_text(session, e.type, e.role, e.content, e.tool_name, e.tool_call_id,
                        e.masked, extra, ctx)

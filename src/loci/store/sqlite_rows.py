@@ -112,4 +112,4 @@ def search_columns(
             (scope.tenant, scope.agent, session, conversation.CONTEXT_TURNS),
         ).fetchall()
         previous = [(r[0], load_json(r[1])) for r in reversed(rows)]
-    return conversation.index_columns([(e.content, e.metadata) for e in events], previous)
+    return conversation.index_columns(events, previous)

@@ -109,7 +109,7 @@ def _import_events(db: sqlite3.Connection, scope: Scope, events: Sequence[Event]
     ordered = sorted(events, key=lambda e: (e.session, e.id))
     for session, group in groupby(ordered, key=lambda e: e.session):
         batch = list(group)
-        columns = conversation.index_columns([(e.content, e.metadata) for e in batch], [])
+        columns = conversation.index_columns(batch, [])
         rows += [
             (e.id, scope.tenant, scope.agent, session, e.type, e.role, e.content,
              to_micros(e.timestamp), e.tokens, e.tool_name, e.tool_call_id,

@@ -1,0 +1,204 @@
+"""An agent's trail, as the offline summary keeps it: files read and edited, commands
+with their outcome, errors seen and edits made.
+
+A tool loop's value is in what it touched and learned, not in its prose: after a
+compaction the agent must still know which files it opened, which command failed and
+why, and what it changed. The trail is read from tool calls (structured arguments such
+as ``path``, and shell commands: redirections, ``sed -i``, heredocs, ``tee``) and from
+tool results (an exit code, the error line or the result line). Sections are merged
+with the same sections of a previous summary, so a later compaction keeps what an
+earlier one recorded. Everything is verbatim: commands and errors can be searched.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+FILES, EDITS, ERRORS, COMMANDS = "Files", "Edits", "Errors", "Commands"
+#: Trail sections in the order a summary lists them (a cut summary loses the last).
+SECTIONS = (FILES, EDITS, ERRORS, COMMANDS)
+MAX_COMMAND = 160
+MAX_ERROR = 200
+MAX_FILES = 40
+_READ, _EDITED = "- Read: ", "- Edited: "
+_PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "target", "dest")
+_EDIT_TOOL = re.compile(r"write|edit|create|replace|patch|insert|append|delete|rename|move",
+                        re.IGNORECASE)
+_EXTENSIONS = frozenset(
+    "py pyi pyx ipynb js jsx ts tsx mjs go rs java kt c h cc cpp hpp cs rb php swift scala "
+    "md rst txt json jsonl yaml yml toml cfg ini conf env sh bash zsh sql html css scss xml "
+    "csv tsv lock log patch diff proto graphql tf dockerfile makefile gradle".split())
+_EXIT = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>|\bexit(?:ed)?(?: with)?"
+                   r"(?: code| status)?[:= ]\s*(-?\d+)", re.IGNORECASE)
+_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b.*|^\s*(?:error|fatal)"
+                    r"\b.*|.*\b(?:No such file or directory|command not found|Permission denied"
+                    r"|(?-i:FAILED)|Segmentation fault)\b.*", re.IGNORECASE)
+_RESULT = re.compile(r"\b\d+ (?:passed|failed|errors?|tests?)\b|^(?:OK|PASSED|SUCCESS)\b",
+                     re.IGNORECASE)
+_WRITES = re.compile(r"\bsed\s+-\w*i|\bperl\s+-\w*i|\btee\b|(?<![<>&\d])>{1,2}(?![>&])"
+                     r"|\bpatch\b|\bgit\s+apply\b|\.write(?:_text)?\(")
+_REDIRECT = re.compile(r"(?<![<>&\d])>{1,2}\s*['\"]?([^\s'\";&|<>()]+)")
+_QUOTED = re.compile(r"^`(.+?)`(?: → .*)?$")
+_TEE = re.compile(r"\btee\s+(?:-a\s+)?['\"]?([^\s'\";&|<>()]+)")
+
+
+def is_path(token: str) -> bool:
+    """A token of a command that names a file (not an option, a URL or a device)."""
+    token = token.strip("'\"`,;:()[]{}")
+    if not token or token.startswith(("-", "/dev/", "/proc/", "http:", "https:")) or (
+            len(token) > 200 or "=" in token or "*" in token or "$" in token):
+        return False
+    name = token.rsplit("/", 1)[-1]
+    extension = name.rsplit(".", 1)[-1].lower() if "." in name[1:] else ""
+    return extension in _EXTENSIONS or name.lower() in _EXTENSIONS
+
+
+def command_paths(command: str) -> list[str]:
+    """File paths a shell command names, in order, each once."""
+    try:
+        tokens = shlex.split(command, comments=False, posix=True)
+    except ValueError:
+        tokens = command.split()
+    words: list[str] = []
+    for token in tokens:
+        words += re.split(r"[\s;&|<>()=]+", token)
+    return list(dict.fromkeys(w.strip("'\"`,;:()[]{}") for w in words if is_path(w)))
+
+
+def edited_paths(command: str) -> list[str]:
+    """Files a shell command writes: redirection and ``tee`` targets, in-place edits."""
+    first = command.strip().splitlines()[0] if command.strip() else ""
+    targets = [p for p in _REDIRECT.findall(first) + _TEE.findall(first) if is_path(p)]
+    if re.search(r"\b(?:sed|perl)\s+-\w*i", first):
+        targets += command_paths(first)[-1:]
+    return list(dict.fromkeys(t.strip("'\"") for t in targets))
+
+
+def outcome(output: str) -> str:
+    """" → exit 1: TypeError: ..." for a tool result: its exit code and its error (the
+    last error line: a traceback ends with it) or its result line."""
+    code = _EXIT.search(output)
+    status = next((g for g in code.groups() if g is not None), None) if code else None
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if _ERROR.match(line) and len(line) <= 4 * MAX_ERROR]
+    results = [line for line in lines if _RESULT.search(line) and len(line) <= MAX_ERROR]
+    parts = [f"exit {status}"] if status is not None else []
+    parts += [line[:MAX_ERROR] for line in (errors[-1:] + results[-1:])]
+    return ": ".join(dict.fromkeys(parts))
+
+
+def error_line(output: str) -> str | None:
+    lines = [line.strip() for line in output.splitlines() if _ERROR.match(line.strip())]
+    return lines[-1][:MAX_ERROR] if lines else None
+
+
+def first_line(text: str, limit: int = MAX_COMMAND) -> str:
+    stripped = text.strip()
+    line = stripped.splitlines()[0] if stripped else ""
+    more = len(line) > limit or "\n" in stripped
+    return line[:limit] + (" …" if more else "")
+
+
+@dataclass
+class Trail:
+    """Files, edits, errors and commands of a span, merged with an earlier summary's."""
+
+    read: dict[str, None] = field(default_factory=dict)
+    edited: dict[str, None] = field(default_factory=dict)
+    #: command line → its rendered line (a repeated command moves to the end)
+    edits: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, None] = field(default_factory=dict)
+    commands: dict[str, str] = field(default_factory=dict)
+    _pending: list[tuple[str, bool]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.read or self.edited or self.edits or self.errors or self.commands)
+
+    def call(self, tool: str | None, args: Mapping[str, Any] | None) -> None:
+        """A tool call: its files, and a command line waiting for its result."""
+        args = args or {}
+        command = args.get("command") or args.get("cmd") or args.get("script")
+        if isinstance(command, list):
+            command = " ".join(str(part) for part in command)
+        paths = [str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)
+                 and is_path(str(args[k]))]
+        if isinstance(command, str) and command.strip():
+            edited = edited_paths(command) if _WRITES.search(command) else []
+            self._files([*command_paths(command), *paths], edited)
+            self._pending.append((first_line(command), bool(edited)))
+            return
+        editing = bool(tool and _EDIT_TOOL.search(tool))
+        self._files(paths, paths if editing else [])
+        shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items()
+                          if k not in ("content", "file_text"))[:MAX_COMMAND]
+        self._pending.append((f"{tool or 'tool'}({shown})", editing))
+
+    def result(self, output: str, tool: str | None = None) -> None:
+        """A tool result: the outcome of the oldest call still waiting for one."""
+        line, editing = self._pending.pop(0) if self._pending else (tool or "", False)
+        error = error_line(output)
+        if error:
+            self.errors[error] = None
+        result = outcome(output)
+        if not line:
+            return
+        target = self.edits if editing else self.commands
+        target.pop(line, None)  # the newest outcome of a repeated command wins
+        target[line] = f"`{line}`" + (f" → {result}" if result else "")
+
+    def _files(self, paths: Iterable[str], edited: Iterable[str]) -> None:
+        for path in edited:
+            self.edited[path] = None
+        for path in paths:
+            if path not in self.edited:
+                self.read[path] = None
+
+    def absorb(self, section: str, line: str) -> bool:
+        """Take a line of an earlier summary's trail section; True if it was one."""
+        text = line.strip().removeprefix("- ").strip()
+        if section == FILES and line.strip().startswith((_READ.strip(), _EDITED.strip())):
+            kind, _, names = text.partition(": ")
+            target = self.edited if kind == "Edited" else self.read
+            for name in names.split(", "):
+                if name.strip():
+                    target[name.strip()] = None
+            return True
+        if not text or section not in (EDITS, ERRORS, COMMANDS):
+            return False
+        if section == ERRORS:
+            self.errors[text] = None
+        else:
+            key = _QUOTED.match(text)
+            target = self.edits if section == EDITS else self.commands
+            target[key.group(1) if key else text] = text
+        return True
+
+    def render(self, budget: int, count: Callable[[str], int]) -> str:
+        """The trail's sections within ``budget`` tokens; the oldest commands, then
+        the oldest errors and edits give way first."""
+        files = []
+        read = [p for p in self.read if p not in self.edited][-MAX_FILES:]
+        if self.edited:
+            files.append(_EDITED + ", ".join(list(self.edited)[-MAX_FILES:]))
+        if read:
+            files.append(_READ + ", ".join(read))
+        lists = {FILES: files, EDITS: [f"- {e}" for e in self.edits.values()],
+                 ERRORS: [f"- {e}" for e in self.errors],
+                 COMMANDS: [f"- {c}" for c in self.commands.values()]}
+        costs = {name: [count(line) + 1 for line in lines] for name, lines in lists.items()}
+        spent = sum(count(f"## {n}") + 2 + sum(c) for n, c in costs.items() if c)
+        while spent > budget and any(lists.values()):
+            longest = max(lists, key=lambda n: sum(costs[n]))
+            spent -= costs[longest].pop(0)
+            del lists[longest][0]
+        return "\n\n".join(f"## {name}\n" + "\n".join(lines)
+                            for name, lines in lists.items() if lines)
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return first_line(text, 60)
