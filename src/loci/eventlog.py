@@ -19,10 +19,13 @@ from typing import Any
 
 from loci.errors import ValidationError
 from loci.models import DEFAULT_ROLE, EVENT_TYPES, ROLES, Event, NewEvent
+from loci.store.codec import canonical_json
 from loci.timeutil import format_timestamp, parse_timestamp
 from loci.tokens import TokenCounter
 
 MAX_CONTENT_CHARS = 10_000_000
+#: Tokens of a function call's framing beyond its name, id and arguments.
+TOOL_CALL_OVERHEAD = 3
 
 
 def new_event(
@@ -51,9 +54,25 @@ def new_event(
         raise ValidationError("a tool_call needs a tool name")
     return NewEvent(
         type=type, role=role, content=content, timestamp=timestamp,
-        tokens=counter.count_message(role, content), tool_name=tool_name,
+        tokens=event_tokens(counter, type, role, content, tool_name, tool_call_id, args),
+        tool_name=tool_name,
         tool_call_id=tool_call_id, args=args, metadata=dict(metadata or {}),
     )
+
+
+def event_tokens(
+    counter: TokenCounter, type: str, role: str, content: str, tool_name: str | None,
+    tool_call_id: str | None, args: dict[str, Any] | None,
+) -> int:
+    """What the event costs in a prompt: its message, and a tool call's name, id and
+    arguments (as providers count a function call), or a result's call id."""
+    tokens = counter.count_message(role, content)
+    if type == "tool_call":
+        tokens += counter.count(tool_name or "") + counter.count(canonical_json(args or {}))
+        tokens += TOOL_CALL_OVERHEAD
+    if tool_call_id:
+        tokens += counter.count(tool_call_id)
+    return tokens
 
 
 def parse_jsonl(

@@ -161,7 +161,8 @@ def test_memory_flush_prompt_when_auto_is_off(home: Path, clock: FakeClock) -> N
     with open_loci(home, clock, compaction_auto=False) as loci:
         chat(loci, 10, big=1000)
         assert "[MEMORY FLUSH]" not in loci.compile("s", "next").retrieved
-        chat(loci, 8, big=1200, start=10)
+        chat(loci, 7, big=1200, start=10)
+        assert 0.85 <= loci.session("s").active_token_count / TINY["tiny"] < 1
         assert "[MEMORY FLUSH]" in loci.compile("s", "next").retrieved
 
 

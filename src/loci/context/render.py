@@ -7,15 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from loci.models import Event
-
-#: One encoder for every call: ``json.dumps`` with options builds a new encoder each
-#: time, which was most of the cost of rendering a long history's tool calls.
-_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def canonical_json(value: Any) -> str:
-    """Deterministic JSON for anything that goes into a cacheable prefix."""
-    return _CANONICAL.encode(value)
+from loci.store.codec import canonical_json
 
 
 def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:

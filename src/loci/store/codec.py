@@ -21,6 +21,11 @@ def from_micros(value: int) -> datetime:
     return _EPOCH + timedelta(microseconds=value)
 
 
+def canonical_json(value: Any) -> str:
+    """Deterministic JSON: what is stored, counted and sent in a cacheable prefix."""
+    return _CANONICAL.encode(value)
+
+
 def dump_json(value: Any) -> str | None:
     """Canonical JSON (sorted keys) or None for empty values."""
     if value is None or value == {}:

@@ -23,9 +23,12 @@ from loci.store.codec import from_micros, load_json, load_tags
 def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
     """A hit from a row selected with ``KINDS[kind].hit_columns``."""
     if kind == "event":
+        meta = load_json(r[6])
+        name = meta.get("name") if isinstance(meta, dict) else None
         return SearchHit(kind="event", id=str(r[0]), score=score, text=r[2],
                          timestamp=from_micros(r[3]), session=r[1],
-                         metadata={"role": r[4], "type": r[5]})
+                         metadata={"role": r[4], "type": r[5],
+                                   **({"name": name} if isinstance(name, str) else {})})
     if kind == "memory":
         return SearchHit(kind="memory", id=r[0], score=score, text=r[2],
                          timestamp=from_micros(r[4]),

@@ -1,0 +1,140 @@
+"""Long agent sessions: a tool loop inside one turn is cut and compacted by steps, its
+task stays in every context, and the offline summary keeps the trail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from loci import Loci, load_settings
+from tests.conftest import FakeClock
+
+WINDOW = {"agent": 8_000}
+TASK = "Fix the crash when a PersonName is iterated; see pydicom/valuerep.py."
+
+
+def tool_loop(loci: Loci, steps: int, session: str = "s", output: int = 600) -> None:
+    """An agent's turn: the task, then ``steps`` shell calls each with its result."""
+    loci.add(session, "user", TASK)
+    for i in range(steps):
+        command = f"grep -n 'def __iter__' pydicom/module_{i}.py"
+        loci.add_event(session, type="tool_call", tool_name="bash", tool_call_id=f"c{i}",
+                       content=f"Looking at module {i}.", args={"command": command})
+        body = f"<returncode>{i % 2}</returncode>\n" + f"line {i} of output " * (output // 18)
+        if i == 3:
+            body += "\nTypeError: argument of type 'PersonName3' is not iterable"
+        loci.add_event(session, type="tool_result", tool_call_id=f"c{i}", content=body)
+
+
+def open_agent(home: Path, clock: FakeClock, **overrides: Any) -> Loci:
+    settings = load_settings(store=f"sqlite:///{home / 'a.db'}", model="agent",
+                             models=WINDOW, **overrides)
+    return Loci(settings, clock=clock)
+
+
+def pairs_intact(history: list[dict[str, Any]]) -> bool:
+    calls = [c["id"] for m in history for c in m.get("tool_calls") or ()]
+    results = [m["tool_call_id"] for m in history if m["role"] == "tool"]
+    return calls == results
+
+
+def test_a_tool_loop_over_budget_keeps_its_task_and_newest_steps(
+        home: Path, clock: FakeClock) -> None:
+    with open_agent(home, clock, compaction_auto=False) as loci:
+        tool_loop(loci, 60)
+        compiled = loci.compile("s", None)
+        history = compiled.history
+        assert history[0] == {"role": "user", "content": TASK}
+        assert history[-1]["role"] == "tool" and history[-1]["tool_call_id"] == "c59"
+        assert 10 < len(history) < 120 and pairs_intact(history)
+        report = next(r for r in compiled.layers if r.name == "history")
+        assert report.included[0].startswith("the current task (event 1)")
+        assert "older step(s)" in report.dropped[0][0]
+
+
+def test_a_huge_task_keeps_its_head_and_tail(home: Path, clock: FakeClock) -> None:
+    with open_agent(home, clock, compaction_auto=False,
+                    context_budgets={"history": 1_000}) as loci:
+        task = loci.add("s", "user", "START " + "detail " * 5_000 + " END")
+        loci.add_event("s", type="tool_call", tool_name="bash", tool_call_id="c1",
+                       args={"command": "ls"})
+        loci.add_event("s", type="tool_result", tool_call_id="c1", content="setup.py")
+        history = loci.compile("s", None).history
+        pinned = history[0]["content"]
+        assert pinned.startswith("START ") and pinned.endswith(" END")
+        assert f"the whole text is event {task.id}" in pinned
+        assert [m["role"] for m in history] == ["user", "assistant", "tool"]
+
+
+def test_one_oversized_step_is_shortened_not_dropped(home: Path, clock: FakeClock) -> None:
+    with open_agent(home, clock, compaction_auto=False,
+                    context_budgets={"history": 600}) as loci:
+        loci.add_event("s", type="tool_call", tool_name="bash", tool_call_id="c1",
+                       args={"command": "cat big.log"})
+        loci.add_event("s", type="tool_result", tool_call_id="c1", content="x " * 20_000)
+        history = loci.compile("s", None).history
+        assert [m["role"] for m in history] == ["assistant", "tool"]
+        assert "characters left out here" in history[1]["content"]
+
+
+def test_a_tool_loop_compacts_inside_its_turn(home: Path, clock: FakeClock) -> None:
+    with open_agent(home, clock) as loci:
+        tool_loop(loci, 40)
+        compiled = loci.compile("s", None)
+        [compaction] = loci.compactions("s")
+        events = {e.id: e for e in loci.events("s")}
+        assert not events[1].archived  # the task stays live
+        assert sum(e.archived for e in events.values()) > 20
+        assert compiled.history[0] == {"role": "user", "content": TASK}
+        assert pairs_intact(compiled.history)
+        summary = compiled.dynamic
+        assert "## Commands" in summary and "## Files" in summary
+        assert "`grep -n 'def __iter__' pydicom/module_3.py` → exit 1: TypeError" in summary
+        assert "TypeError: argument of type 'PersonName3' is not iterable" in summary
+        assert "pydicom/module_0.py" in summary  # the oldest file, read and archived
+        assert compaction.summary.splitlines()[:3] == summary.split(
+            "[CONTEXT SUMMARY]\n")[1].splitlines()[:3]
+
+
+def test_a_summary_too_big_for_its_budget_is_shortened(home: Path, clock: FakeClock) -> None:
+    with open_agent(home, clock) as loci:
+        tool_loop(loci, 40)
+        loci.compile("s", None)
+        small = loci.for_scope()
+        small.settings = small.settings.with_overrides(
+            context_budgets={"compaction_summary": 80})
+        dynamic = small.compile("s", None).dynamic
+        assert "[CONTEXT SUMMARY]" in dynamic
+        assert "shortened to fit; search_conversation finds the rest" in dynamic
+
+
+def test_tool_arguments_are_searchable_and_counted(loci: Loci) -> None:
+    loci.add("s", "user", "Where is the iterator defined?")
+    call = loci.add_event("s", type="tool_call", tool_name="bash", tool_call_id="call_1",
+                          args={"command": "grep -rn '__iter__' pydicom/valuerep.py"})
+    hits = loci.search_conversation("valuerep.py", session="s")
+    assert hits and hits[0].id == str(call.id)
+    bare = loci.add_event("s", type="tool_call", tool_name="bash", args={})
+    assert call.tokens >= bare.tokens + loci.counter.count("grep -rn '__iter__' "
+                                                          "pydicom/valuerep.py")
+
+
+def test_recall_brings_back_an_archived_turn(home: Path, clock: FakeClock) -> None:
+    settings = load_settings(store=f"sqlite:///{home / 'r.db'}", model="agent",
+                             models=WINDOW, compaction_preserve_messages=2)
+    with Loci(settings, clock=clock) as loci:
+        loci.add("chat", "user", "I adopted a greyhound called Biscuit last spring.",
+                 name="Ana")
+        for i in range(60):
+            loci.add("chat", "user", f"Let's talk about topic {i}: " + "words " * 60)
+            loci.add_reply("chat", f"Sure, topic {i} is interesting. " + "more " * 60)
+        loci.compact("chat")
+        first = loci.events("chat")[0]
+        assert first.archived
+        compiled = loci.compile("chat", "What is my greyhound called?")
+        assert "Biscuit" not in "".join(str(m["content"]) for m in compiled.history)
+        assert "] Ana: I adopted a greyhound called Biscuit" in compiled.retrieved
+        report = next(r for r in compiled.layers if r.name == "recall")
+        assert any(i.startswith(f"event {first.id} (score ") for i in report.included)
+        nothing = loci.compile("chat", "Zxqv?")
+        assert "[RECALL" not in nothing.retrieved
