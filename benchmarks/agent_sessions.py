@@ -282,7 +282,7 @@ def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Pat
     for name, messages in sessions:
         start = datetime(2026, 1, 1, tzinfo=UTC)
         clock = {"now": start}
-        base.clock = lambda: clock["now"]
+        base.clock = lambda clock=clock: clock["now"]
         replay = Replay(base, name, messages, start)
         replay.loci.clock = base.clock
         trail = trail_of(messages)

@@ -14,8 +14,8 @@ categories 1-4, the context compiled for the question is measured:
 - its tokens, and whether the evidence turns are in ``search_conversation``'s top 10.
 
 Baselines in the same run, same questions: **recency** (the last N tokens of the
-``Speaker: text`` transcript with a date line per LoCoMo session, N = that context's own token count) and **full** (the
-whole transcript).
+``Speaker: text`` transcript with a date line per LoCoMo session, N = that context's
+own token count) and **full** (the whole transcript).
 
     python benchmarks/conversation_memory.py --data ../shared/data/locomo/locomo_dev.json
         [--window 16000] [--samples conv-26] [--json]

@@ -7,7 +7,8 @@ Sections, in the order they reach the model (the cache-friendly order of seeds/0
 - ``dynamic``: the second system message: date and user, USER.md, /profile/ documents,
   BOOT.md, MEMORY.md, the daily log, sticky facts, state, memories by recency, the
   compaction summary. Changes rarely (a new fact, a new day).
-- ``history``: whole turns since the last compaction, append-only between compactions.
+- ``history``: whole steps since the last compaction (``context.history``), append-only
+  between compactions, within ``history_budget``.
 - ``retrieved``: what depends on the current message (recall, matched skills, focus,
   reflexion hints), as a system message right before it, so that it never breaks the
   cache of everything above.

@@ -173,8 +173,8 @@ class Trail:
             self.errors[text] = None
         else:
             key = _QUOTED.match(text)
-            target = self.edits if section == EDITS else self.commands
-            target[key.group(1) if key else text] = text
+            commands = self.edits if section == EDITS else self.commands
+            commands[key.group(1) if key else text] = text
         return True
 
     def render(self, budget: int, count: Callable[[str], int]) -> str:
