@@ -3,8 +3,9 @@
 Each session of ``../shared/data/agent_sessions/`` (a coding agent's real tool loop) is
 replayed through the public API as an agent loop would: the task as the user message,
 every call and result as events, a compile before every model call (offline defaults,
-the bundled embedder). At 50%, 75% and 100% of the session the context compiled for
-"Continue the task." is asked which artifacts of the trail so far it holds:
+the bundled embedder). At 50%, 75% and 100% of the session (at the next model call) the
+context compiled for "Continue the task." is asked which artifacts of the trail so far
+it holds:
 
 - **files**: paths named in the agent's commands;
 - **commands**: each command's first line (60 characters);
