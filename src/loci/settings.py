@@ -86,7 +86,9 @@ class Settings:
     compaction_idle_seconds: float = 600.0
     compaction_preserve_messages: int = 20
     compaction_preserve_share: float = 0.20
-    compaction_summary_tokens: int = 1_500
+    #: At most this many tokens per compaction summary; within that, a quarter of the
+    #: history budget (``context.layers.SUMMARY_SHARE``), which the summary shares.
+    compaction_summary_tokens: int = 8_000
     #: A custom summarization prompt for LLM summaries (empty: the built-in one).
     compaction_prompt: str = ""
     #: ``loci serve``: where to listen. A non-loopback host needs API keys.

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from loci.compaction.compactor import CompactionResult, Compactor
 from loci.compaction.policy import COMPACTING, CompactionPolicy, Decision
 from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summarizer
-from loci.context.layers import configure, history_budget
+from loci.context.layers import SUMMARY_SHARE, configure, history_budget
 from loci.llm import ExtractiveSummarizer, make_chat_model
 from loci.llm.base import ChatModel
 from loci.models import Event, Scope
@@ -63,11 +63,13 @@ class CompactionService:
         instructions: str | None = None, dry_run: bool = False,
     ) -> CompactionResult:
         model = model or self.settings.model
+        history = self.history_budget(model)
         compactor = Compactor(
             self.store, self.scope, token_counter(model, self.settings.tokenizer),
             self.policy, self.summarizer, self.clock, self.flush,
-            summary_tokens=self.settings.compaction_summary_tokens,
-            preserve_cap=self.history_budget(model) // 2,
+            summary_tokens=min(self.settings.compaction_summary_tokens,
+                               int(history * SUMMARY_SHARE)),
+            preserve_cap=history // 2,
         )
         return compactor.compact(session, context_window(model, self.settings.models),
                                  strategy=strategy, instructions=instructions, dry_run=dry_run)

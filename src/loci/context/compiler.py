@@ -32,6 +32,8 @@ NEAR_LIMIT = 0.9
 COMPACTIONS_WARNING = 3
 #: A shrinkable item (a compaction summary) is shortened only into at least this room.
 MIN_SHRUNK = 40
+#: The layer that holds the compaction summary (counted in history's budget).
+SUMMARY_LAYER = "compaction_summary"
 #: Texts whose token counts are remembered (per model's counter).
 COUNT_CACHE = 8192
 
@@ -44,6 +46,15 @@ class CompileRequest:
     layers: Sequence[LayerSpec]
     sections: dict[str, float]
     compactions: int = 0
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The compaction summary's items, its token limit and what it takes from history."""
+
+    items: list[Item]
+    limit: int
+    cost: int
 
 
 @lru_cache(maxsize=8)
@@ -74,11 +85,13 @@ class ContextCompiler:
         planned = min(history_budget(request.window, request.budget, request.sections),
                       available)
         reports: dict[str, LayerReport] = {}
-        history = self._history(ctx, planned, reports)
-        sections = self._section_budgets(request, available - history.tokens)
+        summary = self._summary(ctx, request, planned)
+        history = self._history(ctx, planned - summary.cost, reports)
+        sections = self._section_budgets(request, available - history.tokens - summary.cost)
         texts: dict[str, list[str]] = {}
         for section in ("static", "dynamic", "retrieved"):
-            self._fit_section(ctx, request, section, sections[section], reports, texts)
+            self._fit_section(ctx, request, section, sections[section], reports, texts,
+                              summary)
         rendered = {s: self._join(request, s, texts) for s in ("static", "dynamic", "retrieved")}
         fixed = sum(self.counter.count_message("system", t) for t in rendered.values() if t)
         if fixed + message_tokens + REPLY_PRIMING > request.budget:
@@ -126,15 +139,18 @@ class ContextCompiler:
 
     def _fit_section(
         self, ctx: BuildContext, request: CompileRequest, section: str, budget: int,
-        reports: dict[str, LayerReport], texts: dict[str, list[str]],
+        reports: dict[str, LayerReport], texts: dict[str, list[str]], summary: Summary,
     ) -> None:
         layers = [layer for layer in request.layers if layer.section == section]
         remaining = budget
         for layer in sorted(layers, key=lambda spec: -spec.priority):
-            limit = tokens_for(layer.budget, request.window)
+            # The summary is counted in history's budget, not in its section's.
+            outside = layer.name == SUMMARY_LAYER
+            limit = summary.limit if outside else tokens_for(layer.budget, request.window)
             report = LayerReport(layer.name, section, limit)
             kept: list[str] = []
-            items = BUILDERS[layer.name](ctx)
+            items = summary.items if outside else BUILDERS[layer.name](ctx)
+            section_left, remaining = remaining, (limit if outside else remaining)
             for position, item in enumerate(items):
                 if len(report.dropped) >= MAX_DROPS_LISTED:
                     rest = len(items) - position
@@ -156,8 +172,21 @@ class ContextCompiler:
                     report.used += tokens
                     remaining -= tokens
                     ctx.included.add(item.id)
+            if outside:
+                remaining = section_left
             reports[layer.name] = report
             texts[layer.name] = kept
+
+    def _summary(self, ctx: BuildContext, request: CompileRequest, planned: int) -> Summary:
+        """The compaction summary, which takes its tokens from the history budget (at
+        most half of it, and at most its layer's budget)."""
+        spec = next((layer for layer in request.layers if layer.name == SUMMARY_LAYER), None)
+        if spec is None or ctx.session is None:
+            return Summary([], 0, 0)
+        items = BUILDERS[SUMMARY_LAYER](ctx)
+        limit = min(tokens_for(spec.budget, request.window), planned // 2)
+        cost = min(sum(self.counter.count(i.text) + 1 for i in items), limit)
+        return Summary(items, limit, cost)
 
     def _shrink(self, text: str, budget: int) -> str:
         """The first lines of ``text`` that fit ``budget`` tokens, and a note."""

@@ -49,7 +49,7 @@ DEFAULT_LAYERS: tuple[LayerSpec, ...] = (
     LayerSpec("sticky", "dynamic", 1_000, 95),
     LayerSpec("state", "dynamic", 400, 70),
     LayerSpec("memories", "dynamic", 1_500, 40),
-    LayerSpec("compaction_summary", "dynamic", 2_000, 90),
+    LayerSpec("compaction_summary", "dynamic", 0.25, 90),  # within half the history
     LayerSpec("history", "history", 0.6, 90),
     LayerSpec("flush", "retrieved", 300, 90),
     LayerSpec("focus", "retrieved", 800, 80),
@@ -69,6 +69,9 @@ SECTION_BUDGETS: dict[str, float] = {
 #: When the other sections want more than this share of the compiled budget (small
 #: windows), this is what they get and history the rest.
 SECTIONS_SHARE = 0.35
+#: A compaction summary is the older part of history: it is written within this share
+#: of the history budget and counted in it (the compaction policy counts it too).
+SUMMARY_SHARE = 0.25
 
 
 def tokens_for(budget: float, window: int) -> int:

@@ -190,8 +190,8 @@ _SETTINGS = """\
 # [compaction]
 # auto = true
 # threshold = 0.75             # compact a session at this share of the model's window
-# preserve_messages = 20       # the most recent messages are never compacted
-# summary_tokens = 1500
+# preserve_messages = 20       # the most recent steps are never compacted
+# summary_tokens = 8000          # at most; a quarter of the history budget within that
 
 # [models]                     # extra or corrected context windows, in tokens
 # "my-local-model" = 32768

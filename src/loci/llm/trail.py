@@ -21,7 +21,7 @@ from typing import Any
 FILES, EDITS, ERRORS, COMMANDS = "Files", "Edits", "Errors", "Commands"
 #: Trail sections in the order a summary lists them (a cut summary loses the last).
 SECTIONS = (FILES, EDITS, ERRORS, COMMANDS)
-MAX_COMMAND = 160
+MAX_COMMAND = 120
 MAX_ERROR = 200
 MAX_FILES = 40
 _READ, _EDITED = "- Read: ", "- Edited: "
@@ -31,7 +31,8 @@ _EDIT_TOOL = re.compile(r"write|edit|create|replace|patch|insert|append|delete|r
 _EXTENSIONS = frozenset(
     "py pyi pyx ipynb js jsx ts tsx mjs go rs java kt c h cc cpp hpp cs rb php swift scala "
     "md rst txt json jsonl yaml yml toml cfg ini conf env sh bash zsh sql html css scss xml "
-    "csv tsv lock log patch diff proto graphql tf dockerfile makefile gradle".split())
+    "csv tsv lock log patch diff proto graphql tf gradle".split())
+_FILE_NAMES = frozenset({"makefile", "dockerfile", "readme", "license", "gemfile"})
 _EXIT = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>|\bexit(?:ed)?(?: with)?"
                    r"(?: code| status)?[:= ]\s*(-?\d+)", re.IGNORECASE)
 _ERROR = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b.*|^\s*(?:error|fatal)"
@@ -42,6 +43,8 @@ _RESULT = re.compile(r"\b\d+ (?:passed|failed|errors?|tests?)\b|^(?:OK|PASSED|SU
 _WRITES = re.compile(r"\bsed\s+-\w*i|\bperl\s+-\w*i|\btee\b|(?<![<>&\d])>{1,2}(?![>&])"
                      r"|\bpatch\b|\bgit\s+apply\b|\.write(?:_text)?\(")
 _REDIRECT = re.compile(r"(?<![<>&\d])>{1,2}\s*['\"]?([^\s'\";&|<>()]+)")
+_KIND = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b")
+_FAILED = re.compile(r"→ (?:exit (?!0\b)|.*(?:Error|Exception|error|FAILED))")
 _QUOTED = re.compile(r"^`(.+?)`(?: → .*)?$")
 _TEE = re.compile(r"\btee\s+(?:-a\s+)?['\"]?([^\s'\";&|<>()]+)")
 
@@ -54,7 +57,7 @@ def is_path(token: str) -> bool:
         return False
     name = token.rsplit("/", 1)[-1]
     extension = name.rsplit(".", 1)[-1].lower() if "." in name[1:] else ""
-    return extension in _EXTENSIONS or name.lower() in _EXTENSIONS
+    return extension in _EXTENSIONS or name.lower() in _FILE_NAMES
 
 
 def command_paths(command: str) -> list[str]:
@@ -79,16 +82,19 @@ def edited_paths(command: str) -> list[str]:
 
 
 def outcome(output: str) -> str:
-    """" → exit 1: TypeError: ..." for a tool result: its exit code and its error (the
-    last error line: a traceback ends with it) or its result line."""
+    """"exit 1: TypeError; 3 failed, 9 passed" for a tool result: its exit code, the
+    kind of its error (the error line itself is listed under Errors) and its result
+    line."""
     code = _EXIT.search(output)
     status = next((g for g in code.groups() if g is not None), None) if code else None
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    errors = [line for line in lines if _ERROR.match(line) and len(line) <= 4 * MAX_ERROR]
-    results = [line for line in lines if _RESULT.search(line) and len(line) <= MAX_ERROR]
+    error = error_line(output)
+    results = [line.strip() for line in output.splitlines()
+               if _RESULT.search(line) and len(line.strip()) <= MAX_ERROR]
     parts = [f"exit {status}"] if status is not None else []
-    parts += [line[:MAX_ERROR] for line in (errors[-1:] + results[-1:])]
-    return ": ".join(dict.fromkeys(parts))
+    details = [_KIND.match(error).group(0) if error and _KIND.match(error) else error,
+               results[-1] if results else None]
+    shown = "; ".join(dict.fromkeys(d for d in details if d))
+    return ": ".join(p for p in (", ".join(parts), shown) if p)
 
 
 def error_line(output: str) -> str | None:
@@ -178,8 +184,8 @@ class Trail:
         return True
 
     def render(self, budget: int, count: Callable[[str], int]) -> str:
-        """The trail's sections within ``budget`` tokens; the oldest commands, then
-        the oldest errors and edits give way first."""
+        """The trail's sections within ``budget`` tokens: the longest section gives
+        way first, its oldest successful line before any failure."""
         files = []
         read = [p for p in self.read if p not in self.edited][-MAX_FILES:]
         if self.edited:
@@ -193,8 +199,11 @@ class Trail:
         spent = sum(count(f"## {n}") + 2 + sum(c) for n, c in costs.items() if c)
         while spent > budget and any(lists.values()):
             longest = max(lists, key=lambda n: sum(costs[n]))
-            spent -= costs[longest].pop(0)
-            del lists[longest][0]
+            lines = lists[longest]
+            # The oldest line that did not fail goes first: failures teach more.
+            index = next((i for i, line in enumerate(lines) if not _FAILED.search(line)), 0)
+            spent -= costs[longest].pop(index)
+            del lines[index]
         return "\n\n".join(f"## {name}\n" + "\n".join(lines)
                             for name, lines in lists.items() if lines)
 
