@@ -91,8 +91,8 @@ def outcome(output: str) -> str:
     results = [line.strip() for line in output.splitlines()
                if _RESULT.search(line) and len(line.strip()) <= MAX_ERROR]
     parts = [f"exit {status}"] if status is not None else []
-    details = [_KIND.match(error).group(0) if error and _KIND.match(error) else error,
-               results[-1] if results else None]
+    kind = _KIND.match(error) if error else None
+    details = [kind.group(0) if kind else error, results[-1] if results else None]
     shown = "; ".join(dict.fromkeys(d for d in details if d))
     return ": ".join(p for p in (", ".join(parts), shown) if p)
 
