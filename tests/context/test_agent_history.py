@@ -138,3 +138,19 @@ def test_recall_brings_back_an_archived_turn(home: Path, clock: FakeClock) -> No
         assert any(i.startswith(f"event {first.id} (score ") for i in report.included)
         nothing = loci.compile("chat", "Zxqv?")
         assert "[RECALL" not in nothing.retrieved
+
+
+def test_history_says_when_each_day_began(loci: Loci, clock: FakeClock) -> None:
+    loci.add("s", "user", "I adopted Biscuit today.")
+    loci.add("s", "assistant", "Congratulations!")
+    clock.advance(days=3)
+    loci.add("s", "user", "Biscuit learned to sit.")
+    history = loci.compile("s", "How is Biscuit?").history
+    first_day = f"[{clock.now.day - 3} {clock.now:%B %Y}] "  # the fake clock starts mid-month
+    assert [m["content"] for m in history] == [
+        first_day + "I adopted Biscuit today.", "Congratulations!",
+        f"[{clock.now.day} {clock.now:%B %Y}] Biscuit learned to sit."]
+    assert loci.events("s")[0].content == "I adopted Biscuit today."  # stored unchanged
+    clock.advance(hours=1)
+    loci.add("s", "assistant", "Good dog.")
+    assert loci.compile("s", "And now?").history[-1]["content"] == "Good dog."

@@ -12,7 +12,8 @@ what it included, what it dropped and why, for the explain view.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import date
 from functools import lru_cache
 
 from loci.context.compiled import CompiledContext, LayerReport
@@ -177,6 +178,27 @@ class ContextCompiler:
             reports[layer.name] = report
             texts[layer.name] = kept
 
+    def _dated(self, history: History, today: date) -> History:
+        """``history`` with a date before each message said on another day than the
+        event before it (the first: than today), so that a conversation spanning days
+        says when each part was said. The stored events are unchanged."""
+        events: list[Event] = []
+        added = 0
+        day = today
+        for event in history.events:
+            said = event.timestamp.date()
+            if event.type == "message" and said != day:
+                prefix = f"[{said.day} {said:%B %Y}] "
+                cost = self.counter.count(prefix)
+                event = replace(event, content=prefix + event.content,
+                                tokens=event.tokens + cost)
+                added += cost
+            day = said
+            events.append(event)
+        pinned = events[0] if history.pinned_task is not None else None
+        return replace(history, events=events, tokens=history.tokens + added,
+                       pinned_task=pinned)
+
     def _summary(self, ctx: BuildContext, request: CompileRequest, planned: int) -> Summary:
         """The compaction summary, which takes its tokens from the history budget (at
         most half of it, and at most its layer's budget)."""
@@ -213,7 +235,7 @@ class ContextCompiler:
         live = [e for e in ctx.events if not e.archived and e.type != "summary"]
         if ctx.session is None or budget <= 0 or not live:
             return History([], 0, 0, None, 0)
-        history = choose_history(live, budget)
+        history = self._dated(choose_history(live, budget), ctx.now.date())
         if history.pinned_task is not None:
             report.included.append(f"the current task (event {history.pinned_task.id}), "
                                    "pinned")
