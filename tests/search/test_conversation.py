@@ -45,7 +45,8 @@ def test_a_tool_calls_arguments_are_indexed() -> None:
                   args={"command": "grep -n PersonName pydicom/valuerep.py",
                         "options": [{"cwd": "/testbed"}, 3]})
     [(extra, _)] = conv.index_columns([call], [])  # type: ignore[list-item]
-    assert extra == "bash grep -n PersonName pydicom/valuerep.py /testbed"
+    assert extra == ("bash grep -n PersonName pydicom/valuerep.py /testbed "
+                     "pydicom valuerep py")  # a path also as its parts
     huge = _event("", tool_name="write", args={"text": "x" * 10_000})
     [(extra, _)] = conv.index_columns([huge], [])  # type: ignore[list-item]
     assert extra is not None and len(extra) == conv.TOOL_CHARS

@@ -14,6 +14,7 @@ import pytest
 from loci import Document, Memory, Scope, SearchFilters
 from loci.errors import StoreError, ValidationError
 from loci.models import NewEvent
+from loci.store import postgres_schema
 from loci.store.postgres import PostgresStore
 from loci.store.postgres_rows import path_label, path_to_ltree
 
@@ -180,7 +181,23 @@ def test_migrations_are_recorded_once(pg: PostgresStore, pg_url: str) -> None:
     PostgresStore(pg_url).close()
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT version, name FROM loci_migrations").fetchall()
-    assert rows == [(1, "initial schema"), (2, "BM25 postings")]
+    assert rows == [(1, "initial schema"), (2, "BM25 postings"),
+                    (3, "tool-call arguments searchable")]
+
+
+def test_tool_calls_stored_before_version_3_become_searchable(
+        pg: PostgresStore, pg_url: str) -> None:
+    [call] = pg.append_events(ALICE, "s", [NewEvent(
+        "tool_call", "assistant", "", T0, tool_name="bash",
+        args={"command": "grep -n iter pydicom/valuerep.py"})])
+    assert [h.id for h in pg.search_events(ALICE, "valuerep")] == [str(call.id)]
+    with psycopg.connect(pg_url) as conn, conn.cursor() as cur:
+        cur.execute("UPDATE events SET search_extra = NULL")  # as stored before version 3
+        conn.commit()
+        assert pg.search_events(ALICE, "valuerep") == []
+        postgres_schema._v3_tool_arguments(cur)
+        conn.commit()
+    assert [h.id for h in pg.search_events(ALICE, "valuerep")] == [str(call.id)]
 
 
 def test_unreachable_server_is_a_store_error(tmp_path: object) -> None:

@@ -114,3 +114,25 @@ def test_an_older_store_migrates_with_every_row_searchable(
     for table in ("events_fts", "memories_fts", "documents_fts"):
         db.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
     db.close()
+
+
+def test_tool_calls_stored_before_version_10_become_searchable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "old.db"
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS",
+                        {v: m for v, m in sqlite_schema.MIGRATIONS.items() if v < 10})
+    old = SQLiteStore(f"sqlite:///{path}")
+    [call] = old.append_events(ALICE, "s", [NewEvent(
+        "tool_call", "assistant", "", T0, tool_name="bash",
+        args={"command": "grep -n iter pydicom/valuerep.py"})])
+    old._query("UPDATE events SET search_extra = NULL RETURNING id")  # as before v10
+    assert old.search_events(ALICE, "valuerep") == []
+    old.close()
+    monkeypatch.undo()
+    new = SQLiteStore(f"sqlite:///{path}")
+    try:
+        assert [h.id for h in new.search_events(ALICE, "valuerep")] == [str(call.id)]
+        assert new.search_events(BOB, "valuerep") == []
+    finally:
+        new.close()

@@ -26,6 +26,7 @@ line first so that a model's token limit cuts the context, not the event.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -37,6 +38,8 @@ CONTEXT_CHARS = 500
 EXTRA_CHARS = 500
 #: Characters of a tool call's name and arguments that are indexed.
 TOOL_CHARS = 2_000
+_PATHLIKE = re.compile(r"[^\s'\"`]*[\w-][/.][\w-][^\s'\"`]*")
+_SEPARATORS = re.compile(r"[/.]+")
 _ATTACHMENT_KEYS = ("caption", "alt", "title", "name", "text")
 
 
@@ -79,7 +82,9 @@ def tool_text(tool_name: str | None, args: Mapping[str, Any] | None) -> str | No
         elif isinstance(value, list | tuple):
             stack.extend(reversed(value))
     text = " ".join(parts)[:TOOL_CHARS]
-    return text or None
+    # Paths also as their parts: some full-text parsers keep "src/app.py" as one word.
+    pieces = " ".join(_SEPARATORS.sub(" ", p) for p in _PATHLIKE.findall(text))
+    return f"{text} {pieces}"[:TOOL_CHARS].strip() if pieces else text or None
 
 
 def extra_text(metadata: Mapping[str, Any] | None, tool_name: str | None = None,

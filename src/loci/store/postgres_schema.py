@@ -28,6 +28,8 @@ from collections.abc import Callable
 
 import psycopg
 
+from loci.search import conversation
+from loci.store.codec import load_json
 from loci.store.postgres_keywords import schema_sql
 
 #: Where migrations take turns (any constant shared by every Loci process).
@@ -167,10 +169,21 @@ def _v2_postings(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
 
 Migration = Callable[["psycopg.Cursor[tuple[object, ...]]"], None]
 
+
+def _v3_tool_arguments(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    """Tool calls are searched with their name and arguments (``search.conversation``):
+    the calls stored before get them in ``search_extra`` (the postings follow)."""
+    cur.execute("SELECT id, metadata::text, tool_name, args::text FROM events "
+                "WHERE type = 'tool_call'")
+    rows = [(conversation.extra_text(load_json(meta), name, load_json(args)), key)
+            for key, meta, name, args in cur.fetchall()]
+    cur.executemany("UPDATE events SET search_extra = %s WHERE id = %s", rows)
+
 #: Version → (name, function). Append only.
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
     2: ("BM25 postings", _v2_postings),
+    3: ("tool-call arguments searchable", _v3_tool_arguments),
 }
 
 

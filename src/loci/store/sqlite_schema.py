@@ -9,6 +9,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from loci.search import conversation
+from loci.store.codec import load_json
 from loci.store.sqlite_fts import partition_sql
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -281,6 +283,16 @@ def _v9_scoped_full_text(db: sqlite3.Connection) -> None:
     run_script(db, partition_sql(FTS_TOKENIZER))
 
 
+def _v10_tool_arguments(db: sqlite3.Connection) -> None:
+    """Tool calls are searched with their name and arguments (``search.conversation``):
+    the calls stored before get them in ``search_extra`` (the update trigger indexes)."""
+    rows = db.execute(
+        "SELECT id, metadata, tool_name, args FROM events WHERE type = 'tool_call'").fetchall()
+    db.executemany("UPDATE events SET search_extra = ? WHERE id = ?", [
+        (conversation.extra_text(load_json(meta), name, load_json(args)), key)
+        for key, meta, name, args in rows])
+
+
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
     2: ("embeddings in rows", _v2_embeddings),
@@ -291,6 +303,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     7: ("document history", _v7_document_history),
     8: ("api keys", _v8_api_keys),
     9: ("scoped full-text rowids", _v9_scoped_full_text),
+    10: ("tool-call arguments searchable", _v10_tool_arguments),
 }
 
 
