@@ -175,7 +175,9 @@ def _v3_tool_arguments(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
     the calls stored before get them in ``search_extra`` (the postings follow)."""
     cur.execute("SELECT id, metadata::text, tool_name, args::text FROM events "
                 "WHERE type = 'tool_call'")
-    rows = [(conversation.extra_text(load_json(meta), name, load_json(args)), key)
+    rows = [(conversation.extra_text(load_json(str(meta) if meta else None),
+                                     str(name) if name else None,
+                                     load_json(str(args) if args else None)), key)
             for key, meta, name, args in cur.fetchall()]
     cur.executemany("UPDATE events SET search_extra = %s WHERE id = %s", rows)
 
