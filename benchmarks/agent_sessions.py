@@ -226,6 +226,9 @@ def measure(replay: Replay, trail: Trail, position: int, lines_upto: list[str],
     }
     window = compiled.window
     artifacts = trail.upto(position)
+    calls = {str(e.id): squash(str((e.args or {}).get("command", "")))
+             for e in replay.loci.events(replay.session) if e.type == "tool_call"} if (
+        cut == 1.0) else {}
     for artifact in artifacts:
         third = min(int(3 * artifact.position / max(position, 1)), 2)
         for name, haystack in baselines.items():
@@ -235,7 +238,8 @@ def measure(replay: Replay, trail: Trail, position: int, lines_upto: list[str],
             tally[name].add(f"{window}|{cut}|third{third + 1}", held)
         if cut == 1.0 and artifact.key not in text:
             hits = replay.loci.search_conversation(artifact.key, replay.session, limit=10)
-            hit = any(artifact.key in squash(h.text) for h in hits)
+            hit = any(artifact.key in squash(h.text) or artifact.key in calls.get(h.id, "")
+                      for h in hits)
             found.add(f"{window}|{artifact.kind}", hit)
             found.add(f"{window}|all", hit)
     task_head = squash(task)[:100]

@@ -17,7 +17,7 @@ from loci.models import (
     SearchHit,
     StateItem,
 )
-from loci.store.codec import from_micros, load_json, load_tags
+from loci.store.codec import canonical_json, from_micros, load_json, load_tags
 
 
 def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
@@ -25,7 +25,8 @@ def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
     if kind == "event":
         meta = load_json(r[6])
         name = meta.get("name") if isinstance(meta, dict) else None
-        return SearchHit(kind="event", id=str(r[0]), score=score, text=r[2],
+        text = r[2] if r[5] != "tool_call" else call_text(r[2], r[7], load_json(r[8]))
+        return SearchHit(kind="event", id=str(r[0]), score=score, text=text,
                          timestamp=from_micros(r[3]), session=r[1],
                          metadata={"role": r[4], "type": r[5],
                                    **({"name": name} if isinstance(name, str) else {})})
@@ -35,6 +36,12 @@ def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
                          metadata={"type": r[1], "tags": list(load_tags(r[3]))})
     return SearchHit(kind="document", id=r[0], score=score, text=r[1],
                      timestamp=from_micros(r[2]), metadata={"tags": list(load_tags(r[3]))})
+
+
+def call_text(content: str, tool: str | None, args: Any) -> str:
+    """A tool call as a hit shows it: the assistant's text, then ``tool(arguments)``."""
+    call = f"{tool or 'tool'}({canonical_json(args) if args else ''})"
+    return f"{content}\n{call}" if content.strip() else call
 
 
 def ordered_hits(kind: str, rows: Sequence[tuple[Any, ...]], scored: Sequence[tuple[int, float]]
