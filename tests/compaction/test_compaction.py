@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from loci import Loci, load_settings
 from loci.compaction.masking import PLACEHOLDER
 from loci.compaction.policy import CompactionPolicy, Decision
+from loci.compaction.summarize import ChatSummarizer
+from loci.llm import ScriptedChatModel
 from tests.conftest import FakeClock
 
 TINY = {"tiny": 4_000}
@@ -248,3 +250,23 @@ def test_cli(home: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ..
     assert main([*args, "--model", "tiny"] if args[0] == "compact" else list(args)) == 0
     out = capsys.readouterr().out
     assert ("would compact s" in out) if args[0] == "compact" else ("no compactions" in out)
+
+
+def test_a_chat_model_is_asked_for_the_trail_and_dated_facts(home: Path, clock: FakeClock
+                                                           ) -> None:
+    model = ScriptedChatModel(["## Commands\n- `ls` → exit 0"] * 3)
+    summarizer = ChatSummarizer(model)
+    with open_loci(home, clock) as loci:
+        loci.add("s", "user", "Fix the build.", name="Ana")
+        loci.add_event("s", type="tool_call", tool_name="bash", tool_call_id="c1",
+                       args={"command": "make test"})
+        loci.add_event("s", type="tool_result", tool_call_id="c1", content="error: x")
+        assert summarizer.summarize(loci.events("s"), "## Files\n- Read: a.py") == (
+            "## Commands\n- `ls` → exit 0")
+    [request] = model.requests
+    system, user = request[0]["content"], request[1]["content"]
+    for section in ("Files", "Edits", "Errors", "Commands", "Decisions", "lookup hints"):
+        assert section in system
+    assert "## Files\n- Read: a.py" in user  # the earlier summary, to merge
+    assert f"[{clock.now:%Y-%m-%d %H:%M}] Ana: Fix the build." in user
+    assert 'bash({"command":"make test"})' in user

@@ -8,14 +8,20 @@ from typing import Protocol
 
 from loci.llm.base import ChatModel
 from loci.models import Event
+from loci.store.codec import canonical_json
 
 COMPACTION_PROMPT = """Summarize the conversation history below so the conversation can \
 continue without it. Use these sections, skipping empty ones:
-Completed work, Current state, In-progress tasks, Next steps, Constraints, Critical \
-context, Decisions, Action items, Insights, Preferences.
-Keep names, numbers, identifiers, paths and dates exactly as written.
-Do NOT include routine greetings or small talk, step-by-step tool execution details, or \
-redundant information."""
+Files (read and edited), Edits (file and what changed), Errors (verbatim), Commands \
+(each with its outcome: exit code, error or result line), Completed work, Current \
+state, In-progress tasks, Next steps, Constraints, Critical context, Decisions, Action \
+items, Insights, Preferences.
+Keep names, numbers, identifiers, paths, commands and dates exactly as written; say who \
+said or did each thing and when. A newer statement about the same thing replaces the \
+older one. Merge the summary of the earlier conversation in, keeping its facts and its \
+sections. End with lookup hints: words to search the archived history for details.
+Do NOT include routine greetings or small talk, boilerplate instructions, or redundant \
+information."""
 
 
 class Summarizer(Protocol):
@@ -26,6 +32,20 @@ class Summarizer(Protocol):
         instructions: str | None = None,
         max_tokens: int = 800,
     ) -> str: ...
+
+
+def transcript_line(event: Event) -> str:
+    """One event as the summarizing model reads it: who, when, and what (a tool call
+    with its arguments)."""
+    when = f"{event.timestamp:%Y-%m-%d %H:%M}"
+    name = event.metadata.get("name") if isinstance(event.metadata.get("name"), str) else None
+    who = name or event.role
+    if event.type == "tool_call":
+        call = f"{event.tool_name}({canonical_json(event.args or {})})"
+        return f"[{when}] {who}: {event.content}\n{call}" if event.content else (
+            f"[{when}] {who}: {call}")
+    tool = f" ({event.tool_name})" if event.tool_name else ""
+    return f"[{when}] {who}{tool}: {event.content}"
 
 
 class ChatSummarizer:
@@ -49,8 +69,7 @@ class ChatSummarizer:
         if previous_summary:
             parts.append(f"Summary of the conversation before this part (fold it in):\n"
                          f"{previous_summary}")
-        lines = [f"{e.role}{f' ({e.tool_name})' if e.tool_name else ''}: {e.content}"
-                 for e in events if e.content]
+        lines = [transcript_line(e) for e in events if e.content or e.type == "tool_call"]
         parts.append("Conversation:\n" + "\n".join(lines))
         reply = self.model.complete(
             [{"role": "system", "content": system},
