@@ -7,9 +7,11 @@ storage to the store and prompt assembly to the context compiler.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -59,8 +61,9 @@ from loci.search.retriever import Retriever
 from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store, open_store
 from loci.timeutil import Clock, utc_now
-from loci.tokens import TokenCounter, context_window, token_counter
+from loci.tokens import TokenCounter, context_window, known_window, token_counter
 
+log = logging.getLogger("loci")
 EVENT_FIELDS = frozenset({"type", "role", "content", "timestamp", "tool_name", "tool_call_id",
                           "args", "metadata"})
 _NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
@@ -415,7 +418,10 @@ class Loci:
             layers=layers, sections=sections, compactions=compactions,
         )
         counter = token_counter(model, self.settings.tokenizer)
-        return ContextCompiler(counter).compile(ctx, request)
+        compiled = ContextCompiler(counter).compile(ctx, request)
+        if known_window(model, self.settings.models) is None:
+            compiled.warnings.append(unknown_model(model, window))
+        return compiled
 
     # -- compaction ---------------------------------------------------------------
     def compact(
@@ -453,6 +459,15 @@ class Loci:
             self.store.delete_state(self.scope, key)
         else:
             self.store.set_state(self.scope, key, focus.to_json(), self.clock())
+
+
+@lru_cache(maxsize=64)
+def unknown_model(model: str, window: int) -> str:
+    """The warning for a model whose window Loci does not know, logged once."""
+    text = (f"unknown model {model!r}: assuming a {window:,}-token window; set its window "
+            f'in loci.toml: [models] "{model}" = 32768')
+    log.warning(text)
+    return text
 
 
 def _make_indexer(settings: Settings, store: Store) -> Indexer | None:

@@ -36,8 +36,9 @@ MODEL_WINDOWS: dict[str, int] = {
     "gemini-2.5-pro": 1_048_576,
     "gemini-2.5-flash": 1_048_576,
     "gemini-*": 1_048_576,
-    "ollama/*": 8_192,
 }
+#: The window assumed for a model nobody configured (local models among them): said
+#: in a warning, since a wrong guess wastes or overflows the model's real window.
 DEFAULT_WINDOW = 8_192
 
 #: Tokens a chat message costs beyond its content (OpenAI's chat format: 3 per message).
@@ -51,7 +52,14 @@ _CL100K_PREFIXES = ("gpt-4", "gpt-3.5", "text-embedding-3", "text-embedding-ada"
 
 
 def context_window(model: str, extra: Mapping[str, int] | None = None) -> int:
-    """The model's context window; ``extra`` (from settings) wins over the table."""
+    """The model's context window; ``extra`` (from settings) wins over the table; an
+    unknown model gets ``DEFAULT_WINDOW`` (see ``known_window``)."""
+    window = known_window(model, extra)
+    return DEFAULT_WINDOW if window is None else window
+
+
+def known_window(model: str, extra: Mapping[str, int] | None = None) -> int | None:
+    """The model's context window if settings or the table know it, else None."""
     for table in (extra or {}, MODEL_WINDOWS):
         if model in table:
             return table[model]
@@ -60,7 +68,7 @@ def context_window(model: str, extra: Mapping[str, int] | None = None) -> int:
         for pattern in sorted(table, key=len, reverse=True):
             if fnmatch.fnmatchcase(model, pattern):
                 return table[pattern]
-    return DEFAULT_WINDOW
+    return None
 
 
 def compaction_threshold(

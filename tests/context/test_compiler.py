@@ -270,3 +270,21 @@ def test_memory_md_is_loaded_into_dynamic_context(loci: Loci, tmp_path: Path) ->
     compiled = loci.compile(None, "hi")
     assert "## Notes (MEMORY.md)\n- The staging server is flaky on Mondays" in compiled.dynamic
     assert _layer(compiled, "memory_file").included  # type: ignore[attr-defined]
+
+
+def test_an_unknown_model_is_said_once_and_a_configured_window_wins(
+        home: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
+    with Loci(load_settings(store="sqlite:///:memory:"), clock=clock) as loci:
+        first = loci.compile(None, "hi", model="ollama/mystery-9b:q4")
+        second = loci.compile(None, "hi", model="ollama/mystery-9b:q4")
+        assert first.window == 8_192
+        assert "unknown model 'ollama/mystery-9b:q4': assuming a 8,192-token window" in (
+            first.warnings[-1])
+        assert second.warnings == first.warnings
+        logged = [r for r in caplog.records if "mystery-9b" in r.getMessage()]
+        assert len(logged) == 1
+        assert not any("unknown model" in w for w in loci.compile(None, "hi").warnings)
+    settings = load_settings(store="sqlite:///:memory:", models={"ollama/mystery-*": 32_768})
+    with Loci(settings, clock=clock) as loci:
+        compiled = loci.compile(None, "hi", model="ollama/mystery-9b:q4")
+        assert compiled.window == 32_768 and not compiled.warnings
