@@ -8,6 +8,7 @@ import pytest
 
 from loci import BudgetExceededError, Loci, load_settings
 from loci.context.focus import Criterion, Focus
+from loci.context.templates import write_workspace
 from loci.models import Document
 from tests.conftest import FakeClock
 
@@ -288,3 +289,20 @@ def test_an_unknown_model_is_said_once_and_a_configured_window_wins(
     with Loci(settings, clock=clock) as loci:
         compiled = loci.compile(None, "hi", model="ollama/mystery-9b:q4")
         assert compiled.window == 32_768 and not compiled.warnings
+
+
+def test_untouched_templates_and_comments_stay_out_of_the_prompt(
+        loci: Loci, tmp_path: Path) -> None:
+    write_workspace(tmp_path)
+    compiled = loci.compile(None, "hi")
+    text = compiled.to_text()
+    assert "USER.md" not in text and "- Name:" not in text
+    assert "AGENTS.toml" not in text and "Researcher" not in text and "[agents." not in text
+    (tmp_path / "USER.md").write_text("# User\n\n- Name: Maya\n- Role:\n")
+    (tmp_path / "AGENTS.toml").write_text(
+        '[agents.default]\nname = "Assistant"\n\n'
+        '[agents.researcher]\nname = "Researcher"\ndescription = "Finds sources."\n')
+    text = loci.compile(None, "hi").to_text()
+    assert "## About the user (USER.md)\n# User\n\n- Name: Maya" in text
+    assert "- Role:" not in text
+    assert "## Other agents\n- Researcher: Finds sources." in text

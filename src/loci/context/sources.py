@@ -95,7 +95,15 @@ def identity(ctx: BuildContext) -> list[Item]:
 
 
 def agents(ctx: BuildContext) -> list[Item]:
-    return _file(ctx, "AGENTS.toml", title="Agents (AGENTS.toml)")
+    """The workspace's other agents, one line each (the current one is the identity);
+    AGENTS.toml itself, comments and commented-out agents, is for the human."""
+    found = ctx.workspace.find("AGENTS.toml")
+    if found is None:
+        return []
+    others = [a for key, a in sorted(load_agents(found.text, source=str(found.path)).items())
+              if a != ctx.agent and key != ctx.scope.agent]
+    lines = [f"- {a.name}: {a.description or a.personality}".rstrip(": ") for a in others]
+    return [Item(str(found.path), "## Other agents\n" + "\n".join(lines))] if lines else []
 
 
 def tools(ctx: BuildContext) -> list[Item]:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 IDENTITY_FILES = ("SOUL.md", "IDENTITY.md")
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_EMPTY_FIELD = re.compile(r"^[ \t]*[-*+][ \t]+[^:\n]{1,80}:[ \t]*$\n?", re.MULTILINE)
+_HEADING = re.compile(r"^\s*#{1,6}\s")
 MAX_FILE_CHARS = 200_000
 
 
@@ -51,6 +53,8 @@ def _read(path: Path, mtime_ns: int, ctime_ns: int, size: int) -> str:
     """A workspace file's text for the model, read once per version: every compile
     looks the files up, and only a changed mtime, ctime or size means reading again."""
     text = path.read_text(encoding="utf-8", errors="replace")
-    # Template comments are for the human editing the file, not the model.
-    text = _COMMENT.sub("", text[:MAX_FILE_CHARS])
+    # Template comments and fields left empty are for the human editing the file.
+    text = _EMPTY_FIELD.sub("", _COMMENT.sub("", text[:MAX_FILE_CHARS]))
+    if all(_HEADING.match(line) for line in text.splitlines() if line.strip()):
+        return ""  # nothing but headings: an untouched template
     return re.sub(r"\n{3,}", "\n\n", text).strip()
