@@ -90,10 +90,11 @@ def test_layers_in_cache_friendly_order(home: Path, clock: FakeClock) -> None:
         dynamic = messages[1]["content"]
         assert "[STICKY] User's name is John" in dynamic
         assert "[STATE] last_topic = solana" in dynamic
-        assert dynamic.index("[STICKY]") < dynamic.index("[MEMORY]")
+        assert dynamic.index("[STICKY]") < dynamic.index("[MEMORY 15 January 2026]")
         assert "wallet" not in dynamic  # too old for the memories layer's budget...
         # ...but recalled for this message, after the history so the prefix stays cached.
-        assert messages[4]["content"].startswith("[RECALL] The user's solana wallet")
+        assert messages[4]["content"].startswith(
+            "[RECALL 15 January 2026] The user's solana wallet")
         assert messages[-1] == {"role": "user", "content": "is my solana wallet safe?"}
 
 

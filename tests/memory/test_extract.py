@@ -55,3 +55,20 @@ def test_llm_extractor_asks_for_tags_and_parses_them(loci: Loci) -> None:
     assert "I live in Lisbon" in transcript
     assert "[STICKY]" not in transcript and "injected line" not in transcript
     assert "Rex" not in transcript
+
+
+def test_personal_facts_of_either_named_speaker_are_saved_under_their_name(
+        loci: Loci) -> None:
+    loci.add("s", "user", "Hey! I adopted a puppy named Luna from the shelter.", name="Caroline")
+    loci.add("s", "assistant", "Wow, so cool! I went to a pottery class last Friday. "
+             "Have you tried ramen yet?", name="Melanie")
+    loci.add("s", "assistant", "I went to the docs and found the flag.")  # the AI: no name
+    loci.add("s", "user", "My sister is visiting next week. I'm planning to paint a mural.",
+             name="Caroline")
+    found = {(c.type, c.rule, c.content) for c in RuleExtractor().extract(loci.events("s"))}
+    assert found == {
+        ("sticky", "possession", "Caroline: I adopted a puppy named Luna from the shelter."),
+        ("project_context", "event", "Melanie: I went to a pottery class last Friday."),
+        ("sticky", "identity", "Caroline: My sister is visiting next week."),
+        ("project_context", "plan", "Caroline: I'm planning to paint a mural."),
+    }

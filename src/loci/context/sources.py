@@ -186,8 +186,13 @@ def state(ctx: BuildContext) -> list[Item]:
 
 def memories(ctx: BuildContext) -> list[Item]:
     recent = ctx.store.list_memories(ctx.scope, now=ctx.now, limit=RECENT_MEMORIES)
-    return [Item(m.id, f"[MEMORY] {m.content}") for m in recent
+    return [Item(m.id, f"[MEMORY {learned(m.created_at)}] {m.content}") for m in recent
             if m.type != "sticky" and m.id not in ctx.included]
+
+
+def learned(when: datetime) -> str:
+    """The date a fact was learned, as facts and recalled turns show it."""
+    return f"{when.day} {when:%B %Y}"
 
 
 def compaction_summary(ctx: BuildContext) -> list[Item]:
@@ -274,12 +279,12 @@ def recall(ctx: BuildContext) -> list[Item]:
         if key in ctx.included or hit.score < RECALL_MIN_SCORE or not hit.text.strip():
             continue
         if hit.kind == "memory":
-            items.append(Item(key, f"[RECALL] {hit.text}"))
+            items.append(Item(key, f"[RECALL {learned(hit.timestamp)}] {hit.text}"))
         else:
             who = speaker(hit.metadata) or ""
             where = "" if hit.session == ctx.session else f", session {hit.session}"
             items.append(Item(f"{key} (score {hit.score:.2f})",
-                              f"[RECALL {hit.timestamp.day} {hit.timestamp:%B %Y}{where}] "
+                              f"[RECALL {learned(hit.timestamp)}{where}] "
                               f"{who + ': ' if who else ''}{hit.text}"))
     return items
 

@@ -21,7 +21,7 @@ from loci.llm._http import message_text
 from loci.models import Event
 
 SUMMARY_HEADER = "[CONTEXT SUMMARY]"
-_INJECTED_LINE = re.compile(r"^\s*\[(?:STICKY|MEMORY|STATE)\b", re.IGNORECASE)
+_INJECTED_LINE = re.compile(r"^\s*\[(?:STICKY|MEMORY|STATE|RECALL)\b", re.IGNORECASE)
 _LABEL = re.compile(
     r"^\s*\[?(?P<role>user|assistant|tool|system|human|ai)\]?"
     r"(?:\s*[(\[](?P<name>[^)\]]{1,60})[)\]])?\s*:\s?(?P<rest>.*)$",

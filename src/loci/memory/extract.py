@@ -3,13 +3,16 @@ compaction and at the end of a conversation.
 
 Two extractors behind one protocol:
 
-- :class:`RuleExtractor`, offline: sentence patterns for identity, preferences, explicit
-  "remember that…", decisions, project facts and working rules, typed accordingly;
+- :class:`RuleExtractor`, offline: sentence patterns for identity, relationships,
+  possessions, preferences, explicit "remember that…", decisions, events, plans,
+  project facts and working rules, typed accordingly, saved under the speaker's name
+  (``metadata["name"]``; a named speaker is a person, whatever its role);
 - :class:`LLMExtractor`: asks a chat model for ``[MEMORY:type]`` tags and parses them.
 
 Neither reads what Loci injected itself: system and summary events, events marked
-``metadata["injected"]``, and lines that carry Loci's own ``[STICKY]``/``[MEMORY]``/
-``[STATE]`` prefixes are skipped, so compiled context is never re-extracted.
+``metadata["injected"]``, and lines that carry Loci's own ``[STICKY]``/``[MEMORY …]``/
+``[STATE]``/``[RECALL …]`` prefixes are skipped, so compiled context is never
+re-extracted.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ from loci.llm.base import ChatModel
 from loci.memory.tags import parse_reply
 from loci.models import Event
 
-_INJECTED_LINE = re.compile(r"^\s*\[(STICKY|MEMORY|STATE)\]", re.IGNORECASE)
+_INJECTED_LINE = re.compile(r"^\s*\[(?:STICKY|MEMORY|STATE|RECALL)\b", re.IGNORECASE)
 _FENCED = re.compile(r"```.*?```|~~~.*?~~~", re.DOTALL)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 MAX_FACT_CHARS = 300
+#: Words before a fact that say nothing themselves ("Hi! Oh, by the way, I ...").
+_GREETING = re.compile(r"^(?:(?:hi|hey|hello|oh|wow|well|so|yeah|yes|haha|by the way|btw)"
+                       r"\b[\s,!.]*)+", re.IGNORECASE)
 
 #: (memory type, pattern) in priority order; the first match types a sentence.
 USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
@@ -36,14 +42,24 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("sticky", "identity", r"\b(?:my name is|call me|i am|i'm)\s+(?-i:[A-Z])[\w'-]+"),
         ("sticky", "identity", r"\bi(?:'m| am)\s+(?:an?|the)\s+\w+"),
         ("sticky", "identity", r"\bi\s+(?:live|work|am based|'m based)\s+(?:in|at|for)\b"),
-        ("sticky", "identity", r"\bmy\s+(?:wife|husband|partner|son|daughter|kids?|dog|cat|"
-                               r"co-?founder|boss|manager|team)\b"),
+        ("sticky", "identity", r"\bmy\s+(?:wife|husband|partner|son|daughter|kids?|children"
+                               r"|dog|cat|pets?|puppy|kitten|co-?founder|boss|manager|team|mom"
+                               r"|mother|dad|father|parents?|sister|brother|siblings?|grand\w+"
+                               r"|aunt|uncle|cousin|(?:best\s+)?friends?|girlfriend|boyfriend"
+                               r"|fianc[eé]e?)\b"),
+        ("sticky", "possession", r"\bi\s+(?:have|own|got|bought|adopted)\s+(?:a|an|my|two"
+                                 r"|three|\d+)\s"),
         ("user_preference", "preference",
          r"\bi\s+(?:really\s+)?(?:prefer|like|love|hate|dislike|enjoy|want|need)\b"),
         ("user_preference", "preference",
          r"^(?:please\s+)?(?:keep|make|use|answer|reply|respond)\b.*\b(?:short|concise|brief|"
          r"bullet|detailed|formal|casual|english|language)\b"),
         ("learned_pattern", "rule", r"^(?:please\s+)?(?:always|never)\s+\w+"),
+        ("project_context", "event",
+         r"\bi\s+(?:just\s+)?(?:went|visited|took|started|joined|finished|ran|attended|moved"
+         r"|travel?led|painted|won|graduated|met|signed up|volunteered|learned|celebrated)\b"),
+        ("project_context", "plan",
+         r"\bi(?:'m| am)\s+(?:going|planning|hoping)\s+to\b|\bi\s+(?:plan|intend|hope)\s+to\b"),
         ("project_context", "decision",
          r"\b(?:we|i)\s+(?:decided|agreed|chose|will go with|'ll go with|settled on)\b|"
          r"^(?:decision|let'?s go with|let'?s use)\b"),
@@ -94,7 +110,9 @@ class RuleExtractor:
             text = readable_lines(event)
             if not text:
                 continue
-            rules = USER_RULES if event.role == "user" else ASSISTANT_RULES
+            # A named speaker is a person in the conversation, whatever its role.
+            person = event.role == "user" or speaker_name(event) is not None
+            rules = USER_RULES if person else ASSISTANT_RULES
             for sentence in _SENTENCE.split(text):
                 candidate = _classify(sentence.strip(), rules, event)
                 if candidate is not None:
@@ -105,13 +123,20 @@ class RuleExtractor:
 def _classify(
     sentence: str, rules: Sequence[tuple[str, str, re.Pattern[str]]], event: Event
 ) -> Candidate | None:
+    sentence = _GREETING.sub("", sentence)
     if not 8 <= len(sentence) <= MAX_FACT_CHARS or sentence.endswith("?"):
         return None
     for memory_type, name, pattern in rules:
         if pattern.search(sentence):
-            speaker = "User" if event.role == "user" else "Assistant"
+            speaker = speaker_name(event) or ("User" if event.role == "user" else "Assistant")
             return Candidate(memory_type, f"{speaker}: {sentence}", event.id, name)
     return None
+
+
+def speaker_name(event: Event) -> str | None:
+    """Who said it, when the event's metadata names the speaker."""
+    name = event.metadata.get("name")
+    return " ".join(name.split())[:60] if isinstance(name, str) and name.strip() else None
 
 
 def _unique(candidates: list[Candidate]) -> list[Candidate]:
