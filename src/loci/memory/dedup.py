@@ -4,7 +4,9 @@
 ``DUPLICATE_OVERLAP`` a new fact is the same fact as a stored one: identical words
 refresh the stored fact, changed words supersede it (the old text goes to history).
 With embeddings, a cosine of ``NEAR_DUPLICATE_COSINE`` or more also counts as the
-same fact, which catches paraphrases that share few words. Facts that name different
+same fact, which catches paraphrases that share few words. A fact that gives a new
+value to the same thing (``restates``: "lives in Lisbon" → "lives in Porto now",
+"PostgreSQL 16" → "17") supersedes the old one too. Facts that name different
 things ("ticket OPS-12 is blocked" / "ticket OPS-40 is blocked") are never merged.
 """
 
@@ -19,6 +21,13 @@ from loci.models import Memory
 DUPLICATE_OVERLAP = 0.7
 NEAR_DUPLICATE_COSINE = 0.9
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: A restated fact changes at most this many words (either side).
+MAX_CHANGED_WORDS = 4
+#: Relations that hold one value at a time: a new value replaces the old one.
+SINGLE_VALUED = frozenset({"live", "lives", "living", "based", "moved", "name", "named",
+                           "email", "phone", "address", "birthday", "age", "works",
+                           "timezone", "version", "deadline", "due"})
+_TIME_WORDS = frozenset({"now", "currently", "still", "anymore", "today", "recently"})
 #: Names of things that mix letters and digits (repo-12, OPS-2823, proj157): two facts
 #: that name different things are different facts, however many words they share.
 _ANCHOR = re.compile(r"\b[A-Za-z]+[-_]?\d+[A-Za-z0-9]*\b")
@@ -37,6 +46,25 @@ def word_overlap(a: str, b: str) -> float:
     left, right = word_set(a), word_set(b)
     union = left | right
     return len(left & right) / len(union) if union else 0.0
+
+
+def restates(new: str, old: str) -> bool:
+    """Whether ``new`` gives a new value to what ``old`` said: the same opening words
+    (who or what), a few words changed, and either only numbers changed ("PostgreSQL
+    16" → "17") or the fact is one that holds a single value at a time ("lives in
+    Lisbon" → "lives in Porto now"). "Likes tea" and "likes coffee" both stay."""
+    a, b = _content_words(new), _content_words(old)
+    if len(a) < 3 or len(b) < 3 or a[:2] != b[:2]:
+        return False
+    added, removed = set(a) - set(b), set(b) - set(a)
+    if not added or not removed or len(added | removed) > MAX_CHANGED_WORDS:
+        return False
+    numbers_only = all(w.isdigit() for w in added | removed)
+    return numbers_only or bool(SINGLE_VALUED & set(a) & set(b))
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in (w.lower() for w in _WORD.findall(text)) if w not in _TIME_WORDS]
 
 
 @dataclass(frozen=True)
@@ -69,7 +97,8 @@ def find_duplicate(
         union = words | other
         overlap = len(words & other) / len(union) if union else 0.0
         cosine = cosines.get(memory_id, 0.0)
-        if overlap <= DUPLICATE_OVERLAP and cosine < NEAR_DUPLICATE_COSINE:
+        if overlap <= DUPLICATE_OVERLAP and cosine < NEAR_DUPLICATE_COSINE and not (
+                restates(content, text)):
             continue
         if (overlap, cosine) > (best_overlap, best_cosine):
             best_id, best_overlap, best_cosine = memory_id, overlap, cosine

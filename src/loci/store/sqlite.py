@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -55,6 +56,20 @@ def sqlite_path(url: str) -> str:
     return url[len(prefix) :]
 
 
+def _wal(db: sqlite3.Connection, timeout: float = 30.0) -> None:
+    """Switch to WAL. The switch of a new file takes an exclusive lock without waiting
+    on the busy handler, so processes opening a new store together retry it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, SQLiteTransfer,
                   Store):
     """Storage in one SQLite file (or in memory for ``sqlite:///:memory:``)."""
@@ -68,7 +83,7 @@ class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, SQ
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=30.0
             )
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _wal(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             # A 64 MB page cache and memory-mapped reads: hot rows and indexes stay in

@@ -1,0 +1,29 @@
+"""Superseding: a newer statement about the same thing replaces the older one."""
+
+from __future__ import annotations
+
+from loci import Loci
+from loci.memory.dedup import restates
+
+
+def test_a_new_value_of_the_same_thing_supersedes_the_old(loci: Loci) -> None:
+    lisbon = loci.remember("The user lives in Lisbon", type="sticky")
+    porto = loci.remember("The user lives in Porto now", type="sticky")
+    assert porto.id == lisbon.id and porto.content == "The user lives in Porto now"
+    assert [v.content for v in loci.memory_history(porto.id)] == ["The user lives in Lisbon"]
+    pg16 = loci.remember("The project uses PostgreSQL 16")
+    assert loci.remember("The project uses PostgreSQL 17").id == pg16.id
+    # Facts that can hold together, or are about someone else, stay apart.
+    tea = loci.remember("Maya likes green tea", type="user_preference")
+    assert loci.remember("Maya likes black coffee", type="user_preference").id != tea.id
+    assert loci.remember("Rui lives in Porto now", type="sticky").id != porto.id
+    prompt = loci.compile(None, "where do I live?").to_text()
+    assert "Lisbon" not in prompt and "PostgreSQL 16" not in prompt
+
+
+def test_restates_needs_the_same_subject_and_a_single_valued_change() -> None:
+    assert restates("User: I live in Porto now.", "User: I live in Lisbon.")
+    assert restates("The API runs on port 8081", "The API runs on port 8080")
+    assert not restates("I like coffee", "I like tea")
+    assert not restates("Maya's flight is on Dec 3", "Rui's flight is on Dec 3")
+    assert not restates("The user works at Globex as a designer", "The user works at Acme")
