@@ -1,0 +1,205 @@
+"""Long agent sessions through the proxy: an agent that sends its whole message list on
+every Chat Completions call, with the official ``openai`` client.
+
+The same 23 sessions as ``agent_sessions.py``. The agent holds its own message list (its
+system prompt, the task, every answer and tool result) and sends all of it on each call,
+as mini-swe-agent does; Loci's server sits in between (in process, through the ASGI
+app), records what is new, compiles the context and calls the upstream. The upstream is
+a scripted OpenAI-compatible server that answers each call with the session's next
+recorded assistant message, tool calls included, and keeps the requests it received. At
+50%, 75% and 100% of the session the request the upstream received is checked for the
+trail so far, exactly as ``agent_sessions.py`` checks a compiled context, with the same
+recency baselines.
+
+    python benchmarks/agent_proxy.py --data ../shared/data/agent_sessions --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+from openai import OpenAI
+
+from agent_sessions import (
+    CLASSES,
+    CUTS,
+    Tally,
+    broken_pairs,
+    context_text,
+    load,
+    model_call,
+    squash,
+    tail,
+    trail_of,
+    transcript_lines,
+)
+from common import machine
+from loci import load_settings
+from loci.server import create_app
+from loci.tokens import token_counter
+
+BASH = {"type": "function", "function": {
+    "name": "bash", "description": "Run a shell command.",
+    "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+                   "required": ["command"]}}}
+
+
+class Upstream:
+    """Answers each call with the next scripted assistant message; keeps the requests."""
+
+    def __init__(self) -> None:
+        self.replies: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] = []
+        state = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                state.requests.append(body)
+                reply = state.replies.pop(0)
+                message = {"role": "assistant", "content": reply.get("content")}
+                if reply.get("tool_calls"):
+                    message["tool_calls"] = reply["tool_calls"]
+                data = json.dumps({
+                    "id": "up", "object": "chat.completion", "created": 0, "model": "up",
+                    "choices": [{"index": 0, "message": message, "finish_reason":
+                                 "tool_calls" if reply.get("tool_calls") else "stop"}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1,
+                              "total_tokens": 2}}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Path
+        ) -> dict[str, Any]:
+    model = f"agent-{window // 1000}k"
+    upstream = Upstream()
+    settings = load_settings(home=str(home), store=f"sqlite:///{home}/proxy-{window}.db",
+                             model=model, models={model: window}, memory_mirror=False,
+                             workspace=str(home), proxy_provider="openai",
+                             proxy_base_url=upstream.url, proxy_api_key="sk-fake")
+    counter = token_counter(model)
+    tally = {name: Tally() for name in ("loci", "tail_at_loci_tokens", "whole")}
+    figures: dict[str, list[float]] = defaultdict(list)
+    calls_ms: list[float] = []
+    broken = empty = requests = 0
+    with TestClient(create_app(settings)) as http:
+        client = OpenAI(base_url="http://testserver/v1", api_key="open", http_client=http,
+                        max_retries=0)
+        for name, messages in sessions:
+            trail = trail_of(messages)
+            task = next(str(m["content"]) for m in messages if m["role"] == "user")
+            cuts = {model_call(messages, int(len(messages) * c)): c for c in CUTS}
+            sent: list[dict[str, Any]] = []
+            # One more call after the last result: the end of the session.
+            ending = {"role": "assistant", "content": "(the recorded session ends here)"}
+            for index, message in enumerate([*messages, ending]):
+                if message["role"] != "assistant":
+                    sent.append(message)
+                    continue
+                upstream.replies.append(message)
+                started = time.perf_counter()
+                client.chat.completions.create(
+                    model=model, messages=sent, tools=[BASH],  # type: ignore[arg-type]
+                    extra_headers={"X-Loci-Session": name, "X-Loci-User": name})
+                calls_ms.append((time.perf_counter() - started) * 1000)
+                request = upstream.requests[-1]["messages"]
+                history = [m for m in request if m["role"] != "system"]
+                broken += broken_pairs(history)
+                # Empty: nothing but the newest message, though the agent sent more.
+                empty += len(history) <= 1 < sum(m["role"] != "system" for m in sent)
+                requests += 1
+                if index in cuts:
+                    measure(request, trail, index, transcript_lines(messages[:index]), task,
+                            tally, figures, counter, cuts[index])
+                sent.append({k: v for k, v in message.items() if k in
+                             ("role", "content", "tool_calls")})
+    upstream.server.shutdown()
+    report: dict[str, Any] = {"window": window}
+    for cut in CUTS:
+        for key in (*CLASSES, "all"):
+            for label, t in tally.items():
+                report[f"{cut}|{key}|{label}"] = t.share(f"{cut}|{key}")
+        report[f"{cut}|task"] = round(statistics.mean(figures[f"{cut}|task"]), 3)
+        report[f"{cut}|tokens_mean"] = round(statistics.mean(figures[f"{cut}|tokens"]))
+    report.update(call_p50_ms=round(statistics.median(calls_ms), 2), requests=requests,
+                  empty_histories=empty, broken_pairs=broken)
+    return report
+
+
+def measure(request: list[dict[str, Any]], trail: Any, position: int, lines: list[str],
+            task: str, tally: dict[str, Tally], figures: dict[str, list[float]],
+            counter: Any, cut: float) -> None:
+    # The agent's own system prompt is not Loci's doing: left out of what is measured.
+    text = context_text([m for m in request if not (m["role"] == "system" and
+                                                     m is request[0])])
+    tokens = sum(counter.count_message(m["role"], str(m.get("content") or "")) +
+                 counter.count(json.dumps(m.get("tool_calls") or "")) for m in request)
+    haystacks = {"loci": text, "tail_at_loci_tokens": squash(tail(lines, tokens, counter.count)),
+                 "whole": squash("\n".join(lines))}
+    for artifact in trail.upto(position):
+        for label, haystack in haystacks.items():
+            held = artifact.key in haystack
+            tally[label].add(f"{cut}|{artifact.kind}", held)
+            tally[label].add(f"{cut}|all", held)
+    figures[f"{cut}|task"].append(float(squash(task)[:100] in text))
+    figures[f"{cut}|tokens"].append(tokens)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data/agent_sessions"))
+    parser.add_argument("--windows", default="16000,32000")
+    parser.add_argument("--sessions", default="", help="comma-separated names (default: all)")
+    parser.add_argument("--json", action="store_true", help="print one JSON line per window")
+    args = parser.parse_args(argv)
+    data = args.data.resolve()
+    if not data.is_dir():
+        print(f"no such directory: {data}", file=sys.stderr)
+        return 2
+    sessions = load(data, [s for s in args.sessions.split(",") if s])
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="loci-agent-proxy-") as tmp:
+        os.chdir(tmp)
+        for window in (int(w) for w in args.windows.split(",")):
+            report = run(sessions, window, Path(tmp))
+            if args.json:
+                print(json.dumps(report))
+                continue
+            print(f"\n== window {window:,}: {report['requests']} calls, empty histories "
+                  f"{report['empty_histories']}, broken pairs {report['broken_pairs']}, "
+                  f"call p50 {report['call_p50_ms']} ms")
+            for cut in CUTS:
+                row = " ".join(f"{k} {report[f'{cut}|{k}|loci']}" for k in (*CLASSES, "all"))
+                print(f"{cut:>5} {row}; tail at Loci's tokens "
+                      f"{report[f'{cut}|all|tail_at_loci_tokens']}; task "
+                      f"{report[f'{cut}|task']}; tokens {report[f'{cut}|tokens_mean']:,}")
+    print(f"{len(sessions)} sessions, {round(time.perf_counter() - started)} s, {machine()}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
