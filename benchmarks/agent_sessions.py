@@ -15,7 +15,9 @@ it holds:
 
 An artifact is held when its text appears in the compiled messages (whitespace
 collapsed). Baselines in the same run: the last N tokens of the transcript with N =
-Loci's compiled tokens and with N = Loci's history budget, and the whole transcript.
+Loci's compiled tokens and with N = Loci's history budget, and the whole transcript
+(whose tokens, for the reduction, are counted as chat messages with their tool calls,
+as Loci counts its own).
 Missed artifacts are looked up with ``search_conversation`` (top 10, this session).
 
     python benchmarks/agent_sessions.py --data ../shared/data/agent_sessions --json
@@ -245,7 +247,10 @@ def measure(replay: Replay, trail: Trail, position: int, lines_upto: list[str],
     task_head = squash(task)[:100]
     figures[f"{window}|{cut}|task"].append(float(task_head in text))
     figures[f"{window}|{cut}|tokens"].append(tokens)
-    figures[f"{window}|{cut}|whole_tokens"].append(counter.count(whole))
+    figures[f"{window}|{cut}|whole_tokens"].append(sum(
+        counter.count_message(m["role"], str(m.get("content") or ""))
+        + counter.count(json.dumps(m.get("tool_calls") or "", separators=(",", ":")))
+        + counter.count(str(m.get("tool_call_id") or "")) for m in replay.messages[:position]))
 
 
 def model_call(messages: list[dict[str, Any]], index: int) -> int:
