@@ -64,6 +64,8 @@ _TRAIL_SECTIONS = {name.lower(): name for name in TRAIL_SECTIONS}
 #: Of a summary's budget, at most this share goes to an agent's trail (loci.llm.trail),
 #: scaled by the share of the span's turns that are tool calls and results.
 TRAIL_SHARE = 0.7
+#: The text of this many of the span's last tool calls is read as prose.
+THINKING_CALLS = 3
 TRAIL_FLOOR = 0.25
 MAX_TOOL_LINE = 240
 
@@ -194,6 +196,10 @@ class ExtractiveSummarizer:
         its tool calls) and salient lines of their code; tool calls and their results
         go to the trail."""
         units: list[tuple[str, str, str, int | None]] = []  # role, text, tool, output group
+        # What an agent wrote with its calls is mostly "let me look at X": only its
+        # latest words (its current hypothesis and next step) are kept.
+        thinking = {n for n, t in enumerate(turns) if t.kind == "tool_call" and t.text.strip()}
+        thinking = set(sorted(thinking)[-THINKING_CALLS:])
         for number, turn in enumerate(turns):
             if turn.kind == "message":
                 prose, code = _split_code(turn.text)
@@ -203,7 +209,8 @@ class ExtractiveSummarizer:
                 trail.result(turn.text, turn.tool_name)
             elif turn.kind == "tool_call":
                 trail.call(turn.tool_name, turn.args)
-                units += [("assistant", s, "", None) for s in sal.split_sentences(turn.text)]
+                if number in thinking:
+                    units += [("assistant", s, "", None) for s in sal.split_sentences(turn.text)]
         names = sal.known_names(text for _, text, _, group in units if group is None)
         shapes: dict[int, Counter[str]] = {}
         for _, text, _, group in units:

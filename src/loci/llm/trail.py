@@ -24,6 +24,7 @@ SECTIONS = (FILES, EDITS, ERRORS, COMMANDS)
 MAX_COMMAND = 120
 MAX_ERROR = 200
 MAX_FILES = 40
+ERRORS_PER_OUTPUT = 3
 _READ, _EDITED = "- Read: ", "- Edited: "
 _PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "target", "dest")
 _EDIT_TOOL = re.compile(r"write|edit|create|replace|patch|insert|append|delete|rename|move",
@@ -52,7 +53,7 @@ _TEE = re.compile(r"\btee\s+(?:-a\s+)?['\"]?([^\s'\";&|<>()]+)")
 def is_path(token: str) -> bool:
     """A token of a command that names a file (not an option, a URL or a device)."""
     token = token.strip("'\"`,;:()[]{}")
-    if not token or token.startswith(("-", "/dev/", "/proc/", "http:", "https:")) or (
+    if not token or token.startswith(("-", "/dev/", "/proc/", "http:", "https:", "//")) or (
             len(token) > 200 or "=" in token or "*" in token or "$" in token):
         return False
     name = token.rsplit("/", 1)[-1]
@@ -68,7 +69,7 @@ def command_paths(command: str) -> list[str]:
         tokens = command.split()
     words: list[str] = []
     for token in tokens:
-        words += re.split(r"[\s;&|<>()=]+", token)
+        words += re.split(r"[\s;&|<>()=]+|:+(?!//)", token)  # "a.py::test", "a.py:12"
     return list(dict.fromkeys(w.strip("'\"`,;:()[]{}") for w in words if is_path(w)))
 
 
@@ -87,7 +88,8 @@ def outcome(output: str) -> str:
     line."""
     code = _EXIT.search(output)
     status = next((g for g in code.groups() if g is not None), None) if code else None
-    error = error_line(output)
+    errors = error_lines(output)
+    error = errors[-1] if errors else None
     results = [line.strip() for line in output.splitlines()
                if _RESULT.search(line) and len(line.strip()) <= MAX_ERROR]
     parts = [f"exit {status}"] if status is not None else []
@@ -97,9 +99,12 @@ def outcome(output: str) -> str:
     return ": ".join(p for p in (", ".join(parts), shown) if p)
 
 
-def error_line(output: str) -> str | None:
-    lines = [line.strip() for line in output.splitlines() if _ERROR.match(line.strip())]
-    return lines[-1][:MAX_ERROR] if lines else None
+def error_lines(output: str) -> list[str]:
+    """The distinct error lines of an output, the last ``ERRORS_PER_OUTPUT`` (a chained
+    traceback names each exception; the last is the one raised)."""
+    lines = [line.strip()[:MAX_ERROR] for line in output.splitlines()
+             if _ERROR.match(line.strip()) and len(line.strip()) <= 4 * MAX_ERROR]
+    return list(dict.fromkeys(lines))[-ERRORS_PER_OUTPUT:]
 
 
 def first_line(text: str, limit: int = MAX_COMMAND) -> str:
@@ -146,8 +151,7 @@ class Trail:
     def result(self, output: str, tool: str | None = None) -> None:
         """A tool result: the outcome of the oldest call still waiting for one."""
         line, editing = self._pending.pop(0) if self._pending else (tool or "", False)
-        error = error_line(output)
-        if error:
+        for error in error_lines(output):
             self.errors[error] = None
         result = outcome(output)
         if not line:

@@ -1,0 +1,80 @@
+"""An agent's trail: files, edits, errors and commands read from tool calls and results."""
+
+from __future__ import annotations
+
+from loci.llm.trail import COMMANDS, EDITS, ERRORS, FILES, Trail, command_paths, edited_paths
+from loci.tokens import heuristic_count
+
+TRACEBACK = """<returncode>1</returncode>
+<output>
+Traceback (most recent call last):
+  File "x.py", line 3, in <module>
+IsADirectoryError: [Errno 21] Is a directory: 'src/project'
+
+The above exception was the direct cause of the following exception:
+
+astroid.exceptions.AstroidBuildingError: Unable to load file src/project
+</output>"""
+
+
+def test_files_and_edits_come_from_shell_commands() -> None:
+    assert command_paths("cd /testbed && grep -n 'iter' pydicom/valuerep.py | head") == [
+        "pydicom/valuerep.py"]
+    assert command_paths("python -m pytest tests/test_api.py::test_x -q") == [
+        "tests/test_api.py"]
+    assert command_paths("grep -rn foo src/ | head") == []
+    assert edited_paths("cat <<'EOF' > reproduce.py\nimport os\nEOF") == ["reproduce.py"]
+    assert edited_paths("sed -i 's/a/b/' src/app.py") == ["src/app.py"]
+    assert edited_paths("echo x >> notes.md && tee -a log.txt") == ["notes.md", "log.txt"]
+    assert edited_paths("python run.py 2>&1 > /dev/null") == []
+    assert command_paths("ls #!/usr/bin/env --out=x.py http://a.io/b.py") == ["x.py"]
+
+
+def test_commands_carry_their_outcome_and_errors_their_chain() -> None:
+    trail = Trail()
+    trail.call("bash", {"command": "cat pydicom/valuerep.py"})
+    trail.result("<returncode>0</returncode>\n<output>class PersonName:</output>")
+    trail.call("bash", {"command": "cat <<'EOF' > fix.py\nprint(1)\nEOF"})
+    trail.result("<returncode>0</returncode>")
+    trail.call("bash", {"command": "python fix.py"})
+    trail.result(TRACEBACK)
+    trail.call("str_replace_editor", {"path": "src/a.py", "old_str": "x", "new_str": "y"})
+    trail.result("edited")
+    text = trail.render(1_000, heuristic_count)
+    assert f"## {FILES}\n- Edited: fix.py, src/a.py\n- Read: pydicom/valuerep.py" in text
+    assert (f"## {EDITS}\n- `cat <<'EOF' > fix.py …` → exit 0\n"
+            "- `str_replace_editor(path=src/a.py, old_str=x, new_str=y)`") in text
+    assert (f"## {ERRORS}\n- IsADirectoryError: [Errno 21] Is a directory: 'src/project'\n"
+            "- astroid.exceptions.AstroidBuildingError: Unable to load file src/project") in text
+    assert (f"## {COMMANDS}\n- `cat pydicom/valuerep.py` → exit 0\n"
+            "- `python fix.py` → exit 1: astroid.exceptions.AstroidBuildingError") in text
+
+
+def test_a_tight_budget_drops_old_successes_before_failures() -> None:
+    trail = Trail()
+    for i in range(30):
+        trail.call("bash", {"command": f"grep -n thing module_{i}.py"})
+        trail.result(f"<returncode>{1 if i == 2 else 0}</returncode>")
+    text = trail.render(120, heuristic_count)
+    assert heuristic_count(text) <= 120
+    assert "`grep -n thing module_2.py` → exit 1" in text  # the oldest failure stays
+    assert "module_29.py" in text and "`grep -n thing module_3.py`" not in text
+
+
+def test_a_previous_summary_s_trail_is_merged() -> None:
+    first = Trail()
+    first.call("bash", {"command": "make test"})
+    first.result("<returncode>2</returncode>\nerror: missing target")
+    previous = first.render(1_000, heuristic_count)
+    merged = Trail()
+    section = ""
+    for line in previous.splitlines():
+        if line.startswith("## "):
+            section = line[3:]
+        elif line.strip():
+            assert merged.absorb(section, line)
+    merged.call("bash", {"command": "make test"})  # run again: the newest outcome wins
+    merged.result("<returncode>0</returncode>")
+    text = merged.render(1_000, heuristic_count)
+    assert "- error: missing target" in text
+    assert text.count("`make test`") == 1 and "`make test` → exit 0" in text
