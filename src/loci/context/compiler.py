@@ -20,7 +20,7 @@ from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.history import History, choose_history
 from loci.context.layers import LayerSpec, history_budget, tokens_for
 from loci.context.render import events_to_messages
-from loci.context.sources import BUILDERS, BuildContext, Item
+from loci.context.sources import BUILDERS, BuildContext, Item, learned
 from loci.errors import BudgetExceededError
 from loci.models import Event
 from loci.tokens import REPLY_PRIMING, TokenCounter
@@ -188,7 +188,7 @@ class ContextCompiler:
         for event in history.events:
             said = event.timestamp.date()
             if event.type == "message" and said != day:
-                prefix = f"[{said.day} {said:%B %Y}] "
+                prefix = f"[{learned(said)}] "
                 cost = self.counter.count(prefix)
                 event = replace(event, content=prefix + event.content,
                                 tokens=event.tokens + cost)

@@ -1,6 +1,6 @@
-"""Choosing history: whole steps, never a tool call without its result, the task that
-started the current turn always present, and a start that moves rarely so the prompt
-prefix stays cacheable.
+"""Choosing history: whole steps, never a tool call without its result, the user
+message that opened the first kept step's turn always in front (in an agent's tool
+loop: its task), and a start that moves rarely so the prompt prefix stays cacheable.
 
 A *step* is what one model call produced and what answered it: a message, or an
 assistant's tool call(s) with their results (parallel calls stay together, and so does
@@ -72,7 +72,7 @@ def select_steps(steps: Sequence[list[Event]], budget: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class History:
-    """The events history shows (some shortened through ``masked``), and what was cut."""
+    """The events history shows (some shortened), and what was cut or shortened."""
 
     events: list[Event]
     tokens: int

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 
 from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
@@ -190,8 +190,8 @@ def memories(ctx: BuildContext) -> list[Item]:
             if m.type != "sticky" and m.id not in ctx.included]
 
 
-def learned(when: datetime) -> str:
-    """The date a fact was learned, as facts and recalled turns show it."""
+def learned(when: date) -> str:
+    """A day as facts, recalled turns and dated history show it: "8 May 2023"."""
     return f"{when.day} {when:%B %Y}"
 
 
