@@ -1,12 +1,13 @@
 """The context compiler: what goes into the prompt for one LLM call, under budget.
 
 History is chosen first, within the one history budget that the compaction policy
-also uses (``layers.history_budget``): whole steps, the current task pinned (see
-``context.history``). The other sections share what history left: they are processed
-static → dynamic → retrieved, and within a section the layers of higher priority
-first, so when a section's budget runs out it is the lower-priority layers that lose
-items; a compaction summary is shortened to fit, never dropped. Every layer reports
-what it included, what it dropped and why, for the explain view.
+also uses (``layers.history_budget``): whole steps, the message that opened their turn
+pinned (see ``context.history``), dated where the day changes. The compaction summary
+takes its tokens from that budget too, shortened to fit, never dropped. The other
+sections share what history left: they are processed static → dynamic → retrieved,
+and within a section the layers of higher priority first, so when a section's budget
+runs out it is the lower-priority layers that lose items. Every layer reports what it
+included, what it dropped and why, for the explain view.
 """
 
 from __future__ import annotations
