@@ -66,7 +66,7 @@ class Settings:
     context_layers: list[str] = field(default_factory=list)
     #: Budgets by layer or section name: tokens, or a share of the window below 1.
     context_budgets: dict[str, float] = field(default_factory=dict)
-    #: How many memories the recall layer adds for the incoming message.
+    #: How many memories, and how many turns of the event log, recall adds at most.
     recall_limit: int = 5
     #: Failures of one tool in a session before a reflexion hint is added.
     reflexion_threshold: int = 3

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from loci.compaction.compactor import CompactionResult, Compactor
 from loci.compaction.policy import COMPACTING, CompactionPolicy, Decision
 from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summarizer
-from loci.context.layers import SUMMARY_SHARE, configure, history_budget
+from loci.context.layers import PRESERVE_SHARE, SUMMARY_SHARE, configure, history_budget
 from loci.llm import ExtractiveSummarizer, make_chat_model
 from loci.llm.base import ChatModel
 from loci.models import Event, Scope
@@ -69,7 +69,7 @@ class CompactionService:
             self.policy, self.summarizer, self.clock, self.flush,
             summary_tokens=min(self.settings.compaction_summary_tokens,
                                int(history * SUMMARY_SHARE)),
-            preserve_cap=history // 2,
+            preserve_cap=int(history * PRESERVE_SHARE),
         )
         return compactor.compact(session, context_window(model, self.settings.models),
                                  strategy=strategy, instructions=instructions, dry_run=dry_run)

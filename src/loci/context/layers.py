@@ -67,11 +67,15 @@ SECTION_BUDGETS: dict[str, float] = {
 
 
 #: When the other sections want more than this share of the compiled budget (small
-#: windows), this is what they get and history the rest.
-SECTIONS_SHARE = 0.35
+#: windows), this is what they get and history the rest (they rarely use more).
+SECTIONS_SHARE = 0.2
 #: A compaction summary is the older part of history: it is written within this share
 #: of the history budget and counted in it (the compaction policy counts it too).
 SUMMARY_SHARE = 0.25
+#: A compaction preserves at most this share of the history budget verbatim, so that
+#: with the summary at most half is taken and the next compaction (a prompt-cache
+#: break) comes only after another half of new conversation.
+PRESERVE_SHARE = 0.25
 
 
 def tokens_for(budget: float, window: int) -> int:

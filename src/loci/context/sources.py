@@ -30,8 +30,6 @@ harmful requests.
 DEFAULT_IDENTITY = "You are {agent}, a helpful assistant with a long-term memory."
 #: How many of the newest memories the memories layer considers.
 RECENT_MEMORIES = 100
-#: The recall layer looks at this many turns of the event log per memory it looks at.
-EVENTS_PER_MEMORY = 2
 #: Recalled items scoring below this (search scores are in [0, 1]) cost no tokens.
 RECALL_MIN_SCORE = 0.3
 #: State keys Loci keeps for itself (focus, flush marks), not shown as state.
@@ -269,8 +267,7 @@ def recall(ctx: BuildContext) -> list[Item]:
     filters = SearchFilters(now=ctx.now)
     hits = ctx.retriever.search(ctx.scope, "memory", ctx.message, limit=ctx.recall_limit,
                                 filters=filters, now=ctx.now)
-    hits += ctx.retriever.search(ctx.scope, "event", ctx.message,
-                                 limit=ctx.recall_limit * EVENTS_PER_MEMORY,
+    hits += ctx.retriever.search(ctx.scope, "event", ctx.message, limit=ctx.recall_limit,
                                  filters=filters, now=ctx.now)
     hits.sort(key=lambda h: h.score, reverse=True)
     items = []
