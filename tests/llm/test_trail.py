@@ -78,3 +78,27 @@ def test_a_previous_summary_s_trail_is_merged() -> None:
     text = merged.render(1_000, heuristic_count)
     assert "- error: missing target" in text
     assert text.count("`make test`") == 1 and "`make test` → exit 0" in text
+
+
+def test_a_reply_stored_as_text_then_calls_summarizes_like_one_call() -> None:
+    from datetime import UTC, datetime
+
+    from loci.llm import ExtractiveSummarizer
+    from loci.models import Event
+
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def event(n: int, type: str, role: str, content: str = "", **extra: object) -> Event:
+        return Event(n, "s", type, role, content, when, 5, **extra)  # type: ignore[arg-type]
+
+    said = "I suspect the parser drops the alias. Next I will run the linter."
+    call = {"tool_name": "bash", "tool_call_id": "c1", "args": {"command": "make lint"}}
+    together = [event(1, "tool_call", "assistant", said, **call),
+                event(2, "tool_result", "tool", "<returncode>2</returncode>\nerror: bad alias",
+                      tool_call_id="c1")]
+    apart = [event(1, "message", "assistant", said), event(2, "tool_call", "assistant", **call),
+             event(3, "tool_result", "tool", "<returncode>2</returncode>\nerror: bad alias",
+                   tool_call_id="c1")]  # as the proxy records an answer with text and calls
+    summarizer = ExtractiveSummarizer(counter=heuristic_count)
+    assert summarizer.summarize(apart) == summarizer.summarize(together)
+    assert "`make lint` → exit 2: error: bad alias" in summarizer.summarize(apart)

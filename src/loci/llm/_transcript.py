@@ -53,6 +53,10 @@ def turns_from_events(events: Sequence[Event]) -> list[Turn]:
         if event.type == "summary" or text.lstrip().startswith(SUMMARY_HEADER):
             turns.append(Turn("summary", "system", strip_header(text)))
         elif event.type == "tool_call":
+            if not text and turns and turns[-1].kind == "message" and (
+                    turns[-1].role == "assistant"):
+                # A reply stored as text then calls (the proxy) reads like one call.
+                text = turns.pop().text
             turns.append(Turn("tool_call", "assistant", text, event.tool_name, event.args))
         elif event.type == "tool_result" or event.role == "tool":
             turns.append(Turn("tool_result", "tool", text, event.tool_name))
