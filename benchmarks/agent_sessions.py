@@ -141,10 +141,6 @@ def context_text(messages: list[dict[str, Any]]) -> str:
     return squash("\n".join(parts))
 
 
-def history_messages(compiled: Any) -> list[dict[str, Any]]:
-    return list(compiled.history)
-
-
 def broken_pairs(history: list[dict[str, Any]]) -> int:
     calls = {c["id"] for m in history for c in m.get("tool_calls") or ()}
     results = {m.get("tool_call_id") for m in history if m["role"] == "tool"}
@@ -154,12 +150,10 @@ def broken_pairs(history: list[dict[str, Any]]) -> int:
 class Replay:
     """One session replayed into a fresh scope of ``base``."""
 
-    def __init__(self, base: Loci, name: str, messages: list[dict[str, Any]],
-                 start: datetime) -> None:
+    def __init__(self, base: Loci, name: str, messages: list[dict[str, Any]]) -> None:
         self.loci = base.for_scope(user=name)
         self.session = name
         self.messages = messages
-        self.now = start
         self.compile_ms: list[float] = []
         self.broken = 0
         self.empty = 0
@@ -191,7 +185,7 @@ class Replay:
         started = time.perf_counter()
         compiled = self.loci.compile(self.session, message)
         self.compile_ms.append((time.perf_counter() - started) * 1000)
-        history = history_messages(compiled)
+        history = list(compiled.history)
         self.contexts += 1
         self.broken += broken_pairs(history)
         self.empty += not history
@@ -293,7 +287,7 @@ def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Pat
         start = datetime(2026, 1, 1, tzinfo=UTC)
         clock = {"now": start}
         base.clock = lambda clock=clock: clock["now"]
-        replay = Replay(base, name, messages, start)
+        replay = Replay(base, name, messages)
         replay.loci.clock = base.clock
         trail = trail_of(messages)
         task = next(str(m["content"]) for m in messages if m["role"] == "user")
