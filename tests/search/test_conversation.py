@@ -63,3 +63,13 @@ def test_embedding_text_puts_the_event_before_its_context() -> None:
                                "Jon: Got any favourite dance styles?")
     assert text == ("Gina: Contemporary, for sure.\n"
                     "(context: Jon: Got any favourite dance styles?)")
+
+
+def test_hostile_arguments_are_indexed_within_bounds() -> None:
+    deep: dict[str, Any] = {"k": "needle"}
+    for _ in range(2_000):
+        deep = {"k": deep}
+    assert conv.tool_text("t", deep) == "t needle"
+    wide = {"many": [""] * 200_000 + ["late"], "first": "early"}
+    text = conv.tool_text("t", wide)
+    assert text is not None and len(text) <= conv.TOOL_CHARS and "late" not in text

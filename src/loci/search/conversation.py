@@ -38,6 +38,8 @@ CONTEXT_CHARS = 500
 EXTRA_CHARS = 500
 #: Characters of a tool call's name and arguments that are indexed.
 TOOL_CHARS = 2_000
+#: Argument values looked at, at most (arguments may be huge or deeply nested).
+MAX_VISITS = 10_000
 _PATHLIKE = re.compile(r"[^\s'\"`]*[\w-][/.][\w-][^\s'\"`]*")
 _SEPARATORS = re.compile(r"[/.]+")
 _ATTACHMENT_KEYS = ("caption", "alt", "title", "name", "text")
@@ -73,10 +75,13 @@ def tool_text(tool_name: str | None, args: Mapping[str, Any] | None) -> str | No
     so that searching a command or a file finds the step."""
     parts = [tool_name] if tool_name else []
     stack: list[Any] = [args] if args else []
-    while stack and sum(map(len, parts)) < TOOL_CHARS:
+    size, visits = len(tool_name or ""), 0
+    while stack and size < TOOL_CHARS and visits < MAX_VISITS:  # hostile nesting ends
         value = stack.pop()
-        if isinstance(value, str):
+        visits += 1
+        if isinstance(value, str) and value.strip():
             parts.append(value)
+            size += len(value) + 1
         elif isinstance(value, Mapping):
             stack.extend(reversed(list(value.values())))
         elif isinstance(value, list | tuple):
