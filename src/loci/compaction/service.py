@@ -4,6 +4,7 @@ policy (after a reply, before a compile, when idle)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cached_property
 
 from loci.compaction.compactor import CompactionResult, Compactor
 from loci.compaction.policy import COMPACTING, CompactionPolicy, Decision
@@ -52,11 +53,16 @@ class CompactionService:
             if chat is not None else ExtractiveSummarizer(model=settings.model)
         )
 
+    @cached_property
+    def _sections(self) -> dict[str, float]:
+        """Section budgets from settings (read once: every compile asks for the budget)."""
+        return configure(self.settings.context_layers, self.settings.context_budgets)[1]
+
     def history_budget(self, model: str | None = None) -> int:
         """The history budget of a compile for ``model`` (``layers.history_budget``)."""
         window = context_window(model or self.settings.model, self.settings.models)
-        _, sections = configure(self.settings.context_layers, self.settings.context_budgets)
-        return history_budget(window, int(window * self.settings.context_target), sections)
+        return history_budget(window, int(window * self.settings.context_target),
+                              self._sections)
 
     def compact(
         self, session: str, *, model: str | None = None, strategy: str = "full",

@@ -8,7 +8,8 @@ from typing import Protocol
 
 from loci.llm.base import ChatModel
 from loci.models import Event
-from loci.store.codec import canonical_json
+from loci.search.conversation import speaker
+from loci.store.rows import call_text
 
 COMPACTION_PROMPT = """Summarize the conversation history below so the conversation can \
 continue without it. Use these sections, skipping empty ones:
@@ -37,15 +38,12 @@ class Summarizer(Protocol):
 def transcript_line(event: Event) -> str:
     """One event as the summarizing model reads it: who, when, and what (a tool call
     with its arguments)."""
-    when = f"{event.timestamp:%Y-%m-%d %H:%M}"
-    name = event.metadata.get("name") if isinstance(event.metadata.get("name"), str) else None
-    who = name or event.role
+    who = speaker(event.metadata) or event.role
+    head = f"[{event.timestamp:%Y-%m-%d %H:%M}] {who}"
     if event.type == "tool_call":
-        call = f"{event.tool_name}({canonical_json(event.args or {})})"
-        return f"[{when}] {who}: {event.content}\n{call}" if event.content else (
-            f"[{when}] {who}: {call}")
+        return f"{head}: {call_text(event.content, event.tool_name, event.args)}"
     tool = f" ({event.tool_name})" if event.tool_name else ""
-    return f"[{when}] {who}{tool}: {event.content}"
+    return f"{head}{tool}: {event.content}"
 
 
 class ChatSummarizer:

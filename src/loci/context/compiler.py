@@ -32,7 +32,7 @@ MAX_DROPS_LISTED = 20
 NEAR_LIMIT = 0.9
 #: After this many compactions of one session, summaries of summaries lose detail.
 COMPACTIONS_WARNING = 3
-#: A shrinkable item (a compaction summary) is shortened only into at least this room.
+#: A compaction summary is shortened only into at least this room.
 MIN_SHRUNK = 40
 #: The layer that holds the compaction summary (counted in history's budget).
 SUMMARY_LAYER = "compaction_summary"
@@ -146,24 +146,20 @@ class ContextCompiler:
         layers = [layer for layer in request.layers if layer.section == section]
         remaining = budget
         for layer in sorted(layers, key=lambda spec: -spec.priority):
-            # The summary is counted in history's budget, not in its section's.
-            outside = layer.name == SUMMARY_LAYER
-            limit = summary.limit if outside else tokens_for(layer.budget, request.window)
+            if layer.name == SUMMARY_LAYER:  # counted in history's budget, not the section's
+                reports[layer.name], texts[layer.name] = self._fit_summary(ctx, section,
+                                                                           summary)
+                continue
+            limit = tokens_for(layer.budget, request.window)
             report = LayerReport(layer.name, section, limit)
             kept: list[str] = []
-            items = summary.items if outside else BUILDERS[layer.name](ctx)
-            section_left, remaining = remaining, (limit if outside else remaining)
+            items = BUILDERS[layer.name](ctx)
             for position, item in enumerate(items):
                 if len(report.dropped) >= MAX_DROPS_LISTED:
                     rest = len(items) - position
                     report.dropped.append((f"{rest} more item(s)", "over the budget"))
                     break
                 tokens = self.counter.count(item.text) + 1
-                room = min(limit - report.used, remaining)
-                if tokens > room and item.shrinkable and room >= MIN_SHRUNK:
-                    item = Item(item.id, self._shrink(item.text, room - 1))
-                    tokens = self.counter.count(item.text) + 1
-                    report.dropped.append((item.id, f"shortened to fit the {section} budget"))
                 if report.used + tokens > limit:
                     report.dropped.append((item.id, f"over the {layer.name} budget"))
                 elif tokens > remaining:
@@ -174,10 +170,32 @@ class ContextCompiler:
                     report.used += tokens
                     remaining -= tokens
                     ctx.included.add(item.id)
-            if outside:
-                remaining = section_left
             reports[layer.name] = report
             texts[layer.name] = kept
+
+    def _fit_summary(
+        self, ctx: BuildContext, section: str, summary: Summary
+    ) -> tuple[LayerReport, list[str]]:
+        """The compaction summary within its limit: shortened to fit, not dropped
+        (unless not even ``MIN_SHRUNK`` tokens are left)."""
+        report = LayerReport(SUMMARY_LAYER, section, summary.limit)
+        kept: list[str] = []
+        for item in summary.items:
+            text = item.text
+            room = summary.limit - report.used
+            tokens = self.counter.count(text) + 1
+            if tokens > room and room >= MIN_SHRUNK:
+                text = self._shrink(text, room - 1)
+                tokens = self.counter.count(text) + 1
+                report.dropped.append((item.id, f"shortened to fit the {section} budget"))
+            if tokens > room:
+                report.dropped.append((item.id, f"over the {SUMMARY_LAYER} budget"))
+                continue
+            kept.append(text)
+            report.included.append(item.id)
+            report.used += tokens
+            ctx.included.add(item.id)
+        return report, kept
 
     def _dated(self, history: History, today: date) -> History:
         """``history`` with a date before each message said on another day than the

@@ -8,9 +8,11 @@ store, sorted inputs, canonical JSON.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from functools import lru_cache
+from types import MappingProxyType
 
 from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
@@ -41,8 +43,6 @@ _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNO
 class Item:
     id: str
     text: str
-    #: Shortened to fit rather than dropped (a compaction summary).
-    shrinkable: bool = False
 
 
 @dataclass
@@ -98,7 +98,7 @@ def agents(ctx: BuildContext) -> list[Item]:
     found = ctx.workspace.find("AGENTS.toml")
     if found is None:
         return []
-    others = [a for key, a in sorted(load_agents(found.text, source=str(found.path)).items())
+    others = [a for key, a in sorted(_agents(found.text, str(found.path)).items())
               if a != ctx.agent and key != ctx.scope.agent]
     lines = [f"- {a.name}: {a.description or a.personality}".rstrip(": ") for a in others]
     return [Item(str(found.path), "## Other agents\n" + "\n".join(lines))] if lines else []
@@ -195,8 +195,7 @@ def learned(when: date) -> str:
 
 def compaction_summary(ctx: BuildContext) -> list[Item]:
     latest = ctx.store.latest_summary(ctx.scope, ctx.session) if ctx.session else None
-    return [Item(f"summary event {latest.id}", latest.content, shrinkable=True)] if (
-        latest) else []
+    return [Item(f"summary event {latest.id}", latest.content)] if latest else []
 
 
 def focus(ctx: BuildContext) -> list[Item]:
@@ -248,12 +247,19 @@ def skill_items(workspace: Workspace, message: str | None) -> list[Item]:
                  f"## Skill: {s.skill.name}\n{s.body.strip()}") for s, score in matches]
 
 
+@lru_cache(maxsize=16)
+def _agents(text: str, source: str) -> Mapping[str, AgentSpec]:
+    """AGENTS.toml parsed once per text: every compile reads it twice (the identity
+    and the other agents)."""
+    return MappingProxyType(load_agents(text, source=source))
+
+
 def agent_spec(workspace: Workspace, agent: str) -> AgentSpec | None:
     """This agent's entry in AGENTS.toml (or the only entry there is)."""
     found = workspace.find("AGENTS.toml")
     if found is None:
         return None
-    agents = load_agents(found.text, source=str(found.path))
+    agents = _agents(found.text, str(found.path))
     return agents.get(agent) or (next(iter(agents.values())) if len(agents) == 1 else None)
 
 

@@ -61,7 +61,7 @@ def turns_from_events(events: Sequence[Event]) -> list[Turn]:
         elif event.type == "tool_result" or event.role == "tool":
             turns.append(Turn("tool_result", "tool", text, event.tool_name))
         elif event.role in ("user", "assistant"):
-            turns.append(Turn("message", event.role, _without_injected_lines(text)))
+            turns.append(Turn("message", event.role, without_injected_lines(text)))
     return turns
 
 
@@ -104,7 +104,7 @@ def parse_transcript(text: str, default_role: str) -> list[Turn]:
         body = "\n".join(lines).strip()
         if body:
             turns.append(Turn(kind, role, body if kind == "summary" else
-                              _without_injected_lines(body), name))
+                              without_injected_lines(body), name))
         lines.clear()
 
     for line in text.splitlines():
@@ -141,7 +141,9 @@ def strip_header(text: str) -> str:
     return stripped
 
 
-def _without_injected_lines(text: str) -> str:
+def without_injected_lines(text: str) -> str:
+    """``text`` without the lines Loci injected itself (``[STICKY]``, ``[MEMORY …]``,
+    ``[STATE]``, ``[RECALL …]``)."""
     return "\n".join(line for line in text.splitlines() if not _INJECTED_LINE.match(line))
 
 

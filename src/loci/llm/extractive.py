@@ -195,7 +195,7 @@ class ExtractiveSummarizer:
         """Scored sentences of the span's messages (and of the text an agent wrote with
         its tool calls) and salient lines of their code; tool calls and their results
         go to the trail."""
-        units: list[tuple[str, str, str, int | None]] = []  # role, text, tool, output group
+        units: list[tuple[str, str, int | None]] = []  # role, text, code block
         # What an agent wrote with its calls is mostly "let me look at X": only its
         # latest words (its current hypothesis and next step) are kept.
         thinking = {n for n, t in enumerate(turns) if t.kind == "tool_call" and t.text.strip()}
@@ -203,24 +203,24 @@ class ExtractiveSummarizer:
         for number, turn in enumerate(turns):
             if turn.kind == "message":
                 prose, code = _split_code(turn.text)
-                units += [(turn.role, s, "", None) for s in sal.split_sentences(prose)]
-                units += [(turn.role, line, "", number) for line in _salient_lines(code)]
+                units += [(turn.role, s, None) for s in sal.split_sentences(prose)]
+                units += [(turn.role, line, number) for line in _salient_lines(code)]
             elif turn.kind == "tool_result":
                 trail.result(turn.text, turn.tool_name)
             elif turn.kind == "tool_call":
                 trail.call(turn.tool_name, turn.args)
                 if number in thinking:
-                    units += [("assistant", s, "", None) for s in sal.split_sentences(turn.text)]
-        names = sal.known_names(text for _, text, _, group in units if group is None)
+                    units += [("assistant", s, None) for s in sal.split_sentences(turn.text)]
+        names = sal.known_names(text for _, text, group in units if group is None)
         shapes: dict[int, Counter[str]] = {}
-        for _, text, _, group in units:
+        for _, text, group in units:
             if group is not None:
                 shapes.setdefault(group, Counter())[_shape(text)] += 1
         focus = sal.content_words(instructions) if instructions else None
         items: list[_Item] = []
         outputs: dict[int, list[_Item]] = {}
         total = max(len(units) - 1, 1)
-        for order, (role, raw, tool, group) in enumerate(units):
+        for order, (role, raw, group) in enumerate(units):
             text = sal.clip(raw, sal.MAX_ITEM_CHARS if group is None else MAX_TOOL_LINE)
             scored = sal.score_sentence(text, role=role if group is None else "tool",
                                         names=names, recency=order / total, focus=focus)
@@ -234,8 +234,7 @@ class ExtractiveSummarizer:
                     items.append(_Item(scored.section, prefix + text, scored.score, order))
                 continue
             section, score = _tool_line(text, scored, shapes[group])
-            label = f"Tool {tool}: " if tool else ""
-            outputs.setdefault(group, []).append(_Item(section, label + text, score, order))
+            outputs.setdefault(group, []).append(_Item(section, text, score, order))
         for group_items in outputs.values():
             best = sorted(group_items, key=lambda i: (-i.score, i.order))[: self.tool_lines]
             items += [i for i in best if i.score >= self.min_score]

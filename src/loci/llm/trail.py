@@ -82,13 +82,12 @@ def edited_paths(command: str) -> list[str]:
     return list(dict.fromkeys(t.strip("'\"") for t in targets))
 
 
-def outcome(output: str) -> str:
+def outcome(output: str, errors: list[str]) -> str:
     """"exit 1: TypeError; 3 failed, 9 passed" for a tool result: its exit code, the
-    kind of its error (the error line itself is listed under Errors) and its result
-    line."""
+    kind of its last error (``errors``: its ``error_lines``, listed under Errors) and
+    its result line."""
     code = _EXIT.search(output)
     status = next((g for g in code.groups() if g is not None), None) if code else None
-    errors = error_lines(output)
     error = errors[-1] if errors else None
     results = [line.strip() for line in output.splitlines()
                if _RESULT.search(line) and len(line.strip()) <= MAX_ERROR]
@@ -151,11 +150,12 @@ class Trail:
     def result(self, output: str, tool: str | None = None) -> None:
         """A tool result: the outcome of the oldest call still waiting for one."""
         line, editing = self._pending.pop(0) if self._pending else (tool or "", False)
-        for error in error_lines(output):
+        errors = error_lines(output)
+        for error in errors:
             self.errors[error] = None
-        result = outcome(output)
         if not line:
             return
+        result = outcome(output, errors)
         target = self.edits if editing else self.commands
         target.pop(line, None)  # the newest outcome of a repeated command wins
         target[line] = f"`{line}`" + (f" → {result}" if result else "")

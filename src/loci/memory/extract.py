@@ -22,11 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from loci.llm._transcript import without_injected_lines
 from loci.llm.base import ChatModel
 from loci.memory.tags import parse_reply
 from loci.models import Event
+from loci.search.conversation import speaker
 
-_INJECTED_LINE = re.compile(r"^\s*\[(?:STICKY|MEMORY|STATE|RECALL)\b", re.IGNORECASE)
 _FENCED = re.compile(r"```.*?```|~~~.*?~~~", re.DOTALL)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 MAX_FACT_CHARS = 300
@@ -98,7 +99,7 @@ def readable_lines(event: Event) -> str | None:
     if event.metadata.get("injected"):
         return None
     text = _FENCED.sub(" ", event.content)
-    return "\n".join(line for line in text.splitlines() if not _INJECTED_LINE.match(line))
+    return without_injected_lines(text)
 
 
 class RuleExtractor:
@@ -111,7 +112,7 @@ class RuleExtractor:
             if not text:
                 continue
             # A named speaker is a person in the conversation, whatever its role.
-            person = event.role == "user" or speaker_name(event) is not None
+            person = event.role == "user" or speaker(event.metadata) is not None
             rules = USER_RULES if person else ASSISTANT_RULES
             for sentence in _SENTENCE.split(text):
                 candidate = _classify(sentence.strip(), rules, event)
@@ -128,15 +129,9 @@ def _classify(
         return None
     for memory_type, name, pattern in rules:
         if pattern.search(sentence):
-            speaker = speaker_name(event) or ("User" if event.role == "user" else "Assistant")
-            return Candidate(memory_type, f"{speaker}: {sentence}", event.id, name)
+            who = speaker(event.metadata) or ("User" if event.role == "user" else "Assistant")
+            return Candidate(memory_type, f"{who}: {sentence}", event.id, name)
     return None
-
-
-def speaker_name(event: Event) -> str | None:
-    """Who said it, when the event's metadata names the speaker."""
-    name = event.metadata.get("name")
-    return " ".join(name.split())[:60] if isinstance(name, str) and name.strip() else None
 
 
 def _unique(candidates: list[Candidate]) -> list[Candidate]:

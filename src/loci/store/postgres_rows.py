@@ -46,7 +46,8 @@ class Kind:
 
 KINDS = {
     "event": Kind("events", "e", "id", "id",
-                  "e.id, e.session, e.content, e.ts, e.role, e.type, e.metadata::text, "
+                  "e.id, e.session, e.content, e.ts, e.role, e.type, CASE WHEN "
+                  "jsonb_typeof(e.metadata->'name') = 'string' THEN e.metadata->>'name' END, "
                   "e.tool_name, e.args::text",
                   "content"),
     "memory": Kind("memories", "m", "id", "seq",

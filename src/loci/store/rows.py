@@ -23,8 +23,7 @@ from loci.store.codec import canonical_json, from_micros, load_json, load_tags
 def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
     """A hit from a row selected with ``KINDS[kind].hit_columns``."""
     if kind == "event":
-        meta = load_json(r[6])
-        name = meta.get("name") if isinstance(meta, dict) else None
+        name = r[6]  # the speaker's name, read from the metadata by the query
         text = r[2] if r[5] != "tool_call" else call_text(r[2], r[7], load_json(r[8]))
         return SearchHit(kind="event", id=str(r[0]), score=score, text=text,
                          timestamp=from_micros(r[3]), session=r[1],

@@ -39,8 +39,8 @@ class Kind:
 
 KINDS = {
     "event": Kind("events", "e", "id", "id",
-                  "e.id, e.session, e.content, e.ts, e.role, e.type, e.metadata, e.tool_name, "
-                  "e.args", "events_fts"),
+                  "e.id, e.session, e.content, e.ts, e.role, e.type, "
+                  "json_extract(e.metadata, '$.name'), e.tool_name, e.args", "events_fts"),
     "memory": Kind("memories", "m", "rowid", "id",
                    "m.id, m.type, m.content, m.tags, m.updated", "memories_fts"),
     "document": Kind("documents", "d", "rowid", "path",
