@@ -122,3 +122,13 @@ def test_concurrent_writers_lose_nothing(loci: Loci) -> None:
     assert len(events) == 200 and len({e.id for e in events}) == 200
     assert {e.content for e in events} == {f"worker {w} message {i}" for w in range(4)
                                             for i in range(50)}
+
+
+def test_a_clock_set_on_a_scope_stamps_everything_it_writes(loci: Loci) -> None:
+    other = loci.for_scope(user="bob")
+    clock = FakeClock(loci.clock() - timedelta(days=400))
+    other.clock = clock
+    memory = other.remember("Bob's sister lives in Porto.", type="user_profile")
+    event = other.add("s1", "user", "hello")
+    doc = other.knowledge.put("/notes/a.md", "text")
+    assert memory.created_at == event.timestamp == doc.document.updated_at == clock.now

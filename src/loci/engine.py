@@ -11,6 +11,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
@@ -114,13 +115,14 @@ class Loci:
         self.retriever = Retriever(self.store, self.indexer, _fusion(self.settings))
         self.chat = chat_model_from(self.settings)
         self._live_events = LiveEvents()
+        # Services read the time through the facade, so a clock set later is theirs too.
         self.knowledge = KnowledgeBase(self.store, self.scope, self.retriever, self.indexer,
-                                       clock)
-        self.compaction = CompactionService(self.store, self.scope, self.settings, clock,
+                                       self._now)
+        self.compaction = CompactionService(self.store, self.scope, self.settings, self._now,
                                             self._flush, self.chat)
         mirror_root = self.settings.workspace or self.settings.home
         self.memories_service = MemoryService(
-            self.store, self.scope, self.indexer, clock, self.settings.memory_types,
+            self.store, self.scope, self.indexer, self._now, self.settings.memory_types,
             Mirror(mirror_root, self.scope) if self.settings.memory_mirror else None,
         )
 
@@ -134,6 +136,9 @@ class Loci:
         settings = self.settings.with_overrides(user=user, agent=agent)
         other = Loci(settings, store=self.store, clock=self.clock, indexer=self.indexer)
         return other
+
+    def _now(self) -> datetime:
+        return self.clock()
 
     def close(self) -> None:
         if self._owns_store:

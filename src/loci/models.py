@@ -7,6 +7,7 @@ and every store call takes one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -65,6 +66,18 @@ class Event:
     archived: bool = False
     #: What history shows instead of ``content`` once compaction masked it.
     masked: str | None = None
+
+
+#: Characters of a speaker's name that are kept.
+NAME_CHARS = 500
+
+
+def speaker(metadata: Any) -> str | None:
+    """The ``name`` of whoever wrote an event, if its metadata says."""
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if isinstance(name, str) and name.strip():
+        return " ".join(name.split())[:NAME_CHARS]
+    return None
 
 
 @dataclass(frozen=True)

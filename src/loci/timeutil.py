@@ -7,7 +7,7 @@ sleeping.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from loci.errors import ValidationError
 
@@ -39,3 +39,8 @@ def format_timestamp(value: datetime) -> str:
     if micros % 1000 == 0:
         return f"{base}.{micros // 1000:03d}Z"
     return f"{base}.{micros:06d}Z"
+
+
+def day_label(when: date) -> str:
+    """A day as dated facts, summaries, recalled turns and history show it: "8 May 2023"."""
+    return f"{when.day} {when:%B %Y}"

@@ -69,6 +69,12 @@ def test_personal_facts_of_either_named_speaker_are_saved_under_their_name(
     assert found == {
         ("sticky", "possession", "Caroline: I adopted a puppy named Luna from the shelter."),
         ("project_context", "event", "Melanie: I went to a pottery class last Friday."),
-        ("sticky", "identity", "Caroline: My sister is visiting next week."),
+        ("project_context", "relationship", "Caroline: My sister is visiting next week."),
         ("project_context", "plan", "Caroline: I'm planning to paint a mural."),
     }
+    # Who a relative is lasts (sticky); a mention of them, or "I love it!", is no fact.
+    loci.add("s", "user", "My sister lives in Porto. My kids loved it! I love it! "
+             "I want to tell you something.", name="Caroline")
+    later = {(c.type, c.content) for c in RuleExtractor().extract(loci.events("s")[-1:])}
+    assert later == {("sticky", "Caroline: My sister lives in Porto."),
+                     ("project_context", "Caroline: My kids loved it!")}

@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from loci.llm.base import ChatModel
-from loci.models import Event
-from loci.search.conversation import speaker
+from loci.models import Event, speaker
 from loci.store.rows import call_text
 
 COMPACTION_PROMPT = """Summarize the conversation history below so the conversation can \

@@ -21,9 +21,10 @@ from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.history import History, choose_history
 from loci.context.layers import LayerSpec, history_budget, tokens_for
 from loci.context.render import events_to_messages
-from loci.context.sources import BUILDERS, BuildContext, Item, learned
+from loci.context.sources import BUILDERS, BuildContext, Item
 from loci.errors import BudgetExceededError
 from loci.models import Event
+from loci.timeutil import day_label
 from loci.tokens import REPLY_PRIMING, TokenCounter
 
 #: Dropped items listed one by one before the rest are counted together.
@@ -207,7 +208,7 @@ class ContextCompiler:
         for event in history.events:
             said = event.timestamp.date()
             if event.type == "message" and said != day:
-                prefix = f"[{learned(said)}] "
+                prefix = f"[{day_label(said)}] "
                 cost = self.counter.count(prefix)
                 event = replace(event, content=prefix + event.content,
                                 tokens=event.tokens + cost)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import datetime
 from functools import lru_cache
 from types import MappingProxyType
 
@@ -18,10 +18,10 @@ from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
-from loci.models import Document, Event, Scope
-from loci.search.conversation import speaker
+from loci.models import Document, Event, Scope, speaker
 from loci.search.retriever import Retriever
 from loci.store.base import SearchFilters, Store
+from loci.timeutil import day_label
 
 PRINCIPLES = """## Principles
 - Be honest: say what you do not know; never invent facts, sources or results.
@@ -184,13 +184,8 @@ def state(ctx: BuildContext) -> list[Item]:
 
 def memories(ctx: BuildContext) -> list[Item]:
     recent = ctx.store.list_memories(ctx.scope, now=ctx.now, limit=RECENT_MEMORIES)
-    return [Item(m.id, f"[MEMORY {learned(m.created_at)}] {m.content}") for m in recent
+    return [Item(m.id, f"[MEMORY {day_label(m.created_at)}] {m.content}") for m in recent
             if m.type != "sticky" and m.id not in ctx.included]
-
-
-def learned(when: date) -> str:
-    """A day as facts, recalled turns and dated history show it: "8 May 2023"."""
-    return f"{when.day} {when:%B %Y}"
 
 
 def compaction_summary(ctx: BuildContext) -> list[Item]:
@@ -282,12 +277,12 @@ def recall(ctx: BuildContext) -> list[Item]:
         if key in ctx.included or hit.score < RECALL_MIN_SCORE or not hit.text.strip():
             continue
         if hit.kind == "memory":
-            items.append(Item(key, f"[RECALL {learned(hit.timestamp)}] {hit.text}"))
+            items.append(Item(key, f"[RECALL {day_label(hit.timestamp)}] {hit.text}"))
         else:
             who = speaker(hit.metadata) or ""
             where = "" if hit.session == ctx.session else f", session {hit.session}"
             items.append(Item(f"{key} (score {hit.score:.2f})",
-                              f"[RECALL {learned(hit.timestamp)}{where}] "
+                              f"[RECALL {day_label(hit.timestamp)}{where}] "
                               f"{who + ': ' if who else ''}{hit.text}"))
     return items
 

@@ -15,10 +15,11 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from loci.llm._http import message_text
-from loci.models import Event
+from loci.models import Event, speaker
 
 SUMMARY_HEADER = "[CONTEXT SUMMARY]"
 _INJECTED_LINE = re.compile(r"^\s*\[(?:STICKY|MEMORY|STATE|RECALL)\b", re.IGNORECASE)
@@ -41,6 +42,10 @@ class Turn:
     text: str
     tool_name: str | None = None
     args: Mapping[str, Any] | None = None
+    #: Who said a message, when its event or transcript line names them.
+    speaker: str | None = None
+    #: When a message was said, for stored events.
+    when: datetime | None = None
 
 
 def turns_from_events(events: Sequence[Event]) -> list[Turn]:
@@ -61,7 +66,8 @@ def turns_from_events(events: Sequence[Event]) -> list[Turn]:
         elif event.type == "tool_result" or event.role == "tool":
             turns.append(Turn("tool_result", "tool", text, event.tool_name))
         elif event.role in ("user", "assistant"):
-            turns.append(Turn("message", event.role, without_injected_lines(text)))
+            turns.append(Turn("message", event.role, without_injected_lines(text),
+                              speaker=speaker(event.metadata), when=event.timestamp))
     return turns
 
 
@@ -103,8 +109,12 @@ def parse_transcript(text: str, default_role: str) -> list[Turn]:
     def flush() -> None:
         body = "\n".join(lines).strip()
         if body:
-            turns.append(Turn(kind, role, body if kind == "summary" else
-                              without_injected_lines(body), name))
+            if kind == "summary":
+                turns.append(Turn(kind, role, body))
+            elif kind == "tool_result":
+                turns.append(Turn(kind, role, without_injected_lines(body), name))
+            else:
+                turns.append(Turn(kind, role, without_injected_lines(body), speaker=name))
         lines.clear()
 
     for line in text.splitlines():
@@ -129,9 +139,9 @@ def looks_like_summary(text: str) -> bool:
     stripped = text.lstrip()
     if stripped.startswith(SUMMARY_HEADER):
         return True
-    return len(_SECTION_HEADING.findall(text)) >= 2 and "## " in text and (
-        "Critical context" in text or "Completed work" in text or "Decisions" in text
-    )
+    return len(_SECTION_HEADING.findall(text)) >= 2 and "## " in text and any(
+        f"## {name}" in text for name in ("Facts", "Critical context", "Completed work",
+                                           "Decisions"))
 
 
 def strip_header(text: str) -> str:

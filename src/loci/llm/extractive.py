@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from loci.llm import salience as sal
@@ -31,6 +31,7 @@ from loci.llm.base import ChatReply
 from loci.llm.trail import SECTIONS as TRAIL_SECTIONS
 from loci.llm.trail import Trail
 from loci.models import Event
+from loci.timeutil import day_label
 from loci.tokens import token_counter
 
 DEFAULT_MAX_TOKENS = 800
@@ -54,13 +55,17 @@ _TOOL_NOISE = re.compile(r"^\s*(?:Traceback \(most recent call last\)|File \"|at
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|$)|~~~[^\n]*\n(.*?)(?:~~~|$)", re.DOTALL)
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s*(?P<h>[^#].*?)\s*#*|(?P<c>[A-Z][\w -]{2,30}):)\s*$")
 _SECTION_ALIASES = {s.lower(): s for s in sal.SECTIONS} | {
-    "key facts": sal.CRITICAL, "facts": sal.CRITICAL, "important context": sal.CRITICAL,
+    "key facts": sal.FACTS, "important context": sal.CRITICAL,
     "state": sal.STATE, "in progress": sal.IN_PROGRESS, "next": sal.NEXT, "todo": sal.NEXT,
     "decisions made": sal.DECISIONS, "action items committed": sal.ACTIONS,
     "key insights": sal.INSIGHTS, "preferences revealed": sal.PREFERENCES,
 }
 _SPEAKERS = {"user": "User", "assistant": "Assistant"}
 _TRAIL_SECTIONS = {name.lower(): name for name in TRAIL_SECTIONS}
+#: The day an item of a summary was said, in front of the first item of that day.
+_DAY = re.compile(r"^\[(\d{1,2} [A-Z][a-z]+ \d{4})\]\s*")
+#: The speaker in front of a summary item ("Caroline: ...").
+_SAID_BY = re.compile(r"^(?:-\s+)?(?:\[[^\]]*\]\s*)?([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
 #: Of a summary's budget, at most this share goes to an agent's trail (loci.llm.trail),
 #: scaled by the share of the span's turns that are tool calls and results.
 TRAIL_SHARE = 0.7
@@ -71,11 +76,24 @@ MAX_TOOL_LINE = 240
 
 
 @dataclass(frozen=True)
+class _Unit:
+    """A sentence (or, with a ``group``, a line of a code block) to score."""
+
+    role: str
+    text: str
+    group: int | None
+    speaker: str | None
+    day: str
+
+
+@dataclass(frozen=True)
 class _Item:
     section: str
     text: str
     score: float
     order: int
+    #: The day it was said ("8 May 2023"), when known.
+    day: str = ""
 
     @property
     def key(self) -> str:
@@ -156,8 +174,10 @@ class ExtractiveSummarizer:
         items: list[_Item] = []
         section: str | None = None
         trail_section: str | None = None
+        day = ""
         lines = [line for line in summary.splitlines() if line.strip()]
         names = sal.known_names(lines)
+        people = _participants(m.group(1) for m in map(_SAID_BY.match, lines) if m)
         order = -(1 << 40)  # before everything said in the span
         for line in lines:
             heading = _HEADING.match(line)
@@ -176,7 +196,12 @@ class ExtractiveSummarizer:
             if trail_section is not None and trail.absorb(trail_section, line):
                 continue
             for text in texts:
-                scored = sal.score_sentence(text, role="summary", names=names)
+                dated = _DAY.match(text)
+                if dated:
+                    day, text = dated.group(1), text[dated.end():]
+                said = _SAID_BY.match(text)
+                scored = sal.score_sentence(text[said.end():] if said else text,
+                                            role="summary", names=names, ignore=people)
                 if scored.section is None:
                     continue
                 home = section or scored.section
@@ -186,59 +211,82 @@ class ExtractiveSummarizer:
                     score = max(score, self.min_score + 0.3)
                 if score >= self.min_score:
                     order += 1
-                    items.append(_Item(home, sal.clip(text), score, order))
+                    items.append(_Item(home, sal.clip(text), score, order, day))
         return items
 
     def _fresh(
         self, turns: Sequence[Turn], instructions: str | None, trail: Trail
     ) -> list[_Item]:
         """Scored sentences of the span's messages (and of the text an agent wrote with
-        its tool calls) and salient lines of their code; tool calls and their results
-        go to the trail."""
-        units: list[tuple[str, str, int | None]] = []  # role, text, code block
+        its tool calls), each with its speaker and day, and salient lines of their code;
+        tool calls and their results go to the trail."""
+        units: list[_Unit] = []
         # What an agent wrote with its calls is mostly "let me look at X": only its
         # latest words (its current hypothesis and next step) are kept.
         thinking = {n for n, t in enumerate(turns) if t.kind == "tool_call" and t.text.strip()}
         thinking = set(sorted(thinking)[-THINKING_CALLS:])
         for number, turn in enumerate(turns):
+            day = day_label(turn.when) if turn.when else ""
             if turn.kind == "message":
                 prose, code = _split_code(turn.text)
-                units += [(turn.role, s, None) for s in sal.split_sentences(prose)]
-                units += [(turn.role, line, number) for line in _salient_lines(code)]
+                units += [_Unit(turn.role, s, None, turn.speaker, day)
+                          for s in sal.split_sentences(prose)]
+                units += [_Unit(turn.role, line, number, None, day)
+                          for line in _salient_lines(code)]
             elif turn.kind == "tool_result":
                 trail.result(turn.text, turn.tool_name)
             elif turn.kind == "tool_call":
                 trail.call(turn.tool_name, turn.args)
                 if number in thinking:
-                    units += [("assistant", s, None) for s in sal.split_sentences(turn.text)]
-        names = sal.known_names(text for _, text, group in units if group is None)
+                    units += [_Unit("assistant", s, None, None, day)
+                              for s in sal.split_sentences(turn.text)]
+        sentences = [unit for unit in units if unit.group is None]
+        names = sal.known_names(unit.text for unit in sentences)
+        rare = dict(zip(map(id, sentences), sal.rarity([unit.text for unit in sentences]),
+                        strict=True))
+        people = _participants(t.speaker for t in turns)
         shapes: dict[int, Counter[str]] = {}
-        for _, text, group in units:
-            if group is not None:
-                shapes.setdefault(group, Counter())[_shape(text)] += 1
+        for unit in units:
+            if unit.group is not None:
+                shapes.setdefault(unit.group, Counter())[_shape(unit.text)] += 1
         focus = sal.content_words(instructions) if instructions else None
         items: list[_Item] = []
         outputs: dict[int, list[_Item]] = {}
         total = max(len(units) - 1, 1)
-        for order, (role, raw, group) in enumerate(units):
-            text = sal.clip(raw, sal.MAX_ITEM_CHARS if group is None else MAX_TOOL_LINE)
-            scored = sal.score_sentence(text, role=role if group is None else "tool",
-                                        names=names, recency=order / total, focus=focus)
+        for order, unit in enumerate(units):
+            if unit.group is None:
+                item = self._sentence(unit, order / total, names, focus, rare[id(unit)], people)
+                if item is not None:
+                    items.append(replace(item, order=order))
+                continue
+            text = sal.clip(unit.text, MAX_TOOL_LINE)
+            scored = sal.score_sentence(text, role="tool", names=names,
+                                        recency=order / total, focus=focus)
             if scored.section is None:
                 continue
-            if group is None:
-                if scored.score >= self.min_score:
-                    speaker = _SPEAKERS.get(role)
-                    text = sal.strip_discourse(text)
-                    prefix = f"{speaker}: " if speaker and sal.needs_speaker(text) else ""
-                    items.append(_Item(scored.section, prefix + text, scored.score, order))
-                continue
-            section, score = _tool_line(text, scored, shapes[group])
-            outputs.setdefault(group, []).append(_Item(section, text, score, order))
+            section, score = _tool_line(text, scored, shapes[unit.group])
+            outputs.setdefault(unit.group, []).append(_Item(section, text, score, order))
         for group_items in outputs.values():
             best = sorted(group_items, key=lambda i: (-i.score, i.order))[: self.tool_lines]
             items += [i for i in best if i.score >= self.min_score]
         return items
+
+    def _sentence(
+        self, unit: _Unit, recency: float, names: set[str], focus: set[str] | None,
+        rarity: float, people: frozenset[str],
+    ) -> _Item | None:
+        """One sentence as a summary item, with who said it, or None below the bar."""
+        text = sal.clip(unit.text)
+        scored = sal.score_sentence(text, role=unit.role, names=names, recency=recency,
+                                    focus=focus, rarity=rarity, ignore=people)
+        if scored.section is None or scored.score < self.min_score:
+            return None
+        text = sal.strip_discourse(text)
+        if unit.speaker:
+            text = f"{unit.speaker}: {text}"
+        elif unit.role in _SPEAKERS and sal.needs_speaker(text):
+            text = f"{_SPEAKERS[unit.role]}: {text}"
+        return _Item(scored.section, text, scored.score, 0, unit.day)
 
     # -- selection and rendering -------------------------------------------------------
 
@@ -248,6 +296,7 @@ class ExtractiveSummarizer:
         keys: set[str] = set()
         word_sets: list[frozenset[str]] = []
         sections: set[str] = set()
+        dated: set[str] = set()
         spent = 0
         costs = {id(i): self.count(f"- {i.text}") + 1 for i in items}
         # Best first; among near-equals, the shorter (denser) item.
@@ -260,6 +309,8 @@ class ExtractiveSummarizer:
             cost = costs[id(item)]
             if item.section not in sections:
                 cost += self.count(f"## {item.section}") + 2
+            if item.day and item.day not in dated:
+                cost += self.count(f"[{item.day}] ")  # one per day, if said in one stretch
             if spent + cost > budget:
                 continue
             spent += cost
@@ -267,6 +318,7 @@ class ExtractiveSummarizer:
             keys.add(key)
             word_sets.append(bag)
             sections.add(item.section)
+            dated.add(item.day)
         text = _render(chosen)
         while chosen and self.count(text) > budget:
             chosen.remove(min(chosen, key=lambda i: (i.score, -i.order)))
@@ -311,13 +363,29 @@ def _near(a: frozenset[str], b: frozenset[str]) -> bool:
 
 
 def _render(items: Sequence[_Item]) -> str:
+    """Sections in their order, items in the order they were said; the day in front of
+    an item said on another day than the item above it."""
     blocks = []
+    day = ""
     for section in sal.SECTIONS:
-        lines = [f"- {i.text}" for i in sorted(items, key=lambda i: i.order)
-                 if i.section == section]
+        lines = []
+        for item in sorted((i for i in items if i.section == section), key=lambda i: i.order):
+            dated = f"[{item.day}] " if item.day and item.day != day else ""
+            day = item.day or day
+            lines.append(f"- {dated}{item.text}")
         if lines:
             blocks.append(f"## {section}\n" + "\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _participants(speakers: Iterable[str | None]) -> frozenset[str]:
+    """The names of the people talking and their first names: naming them is no news."""
+    names: set[str] = set()
+    for speaker in speakers:
+        if speaker:
+            names.add(speaker)
+            names.update(speaker.split())
+    return frozenset(names)
 
 
 def _split_code(text: str) -> tuple[str, str]:

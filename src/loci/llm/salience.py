@@ -16,8 +16,10 @@ small talk are dropped outright. Everything here is pure and deterministic.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 COMPLETED = "Completed work"
@@ -30,13 +32,27 @@ DECISIONS = "Decisions"
 ACTIONS = "Action items"
 INSIGHTS = "Insights"
 PREFERENCES = "Preferences"
-#: Sections in the order the summary lists them (seeds/003, then seeds/004).
+#: What was said without a cue: events, possessions, relationships, numbers, names.
+FACTS = "Facts"
+#: Sections in the order the summary lists them (seeds/003, then seeds/004, then facts).
 SECTIONS = (COMPLETED, STATE, IN_PROGRESS, NEXT, CONSTRAINTS, CRITICAL, DECISIONS,
-            ACTIONS, INSIGHTS, PREFERENCES)
+            ACTIONS, INSIGHTS, PREFERENCES, FACTS)
 #: Sections that describe a moment (a newer statement supersedes an older one).
 VOLATILE = frozenset({STATE, IN_PROGRESS, NEXT})
 #: A sentence needs at least this score to enter a summary at all.
 MIN_SCORE = 1.0
+#: Points for a sentence whose words are rare in the span (rarity 1).
+RARITY_WEIGHT = 0.5
+#: A cue counts for at most this much more than the sentence's information, unless it
+#: asks explicitly to be remembered (weight ``EXPLICIT_CUE``).
+CUE_MARGIN = 1.0
+EXPLICIT_CUE = 2.5
+#: A sentence this rare (or more) in its span says something new.
+RARE = 0.5
+#: Sentences a span needs before rarity counts fully.
+RARITY_SPAN = 100
+#: Points for a sentence that says who did (or will do) what.
+AGENCY_WEIGHT = 0.5
 
 
 def _rx(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern[str]:
@@ -45,8 +61,8 @@ def _rx(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern[str]:
 
 #: (section, weight, pattern) in priority order: the first match picks the section.
 CUES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
-    (CRITICAL, 2.5, _rx(r"\b(?:remember|don'?t forget|do not forget|important(?:ly)?|critical"
-                        r"|crucial|keep in mind|note that|for the record|fyi|must not lose)\b")),
+    (CRITICAL, 2.5, _rx(r"\b(?:remember|don'?t forget|do not forget|keep in mind|note that"
+                        r"|for the record|fyi|must not lose)\b")),
     (CRITICAL, 2.0, _rx(r"\b(?:password|passphrase|passcode|api key|access key|secret|token"
                         r"|credentials?|pin|(?:door|access|entry|gate|locker) code"
                         r"|account (?:id|number)"
@@ -58,7 +74,12 @@ CUES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
                            r"|usually\s+|always\s+)?(?:prefer|like|love|hate|dislike|enjoy"
                            r"|can'?t stand)\b|\b(?:prefers|likes|loves|hates|dislikes)\b"
                            r"|\bfavou?rite\b|\b(?:i'?d|would) rather\b|\bpreference\b")),
-    (CONSTRAINTS, 2.0, _rx(r"\b(?:must|mustn'?t|never|always|required?|requirement|mandatory"
+    # "Must" that guesses ("that must have been fun") and "always"/"never" inside a
+    # sentence ("I'll never forget it") are not rules.
+    (CONSTRAINTS, 2.0, _rx(r"\bmust\b(?!\s+(?:have|'ve|feel|be\s+(?:so|really|very|such|quite"
+                           r"|pretty|a|an)\b))|^(?:please\s+)?(?:never|always)\b"
+                           r"|\bshould (?:always|never)\b"
+                           r"|\b(?:mustn'?t|required?|requirement|mandatory"
                            r"|not allowed|forbidden|prohibited|only (?:use|allowed)|deadline"
                            r"|due (?:by|on)|no later than|at most|at least|limit(?:ed)? to"
                            r"|maximum|minimum|(?:cannot|can'?t) (?:be|use|exceed|access|touch)"
@@ -84,6 +105,7 @@ CUES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
                         r"|lesson|insight|discovered|noticed|caused by|the trick is)\b")),
     (STATE, 1.3, _rx(r"\b(?:currently|right now|at the moment|status|is now|are now|as of|so far"
                      r"|remaining|blocked|failing|broken|is down|is up|running on|stands at)\b")),
+    (CRITICAL, 1.0, _rx(r"\b(?:important(?:ly)?|critical|crucial)\b")),
     (CRITICAL, 1.0, _rx(r"\b(?:my name is|call me|i live|i work|i'?m based|stored (?:in|at)"
                         r"|located|lives (?:in|at|on)|is called|is named|address|phone"
                         r"|e-?mail|port|host|server|database|branch|repo(?:sitory)?|endpoint"
@@ -104,6 +126,10 @@ _DATE = _rx(r"\b\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2})?\b|\b\d{1,2}/\d{1,2}/\d{2,4
             rf"|\b\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{_MONTHS}\b"
             r"|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b"
             r"|\b\d{1,2}:\d{2}\b|\b\d{1,2} ?(?:am|pm)\b|\bq[1-4] \d{4}\b")
+#: When something happened, said relative to the day it was said.
+_WHEN = _rx(r"\b(?:yesterday|tomorrow|tonight|(?:last|next|this) (?:week|weekend|month|year"
+            r"|night|summer|winter|spring|fall|\w+day)|(?:\d+|a|an|one|two|three|four|five|a few"
+            r"|several) (?:days?|weeks?|months?|years?) ago|since \d{4})\b")
 _PATH = _rx(r"https?://\S+|~/\S+|\b[\w.-]+(?:/[\w.-]+)+/?|\b[\w-]+\.(?:py|js|ts|tsx|md|json"
             r"|ya?ml|toml|txt|sh|go|rs|sql|csv|env|conf|cfg|ini|html|css|lock|log|pdf)\b")
 _EMAIL = _rx(r"\b[\w.+-]+@[\w-]+\.[\w.]+\b")
@@ -132,7 +158,7 @@ _FILLER_WORDS = frozenset(
     "interesting point idea question and but so also well then too again all for with very "
     "really much lot indeed today now here there great job work excellent amazing super "
     "wonderful love lovely brilliant fantastic appreciate appreciated much far thing things "
-    "sounds stuff".split()
+    "sounds stuff agree agreed totally exactly true".split()
 )
 _STOP = frozenset(
     "a an the and or but if then so to of in on at by for with from as is are was were be "
@@ -143,7 +169,9 @@ _STOP = frozenset(
     "own same than now up down out off again once summary summarize summarise conversation "
     "following include including focus keep facts key important format concise context "
     "history messages message details detail information thing things sure look okay great "
-    "good nice well stuff pretty quite lot bit".split()
+    "good nice well stuff pretty quite lot bit i'll i've i'm i'd we'll we've we're we'd "
+    "you'll you've you're you'd they're they've it's that's there's what's let's never "
+    "always ever".split()
 )
 _COMMON_CAPS = frozenset(
     "I I'm I'll I've I'd OK Okay Ok Mr Mrs Ms Dr Sir Yes No The A An It This That We You "
@@ -159,6 +187,21 @@ _NAME_SUBJECT = re.compile(
     r"|asked|owns|leads|joined|moved|is allergic|was born|turns)\b"
 )
 MAX_SPECIFICITY = 3.5
+#: Someone (I, we, my sister, a name) did, does or will do something: who did what.
+_AGENCY = re.compile(
+    r"\b(?:I|I'm|I've|I'll|we|we're|we've|we'll|[Mm]y \w+|[Oo]ur \w+|[A-Z][a-z]+)\s+"
+    r"(?:just\s+|finally\s+|recently\s+|also\s+|already\s+|actually\s+)?"
+    r"(?:\w{3,}ed|went|took|got|made|bought|saw|met|ran|began|found|gave|won|lost|left|"
+    r"moved|joined|adopted|visited|tried|finished|applied|signed|started|read|wrote|"
+    r"am going to|'m going to|going to|will|plan(?:ning)? to|have|has|had|own|live|work"
+    r"|teach|study|play)\b")
+#: Reactions to what the other person said ("That's so cool!", "You're so brave").
+_REACTION = _rx(r"^(?:you|your|you'?re|you'?ve|that|that'?s|it|it'?s|this|what an?|how|wow"
+                r"|aww?|so|such|congrats|congratulations)\b")
+_FIRST_PERSON = _rx(r"\b(?:i|i'm|i've|i'll|i'd|me|my|we|we're|we've|our|us)\b")
+#: A name at either end of a sentence, set off by a comma: said to someone, not about them.
+_VOCATIVE_END = re.compile(r",\s*[A-Z][a-z]+\s*[.!?…]*$")
+_VOCATIVE_START = re.compile(r"^(?:\w+\s+)?[A-Z][a-z]+,\s*")
 _ABBREVIATIONS = frozenset("e.g i.e etc vs mr mrs ms dr st no approx fig inc ltd jr sr".split())
 _SPLIT = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`~/])")
 _BULLET = re.compile(r"^\s*(?:[-*•>+]|\d{1,2}[.)]|#{1,6})\s+")
@@ -204,6 +247,28 @@ def strip_discourse(sentence: str) -> str:
     return stripped if len(words(stripped)) >= 3 else sentence
 
 
+def rarity(sentences: Sequence[str]) -> list[float]:
+    """How rare each sentence's content words are among ``sentences``, 0 to 1: the mean
+    inverse document frequency of its two rarest words (a word in one sentence of a
+    thousand weighs 1, a word in every sentence 0)."""
+    bags = [content_words(s) for s in sentences]
+    frequency = Counter(w for bag in bags for w in bag)
+    scale = math.log(max(len(bags), 2))
+    # In a short span every word is rare: rarity says little until there are many.
+    trust = min(len(bags) / RARITY_SPAN, 1.0)
+    out = []
+    for bag in bags:
+        weights = sorted((math.log(len(bags) / frequency[w]) / scale for w in bag),
+                         reverse=True)[:2]
+        out.append(trust * min(sum(weights) / 2, 1.0) if weights else 0.0)
+    return out
+
+
+def without_vocatives(sentence: str) -> str:
+    """``sentence`` without the name it is addressed to ("Thanks, Mel!" → "Thanks")."""
+    return _VOCATIVE_START.sub("", _VOCATIVE_END.sub("", sentence))
+
+
 def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
@@ -229,13 +294,18 @@ def _strip_possessive(word: str) -> str:
     return re.sub(r"['’]s$", "", word)
 
 
-def specificity(sentence: str, names: set[str]) -> float:
-    """Points for concrete content: dates, paths, ids, numbers, names, quotes."""
+def specificity(sentence: str, names: set[str],
+                ignore: frozenset[str] = frozenset()) -> float:
+    """Points for concrete content: dates, paths, ids, numbers, names, quotes. Names in
+    ``ignore`` (the people talking) and names someone is addressed by do not count."""
     score = 0.0
+    sentence = without_vocatives(sentence)
     rest = sentence
     if _DATE.search(rest):
         score += 1.5
         rest = _DATE.sub(" ", rest)
+    if _WHEN.search(rest):
+        score += 1.0
     if _EMAIL.search(rest):
         score += 1.5
         rest = _EMAIL.sub(" ", rest)
@@ -256,7 +326,7 @@ def specificity(sentence: str, names: set[str]) -> float:
         proper += 1
     for match in _CAPITAL.finditer(sentence):
         name = _strip_possessive(match.group())
-        if name in _COMMON_CAPS:
+        if name in _COMMON_CAPS or name in ignore:
             continue
         mid = match.start() > 0
         if mid or name in names or match.group() != name:
@@ -265,11 +335,11 @@ def specificity(sentence: str, names: set[str]) -> float:
 
 
 def classify(sentence: str) -> tuple[str, float]:
-    """The section of the first cue that matches, and its weight (Critical, 0 if none)."""
+    """The section of the first cue that matches, and its weight (Facts, 0 if none)."""
     for section, weight, pattern in CUES:
         if pattern.search(sentence):
             return section, weight
-    return CRITICAL, 0.0
+    return FACTS, 0.0
 
 
 def score_sentence(
@@ -279,19 +349,33 @@ def score_sentence(
     names: set[str],
     recency: float = 0.0,
     focus: set[str] | None = None,
+    rarity: float = 0.0,
+    ignore: frozenset[str] = frozenset(),
 ) -> Scored:
     """Section and salience of one sentence said by ``role`` ("user", "assistant", ...).
 
     ``recency`` is the sentence's position in the span, 0 (oldest) to 1 (newest);
-    ``focus`` holds words from the caller's instructions that earn a small bonus.
+    ``focus`` holds words from the caller's instructions that earn a small bonus;
+    ``rarity`` is how rare its words are in the span (0 to 1); names in ``ignore``
+    (the people talking) are not specific content.
     """
     text = sentence.strip()
-    if not text or is_filler(text):
+    if not text or is_filler(without_vocatives(text)):
         return Scored(None, 0.0)
-    section, score = classify(text)
-    specific = specificity(text, names)
-    score += specific
+    section, cue = classify(text)
+    specific = specificity(text, names, ignore)
+    agency = bool(_AGENCY.search(text))
+    # Who did what counts when what they did is concrete or rare in the span.
+    did = agency and (specific > 0 or rarity >= RARE)
+    information = specific + RARITY_WEIGHT * rarity + (AGENCY_WEIGHT if did else 0.0)
+    if cue < EXPLICIT_CUE:
+        # A cue word with little behind it ("Agreed!", "so important") is not news.
+        cue = min(cue, information + CUE_MARGIN)
+    score = cue + information
     n_words = len(words(text))
+    if specific == 0 and not _FIRST_PERSON.search(text) and (
+            _REACTION.match(text) or not agency):
+        score -= 0.6  # a reaction or a generic remark, about nobody in particular
     if specific == 0 and len(content_words(text)) < 3:
         score -= 1.0  # vague: "I'll keep that in mind", "we should look into it"
     if text.endswith("?") or (_QUESTION_START.match(text) and not text.endswith(".")):

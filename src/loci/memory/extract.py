@@ -25,12 +25,15 @@ from typing import Protocol
 from loci.llm._transcript import without_injected_lines
 from loci.llm.base import ChatModel
 from loci.memory.tags import parse_reply
-from loci.models import Event
-from loci.search.conversation import speaker
+from loci.models import Event, speaker
 
 _FENCED = re.compile(r"```.*?```|~~~.*?~~~", re.DOTALL)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 MAX_FACT_CHARS = 300
+_RELATIVES = (r"my\s+(?:wife|husband|partner|son|daughter|kids?|children|dog|cat|pets?|puppy"
+              r"|kitten|co-?founder|boss|manager|team|mom|mother|dad|father|parents?|sister"
+              r"|brother|siblings?|grand\w+|aunt|uncle|cousin|(?:best\s+)?friends?|girlfriend"
+              r"|boyfriend|fianc[eé]e?)")
 #: Words before a fact that say nothing themselves ("Hi! Oh, by the way, I ...").
 _GREETING = re.compile(r"^(?:(?:hi|hey|hello|oh|wow|well|so|yeah|yes|haha|by the way|btw)"
                        r"\b[\s,!.]*)+", re.IGNORECASE)
@@ -43,15 +46,18 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("sticky", "identity", r"\b(?:my name is|call me|i am|i'm)\s+(?-i:[A-Z])[\w'-]+"),
         ("sticky", "identity", r"\bi(?:'m| am)\s+(?:an?|the)\s+\w+"),
         ("sticky", "identity", r"\bi\s+(?:live|work|am based|'m based)\s+(?:in|at|for)\b"),
-        ("sticky", "identity", r"\bmy\s+(?:wife|husband|partner|son|daughter|kids?|children"
-                               r"|dog|cat|pets?|puppy|kitten|co-?founder|boss|manager|team|mom"
-                               r"|mother|dad|father|parents?|sister|brother|siblings?|grand\w+"
-                               r"|aunt|uncle|cousin|(?:best\s+)?friends?|girlfriend|boyfriend"
-                               r"|fianc[eé]e?)\b"),
+        # Who someone's relatives are is lasting; "my kids loved it" is an event.
+        ("sticky", "identity", rf"\b{_RELATIVES}(?:'s)?\s+(?:is|are|was|lives|lived|works"
+                               r"|worked|studies|moved|turns|turned|has|had|called|named)\s+"
+                               r"(?:an?\b|the\b|my\b|in\b|at\b|for\b|called\b|named\b"
+                               r"|\d|(?-i:[A-Z]))"),
         ("sticky", "possession", r"\bi\s+(?:have|own|got|bought|adopted)\s+(?:a|an|my|two"
                                  r"|three|\d+)\s"),
         ("user_preference", "preference",
-         r"\bi\s+(?:really\s+)?(?:prefer|like|love|hate|dislike|enjoy|want|need)\b"),
+         # Saying what: "I love it!" and "I want to tell you" are not preferences.
+         r"\bi\s+(?:really\s+)?(?:prefer|like|love|hate|dislike|enjoy)\s+(?!(?:it|that|this"
+         r"|them|to|you)(?:\s+(?:so\s+much|a\s+lot|too))?[\s.!,]*$)"
+         r"|\bi\s+(?:really\s+)?(?:want|need)\s+(?!to\b)"),
         ("user_preference", "preference",
          r"^(?:please\s+)?(?:keep|make|use|answer|reply|respond)\b.*\b(?:short|concise|brief|"
          r"bullet|detailed|formal|casual|english|language)\b"),
@@ -61,6 +67,7 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"|travel?led|painted|won|graduated|met|signed up|volunteered|learned|celebrated)\b"),
         ("project_context", "plan",
          r"\bi(?:'m| am)\s+(?:going|planning|hoping)\s+to\b|\bi\s+(?:plan|intend|hope)\s+to\b"),
+        ("project_context", "relationship", rf"\b{_RELATIVES}\b"),
         ("project_context", "decision",
          r"\b(?:we|i)\s+(?:decided|agreed|chose|will go with|'ll go with|settled on)\b|"
          r"^(?:decision|let'?s go with|let'?s use)\b"),

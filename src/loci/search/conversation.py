@@ -30,6 +30,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from loci.models import speaker
+
 #: How many preceding events of the session are indexed with an event.
 CONTEXT_TURNS = 2
 #: Characters of each preceding event's line kept in the context.
@@ -43,14 +45,6 @@ MAX_VISITS = 10_000
 _PATHLIKE = re.compile(r"[^\s'\"`]*[\w-][/.][\w-][^\s'\"`]*")
 _SEPARATORS = re.compile(r"[/.]+")
 _ATTACHMENT_KEYS = ("caption", "alt", "title", "name", "text")
-
-
-def speaker(metadata: Mapping[str, Any] | None) -> str | None:
-    """The ``name`` of whoever wrote the event, if the metadata says."""
-    name = _mapping(metadata).get("name")
-    if isinstance(name, str) and name.strip():
-        return " ".join(name.split())[:EXTRA_CHARS]
-    return None
 
 
 def captions(metadata: Mapping[str, Any] | None) -> list[str]:
