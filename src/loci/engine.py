@@ -62,11 +62,13 @@ from loci.search.retriever import Retriever
 from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store, open_store
 from loci.timeutil import Clock, utc_now
-from loci.tokens import TokenCounter, context_window, known_window, token_counter
+from loci.tokens import TokenCounter, known_window, token_counter
 
 log = logging.getLogger("loci")
 EVENT_FIELDS = frozenset({"type", "role", "content", "timestamp", "tool_name", "tool_call_id",
                           "args", "metadata"})
+#: The smallest context window a call may ask for.
+MIN_WINDOW = 512
 _NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
 
 
@@ -375,34 +377,42 @@ class Loci:
         return Workspace(dirs)
 
     def compile(
-        self, session: str | None, message: str | None = None, *, model: str | None = None
+        self, session: str | None, message: str | None = None, *, model: str | None = None,
+        window: int | None = None,
     ) -> CompiledContext:
         """Compile the context for the next LLM call of ``session`` around ``message``
-        (compacting the session first when the policy says so)."""
+        (compacting the session first when the policy says so). ``window`` overrides the
+        model's context window for this call."""
+        window = check_window(window)
         decision = Decision.NONE
         if session is not None:
             check_name("session", session)
             decision, _ = self.compaction.maybe_compact(session, model=model,
-                                                        before_compile=True)
-        return self._compile(session, message, model, flush=decision is Decision.FLUSH)
+                                                        before_compile=True, window=window)
+        return self._compile(session, message, model, window, flush=decision is Decision.FLUSH)
 
     def compile_unless_compacting(
-        self, session: str, message: str | None = None, *, model: str | None = None
+        self, session: str, message: str | None = None, *, model: str | None = None,
+        window: int | None = None,
     ) -> CompiledContext | None:
         """``compile``, or None when the session must be compacted first. Without
         compaction a compile only reads and computes (the server runs it on its event
         loop); compacting writes and may wait on an LLM."""
         check_name("session", session)
-        decision = self.compaction.decide(session, model=model, before_compile=True)
+        window = check_window(window)
+        decision = self.compaction.decide(session, model=model, before_compile=True,
+                                          window=window)
         if decision in COMPACTING:
             return None
-        return self._compile(session, message, model, flush=decision is Decision.FLUSH)
+        return self._compile(session, message, model, window, flush=decision is Decision.FLUSH)
 
     def _compile(
-        self, session: str | None, message: str | None, model: str | None, *, flush: bool
+        self, session: str | None, message: str | None, model: str | None,
+        window: int | None, *, flush: bool,
     ) -> CompiledContext:
         model = model or self.settings.model
-        window = context_window(model, self.settings.models)
+        given = window
+        window = self.compaction.window(model, window)
         layers, sections = configure(self.settings.context_layers,
                                      self.settings.context_budgets)
         workspace = self.workspace()
@@ -424,7 +434,7 @@ class Loci:
         )
         counter = token_counter(model, self.settings.tokenizer)
         compiled = ContextCompiler(counter).compile(ctx, request)
-        if known_window(model, self.settings.models) is None:
+        if given is None and known_window(model, self.settings.models) is None:
             compiled.warnings.append(unknown_model(model, window))
         return compiled
 
@@ -464,6 +474,14 @@ class Loci:
             self.store.delete_state(self.scope, key)
         else:
             self.store.set_state(self.scope, key, focus.to_json(), self.clock())
+
+
+def check_window(window: int | None) -> int | None:
+    """A per-call context window: a whole number of tokens, at least ``MIN_WINDOW``."""
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                               or window < MIN_WINDOW):
+        raise ValidationError(f"window must be a whole number of tokens >= {MIN_WINDOW}")
+    return window
 
 
 @lru_cache(maxsize=64)

@@ -145,6 +145,8 @@ def test_context_formats(home: Path, capsys: pytest.CaptureFixture[str]) -> None
     args = ("context", "s", "--format", "json", "--model", "claude-opus-4-6")
     data = json.loads(run(capsys, *args)[1])
     assert data["window"] == 200_000 and data["layers"]
+    data = json.loads(run(capsys, *args, "--window", "9000")[1])
+    assert data["window"] == 9000
 
 
 def test_tokens_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -265,7 +265,8 @@ def test_a_chat_model_is_asked_for_the_trail_and_dated_facts(home: Path, clock: 
             "## Commands\n- `ls` → exit 0")
     [request] = model.requests
     system, user = request[0]["content"], request[1]["content"]
-    for section in ("Files", "Edits", "Errors", "Commands", "Decisions", "lookup hints"):
+    for section in ("Files", "Edits", "Errors", "Commands", "Decisions", "Facts",
+                    "[8 May 2023] Name: fact", "lookup hints"):
         assert section in system
     assert "## Files\n- Read: a.py" in user  # the earlier summary, to merge
     assert f"[{clock.now:%Y-%m-%d %H:%M}] Ana: Fix the build." in user

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from loci import BudgetExceededError, Loci, load_settings
+from loci import BudgetExceededError, Loci, ValidationError, load_settings
 from loci.context.focus import Criterion, Focus
 from loci.context.templates import write_workspace
 from loci.models import Document
@@ -307,3 +307,20 @@ def test_untouched_templates_and_comments_stay_out_of_the_prompt(
     assert "## About the user (USER.md)\n# User\n\n- Name: Maya" in text
     assert "- Role:" not in text
     assert "## Other agents\n- Researcher: Finds sources." in text
+
+
+def test_a_window_given_per_call_wins_and_compacts_to_fit(loci: Loci) -> None:
+    for n in range(40):
+        loci.add("s", "user", f"Step {n}: the reactor log line {n} says pressure {n * 7} kPa. "
+                 + "More detail about it. " * 20)
+        loci.add_reply("s", f"Noted step {n}.")
+    wide = loci.compile("s", "status?", model="ollama/mystery-9b:q4", window=200_000)
+    assert wide.window == 200_000 and not wide.warnings  # the caller said the window
+    assert loci.compactions("s") == []
+    narrow = loci.compile("s", "status?", window=4_000)
+    assert narrow.window == 4_000 and narrow.total_tokens <= 4_000
+    assert len(loci.compactions("s")) == 1  # compacted for this window, not cut
+    assert "[CONTEXT SUMMARY]" in narrow.to_text()
+    for bad in (0, 100, 2.5, True):
+        with pytest.raises(ValidationError, match="window"):
+            loci.compile("s", "x", window=bad)  # type: ignore[arg-type]

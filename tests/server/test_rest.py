@@ -96,6 +96,9 @@ def test_context_compile_with_explain_and_formats(client: TestClient) -> None:
     assert text["messages"].startswith("[system]")
     bad = client.post("/api/sessions/work/context", json={"format": "xml"})
     assert bad.status_code == 422
+    sized = client.post("/api/sessions/work/context", json={"window": 6000}).json()
+    assert sized["window"] == 6000
+    assert client.post("/api/sessions/work/context", json={"window": 10}).status_code == 422
 
 
 def test_context_compacts_a_session_over_the_threshold_first(client: TestClient) -> None:

@@ -58,18 +58,21 @@ class CompactionService:
         """Section budgets from settings (read once: every compile asks for the budget)."""
         return configure(self.settings.context_layers, self.settings.context_budgets)[1]
 
-    def history_budget(self, model: str | None = None) -> int:
+    def window(self, model: str | None = None, window: int | None = None) -> int:
+        """The context window of a call: ``window`` if given, else the model's."""
+        return window or context_window(model or self.settings.model, self.settings.models)
+
+    def history_budget(self, model: str | None = None, window: int | None = None) -> int:
         """The history budget of a compile for ``model`` (``layers.history_budget``)."""
-        window = context_window(model or self.settings.model, self.settings.models)
-        return history_budget(window, int(window * self.settings.context_target),
-                              self._sections)
+        size = self.window(model, window)
+        return history_budget(size, int(size * self.settings.context_target), self._sections)
 
     def compact(
         self, session: str, *, model: str | None = None, strategy: str = "full",
-        instructions: str | None = None, dry_run: bool = False,
+        instructions: str | None = None, dry_run: bool = False, window: int | None = None,
     ) -> CompactionResult:
         model = model or self.settings.model
-        history = self.history_budget(model)
+        history = self.history_budget(model, window)
         compactor = Compactor(
             self.store, self.scope, token_counter(model, self.settings.tokenizer),
             self.policy, self.summarizer, self.clock, self.flush,
@@ -77,34 +80,36 @@ class CompactionService:
                                int(history * SUMMARY_SHARE)),
             preserve_cap=int(history * PRESERVE_SHARE),
         )
-        return compactor.compact(session, context_window(model, self.settings.models),
-                                 strategy=strategy, instructions=instructions, dry_run=dry_run)
+        return compactor.compact(session, self.window(model, window), strategy=strategy,
+                                 instructions=instructions, dry_run=dry_run)
 
     def decide(self, session: str, *, model: str | None = None,
-               before_compile: bool = False) -> Decision:
+               before_compile: bool = False, window: int | None = None) -> Decision:
         activity = self.store.session_activity(self.scope, session)
         if activity is None:
             return Decision.NONE
         tokens, last = activity
-        window = context_window(model or self.settings.model, self.settings.models)
         idle = (self.clock() - last).total_seconds()
-        decision = self.policy.decide(tokens, window, idle_seconds=idle,
+        decision = self.policy.decide(tokens, self.window(model, window), idle_seconds=idle,
                                       before_compile=before_compile)
         if decision is Decision.NONE and self.policy.auto and (
-                tokens > self.history_budget(model)):
+                tokens > self.history_budget(model, window)):
             # Compact (and summarize) rather than let the compiler drop turns.
             return Decision.EMERGENCY if before_compile else Decision.COMPACT
         return decision
 
     def maybe_compact(
-        self, session: str, *, model: str | None = None, before_compile: bool = False
+        self, session: str, *, model: str | None = None, before_compile: bool = False,
+        window: int | None = None,
     ) -> tuple[Decision, CompactionResult | None]:
         """Compact if the policy says so: a full compaction at the thresholds, masking
         first when idle (sleep-time), and a memory flush when auto-compaction is off."""
-        decision = self.decide(session, model=model, before_compile=before_compile)
+        decision = self.decide(session, model=model, before_compile=before_compile,
+                               window=window)
         if decision in COMPACTING:
             strategy = "auto" if decision is Decision.SLEEP else "full"
-            return decision, self.compact(session, model=model, strategy=strategy)
+            return decision, self.compact(session, model=model, strategy=strategy,
+                                          window=window)
         if decision is Decision.FLUSH and not before_compile:
             self._flush_new(session)
         return decision, None

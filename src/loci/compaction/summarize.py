@@ -15,9 +15,10 @@ continue without it. Use these sections, skipping empty ones:
 Files (read and edited), Edits (file and what changed), Errors (verbatim), Commands \
 (each with its outcome: exit code, error or result line), Completed work, Current \
 state, In-progress tasks, Next steps, Constraints, Critical context, Decisions, Action \
-items, Insights, Preferences.
+items, Insights, Preferences, Facts (events, possessions, relationships, plans, likes).
 Keep names, numbers, identifiers, paths, commands and dates exactly as written; say who \
-said or did each thing and when. A newer statement about the same thing replaces the \
+said or did each thing and when, as "- [8 May 2023] Name: fact" with the day written where \
+it changes. A newer statement about the same thing replaces the \
 older one. Merge the summary of the earlier conversation in, keeping its facts and its \
 sections. End with lookup hints: words to search the archived history for details.
 Do NOT include routine greetings or small talk, boilerplate instructions, or redundant \

@@ -35,6 +35,8 @@ class EventIn(BaseModel):
 class ContextIn(BaseModel):
     message: str | None = None
     model: str | None = None
+    #: Overrides the model's context window for this call.
+    window: int | None = Field(None, ge=512, le=10_000_000)
     format: Literal["openai", "anthropic", "text"] = "openai"
 
 
@@ -64,10 +66,10 @@ async def compile_context(request: Request, loci: Engine, session: str, body: Co
     # CPU per compile in 6 paired runs, median 6%); compacting may wait on an LLM, so it
     # gets a thread.
     compiled = await hub_of(request).run(lambda: loci.compile_unless_compacting(
-        session, body.message, model=body.model))
+        session, body.message, model=body.model, window=body.window))
     if compiled is None:
         compiled = await run_in_threadpool(loci.compile, session, body.message,
-                                           model=body.model)
+                                           model=body.model, window=body.window)
     result = compiled.to_dict()
     if body.format == "anthropic":
         result["messages"] = compiled.to_anthropic()

@@ -17,18 +17,20 @@ from loci.tokens import context_window, heuristic_count, token_counter
 @click.argument("session")
 @click.argument("message", required=False)
 @click.option("--model", help="Model to compile for (window and tokenizer).")
+@click.option("--window", type=click.IntRange(min=512),
+              help="Context window in tokens for this call (default: the model's).")
 @click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "text", "json"]),
               default="text", show_default=True)
 @click.option("--explain", is_flag=True, help="Show each layer's tokens, budget and items.")
 @click.option("--json", "as_json", is_flag=True, help="With --explain: the explain view as JSON.")
 @scoped
 def context(
-    loci: Loci, session: str, message: str | None, model: str | None, fmt: str, explain: bool,
-    as_json: bool,
+    loci: Loci, session: str, message: str | None, model: str | None, window: int | None,
+    fmt: str, explain: bool, as_json: bool,
 ) -> None:
     """Compile the context of SESSION's next LLM call, around MESSAGE."""
     loci.session(session)
-    compiled = loci.compile(session, message, model=model)
+    compiled = loci.compile(session, message, model=model, window=window)
     if explain and as_json:
         data = compiled.to_dict()
         print_json({k: v for k, v in data.items() if k != "messages"})
