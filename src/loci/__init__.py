@@ -29,6 +29,7 @@ from loci.models import (
     Skill,
     StateItem,
 )
+from loci.runtime import Runtime
 from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store, open_store
 from loci.tokens import TokenCounter, context_window, token_counter
@@ -52,6 +53,7 @@ __all__ = [
     "Memory",
     "NotFoundError",
     "ProviderError",
+    "Runtime",
     "Scope",
     "SearchFilters",
     "SearchHit",

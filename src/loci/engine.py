@@ -12,23 +12,21 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from loci.compaction.compactor import STRATEGIES, CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
-from loci.compaction.service import CompactionService, chat_model_from
+from loci.compaction.service import CompactionService
 from loci.context.compiled import CompiledContext
 from loci.context.compiler import CompileRequest, ContextCompiler
 from loci.context.focus import STATE_PREFIX as FOCUS_PREFIX
 from loci.context.focus import Focus
-from loci.context.history import LiveEvents
 from loci.context.layers import configure
 from loci.context.sources import BuildContext, agent_spec, skill_items
 from loci.context.workspace import Workspace
-from loci.embeddings import make_embedder
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import dump_jsonl, new_event, parse_jsonl
 from loci.indexing import Indexer
@@ -57,10 +55,9 @@ from loci.models import (
     SessionInfo,
     StateItem,
 )
-from loci.search.fusion import FusionConfig
-from loci.search.retriever import Retriever
+from loci.runtime import Runtime
 from loci.settings import Settings, load_settings
-from loci.store import SearchFilters, Store, open_store
+from loci.store import SearchFilters, Store
 from loci.timeutil import Clock, utc_now
 from loci.tokens import TokenCounter, known_window, token_counter
 
@@ -102,28 +99,44 @@ class Loci:
         settings: Settings | None = None,
         *,
         store: Store | None = None,
-        clock: Clock = utc_now,
+        clock: Clock | None = None,
         indexer: Indexer | None = None,
+        runtime: Runtime | None = None,
+        user: str | None = None,
+        agent: str | None = None,
     ) -> None:
-        self.settings = settings or load_settings()
+        """A view of one scope of ``runtime`` (``Runtime.scope``), or, without one, of a
+        runtime built here from ``settings``, ``store`` and ``indexer`` and closed with it."""
+        self._owns_runtime = runtime is None
+        self.runtime = runtime or Runtime(settings, store=store, clock=clock or utc_now,
+                                          indexer=indexer)
+        base = self.runtime.settings
+        self.settings = base.with_overrides(user=user, agent=agent) if user or agent else base
         self.scope = Scope(
             check_name("user", self.settings.user), check_name("agent", self.settings.agent)
         )
-        self.store = store or open_store(self.settings.store_url)
-        self._owns_store = store is None
-        self.clock = clock
+        self.store = self.runtime.store
+        self.clock = clock or self.runtime.clock
+        self.indexer = self.runtime.indexer
+        self.retriever = self.runtime.retriever
+        self.chat = self.runtime.chat
         self.counter: TokenCounter = token_counter(self.settings.model, self.settings.tokenizer)
-        self.indexer = indexer or _make_indexer(self.settings, self.store)
-        self.retriever = Retriever(self.store, self.indexer, _fusion(self.settings))
-        self.chat = chat_model_from(self.settings)
-        self._live_events = LiveEvents()
-        # Services read the time through the facade, so a clock set later is theirs too.
-        self.knowledge = KnowledgeBase(self.store, self.scope, self.retriever, self.indexer,
-                                       self._now)
-        self.compaction = CompactionService(self.store, self.scope, self.settings, self._now,
-                                            self._flush, self.chat)
+
+    # Services are built on first use, so that a view costs nothing until it works; they
+    # read the time through the view, so a clock set later is theirs too.
+    @cached_property
+    def knowledge(self) -> KnowledgeBase:
+        return KnowledgeBase(self.store, self.scope, self.retriever, self.indexer, self._now)
+
+    @cached_property
+    def compaction(self) -> CompactionService:
+        return CompactionService(self.store, self.scope, self.settings, self._now,
+                                 self._flush, self.chat)
+
+    @cached_property
+    def memories_service(self) -> MemoryService:
         mirror_root = self.settings.workspace or self.settings.home
-        self.memories_service = MemoryService(
+        return MemoryService(
             self.store, self.scope, self.indexer, self._now, self.settings.memory_types,
             Mirror(mirror_root, self.scope) if self.settings.memory_mirror else None,
         )
@@ -134,17 +147,18 @@ class Loci:
         return cls(load_settings(**settings), clock=clock)
 
     def for_scope(self, user: str | None = None, agent: str | None = None) -> Loci:
-        """The same store seen as another user or agent."""
-        settings = self.settings.with_overrides(user=user, agent=agent)
-        other = Loci(settings, store=self.store, clock=self.clock, indexer=self.indexer)
-        return other
+        """The same runtime seen as another user or agent (this view's clock)."""
+        return Loci(runtime=self.runtime, user=user or self.settings.user,
+                    agent=agent or self.settings.agent, clock=self.clock)
 
     def _now(self) -> datetime:
         return self.clock()
 
     def close(self) -> None:
-        if self._owns_store:
-            self.store.close()
+        """Close the runtime if this view built it (``Loci.open``); a scope's view of a
+        shared runtime leaves it open."""
+        if self._owns_runtime:
+            self.runtime.close()
 
     def __enter__(self) -> Loci:
         return self
@@ -427,7 +441,8 @@ class Loci:
         )
         compactions = len(self.store.list_compactions(self.scope, session)) if session else 0
         if session is not None:
-            ctx.events = self._live_events.get(self.store, self.scope, session, compactions)
+            ctx.events = self.runtime.live_events.get(self.store, self.scope, session,
+                                                      compactions)
         request = CompileRequest(
             model=model, window=window, budget=int(window * self.settings.context_target),
             layers=layers, sections=sections, compactions=compactions,
@@ -491,25 +506,3 @@ def unknown_model(model: str, window: int) -> str:
             f'in loci.toml: [models] "{model}" = 32768')
     log.warning(text)
     return text
-
-
-def _make_indexer(settings: Settings, store: Store) -> Indexer | None:
-    if settings.embedding_provider.strip().lower() == "none":
-        return None
-    local = settings.embedding_provider.strip().lower() == "local"
-    embedder = make_embedder(
-        settings.embedding_provider, model=settings.embedding_model,
-        base_url=settings.embedding_base_url, api_key=settings.embedding_api_key,
-        threads=settings.embedding_threads or None,
-        cache=settings.model_cache if local else None,
-    )
-    return Indexer(store, embedder)
-
-
-def _fusion(settings: Settings) -> FusionConfig:
-    return FusionConfig(
-        method=settings.search_fusion, vector_weight=settings.search_vector_weight,
-        keyword_weight=settings.search_keyword_weight,
-        recency_weight=settings.search_recency_weight,
-        recency_half_life_days=settings.search_recency_half_life_days,
-    )

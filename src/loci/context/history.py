@@ -16,6 +16,7 @@ half budget of new conversation (compaction normally runs long before that).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -153,10 +154,14 @@ class LiveEvents:
         self._entries: OrderedDict[tuple[str, str, str], tuple[int, list[Event]]] = (
             OrderedDict())
         self._size = sessions
+        # Shared by the scopes of a runtime, which compile in several threads; the
+        # store is read outside the lock.
+        self._lock = threading.Lock()
 
     def get(self, store: Store, scope: Scope, session: str, compactions: int) -> list[Event]:
         key = (scope.tenant, scope.agent, session)
-        entry = self._entries.pop(key, None)
+        with self._lock:
+            entry = self._entries.get(key)
         if entry is not None and entry[0] == compactions:
             events = entry[1]
             after = events[-1].id if events else 0
@@ -164,7 +169,9 @@ class LiveEvents:
                                                 after_id=after)
         else:
             events = store.list_events(scope, session, include_archived=False)
-        self._entries[key] = (compactions, events)
-        while len(self._entries) > self._size:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[key] = (compactions, events)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
         return events

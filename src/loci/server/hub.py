@@ -24,6 +24,7 @@ from loci.engine import Loci, check_name
 from loci.errors import AuthError, ForbiddenError
 from loci.keys import check_key, hash_key
 from loci.models import ApiKey, Scope
+from loci.runtime import Runtime
 from loci.settings import Settings
 from loci.store import Store
 from loci.timeutil import Clock, utc_now
@@ -55,9 +56,10 @@ class Hub:
 
     def __init__(self, settings: Settings, *, store: Store | None = None,
                  clock: Clock = utc_now) -> None:
-        self.base = Loci(settings, store=store, clock=clock)
-        self.settings = self.base.settings
-        self.store = self.base.store
+        self.runtime = Runtime(settings, store=store, clock=clock)
+        self.base = self.runtime.scope()
+        self.settings = self.runtime.settings
+        self.store = self.runtime.store
         self._engines: OrderedDict[Scope, Loci] = OrderedDict()
         self._lock = threading.Lock()
         self._keys_checked = 0.0
@@ -75,7 +77,7 @@ class Hub:
             if engine is not None:
                 self._engines.move_to_end(scope)
                 return engine
-        engine = self.base.for_scope(scope.tenant, scope.agent)
+        engine = self.runtime.scope(scope.tenant, scope.agent)
         with self._lock:
             engine = self._engines.setdefault(scope, engine)
             while len(self._engines) > self.settings.server_cache_scopes:
@@ -148,4 +150,4 @@ class Hub:
         return key
 
     def close(self) -> None:
-        self.base.close()
+        self.runtime.close()

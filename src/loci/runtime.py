@@ -1,0 +1,109 @@
+"""The process-wide runtime: what is built once from settings and shared by every scope.
+
+A ``Runtime`` owns the store, the embedder (through the indexer), the retriever, the chat
+model, the typed configurations read from settings and the cache of live events, and
+closes them all. ``runtime.scope(user, agent)`` returns a light ``Loci`` view of one
+scope: building one costs no model, client or connection, so a server may open one per
+request.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from loci.compaction.service import chat_model_from
+from loci.context.history import LiveEvents
+from loci.embeddings import make_embedder
+from loci.indexing import Indexer
+from loci.llm.base import ChatModel
+from loci.search.fusion import FusionConfig
+from loci.search.retriever import Retriever
+from loci.settings import Settings, load_settings
+from loci.store import Store, open_store
+from loci.timeutil import Clock, utc_now
+
+if TYPE_CHECKING:
+    from loci.engine import Loci
+
+#: Sessions whose live events the runtime keeps between compiles, over all scopes.
+LIVE_SESSIONS = 256
+
+
+class Runtime:
+    """Store, embedder, chat model and configuration, built once per process."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        store: Store | None = None,
+        clock: Clock = utc_now,
+        indexer: Indexer | None = None,
+    ) -> None:
+        self.settings = settings or load_settings()
+        self.store = store or open_store(self.settings.store_url)
+        self.clock = clock
+        self.indexer = indexer or make_indexer(self.settings, self.store)
+        self.retriever = Retriever(self.store, self.indexer, fusion_config(self.settings))
+        self.chat: ChatModel | None = chat_model_from(self.settings)
+        self.live_events = LiveEvents(LIVE_SESSIONS)
+        self._owned: list[object] = [self.chat]
+        if indexer is None and self.indexer is not None:
+            self._owned.append(self.indexer.embedder)
+        if store is None:
+            self._owned.append(self.store)
+        self.closed = False
+
+    @classmethod
+    def open(cls, *, clock: Clock = utc_now, **settings: Any) -> Runtime:
+        """A runtime with settings loaded from files and environment, plus ``settings``."""
+        return cls(load_settings(**settings), clock=clock)
+
+    def scope(self, user: str | None = None, agent: str | None = None) -> Loci:
+        """The ``Loci`` view of one user's agent (the settings' defaults if not given)."""
+        from loci.engine import Loci
+
+        return Loci(runtime=self, user=user, agent=agent)
+
+    def close(self) -> None:
+        """Close the chat model's and the embedder's clients and the store this runtime
+        opened; closing twice does nothing."""
+        if self.closed:
+            return
+        self.closed = True
+        for resource in self._owned:
+            close = getattr(resource, "close", None)
+            if callable(close):
+                close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def make_indexer(settings: Settings, store: Store) -> Indexer | None:
+    """The indexer over the configured embedder, or None with embeddings off."""
+    provider = settings.embedding_provider.strip().lower()
+    if provider == "none":
+        return None
+    embedder = make_embedder(
+        settings.embedding_provider, model=settings.embedding_model,
+        base_url=settings.embedding_base_url, api_key=settings.embedding_api_key,
+        threads=settings.embedding_threads or None,
+        cache=settings.model_cache if provider == "local" else None,
+    )
+    return Indexer(store, embedder)
+
+
+def fusion_config(settings: Settings) -> FusionConfig:
+    return FusionConfig(
+        method=settings.search_fusion, vector_weight=settings.search_vector_weight,
+        keyword_weight=settings.search_keyword_weight,
+        recency_weight=settings.search_recency_weight,
+        recency_half_life_days=settings.search_recency_half_life_days,
+    )
