@@ -212,7 +212,7 @@ def measure(replay: Replay, trail: Trail, position: int, lines_upto: list[str],
     messages = compiled.to_openai()
     text = context_text(messages[:-1])  # the question itself left out
     tokens = compiled.total_tokens
-    history_budget = replay.loci.compaction.history_budget()
+    history_budget = replay.loci.history_budget()
     whole = "\n".join(lines_upto)
     baselines = {
         "loci": text,

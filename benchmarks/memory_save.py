@@ -57,7 +57,7 @@ def timed_saves(loci: Loci, items: list[str], dedupe: bool) -> tuple[float, dict
     actions: dict[str, int] = {}
     start = time.perf_counter()
     for text in items:
-        result = loci.memories_service.save(text, "project_context", dedupe=dedupe)
+        result = loci._memories.save(text, "project_context", dedupe=dedupe)
         actions[result.action] = actions.get(result.action, 0) + 1
     return len(items) / (time.perf_counter() - start), actions
 

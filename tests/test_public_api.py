@@ -1,18 +1,50 @@
+import inspect
+import typing
+
 import loci
+from loci.knowledge import KnowledgeBase
 
 
 def test_public_api_is_pinned() -> None:
-    assert sorted(loci.__all__) == [
-        "AuthError", "BudgetExceededError", "Compaction", "CompiledContext", "ConfigError",
-        "ConflictError", "Document", "EmbeddingMismatchError", "Event", "ForbiddenError",
-        "LayerReport",
-        "Loci", "LociError", "Memory", "NotFoundError", "ProviderError", "Scope",
-        "SearchFilters", "SearchHit", "SessionInfo", "Settings", "Skill", "StateItem",
-        "Store", "StoreError", "TokenCounter", "ValidationError", "__version__",
-        "context_window", "load_settings", "open_store", "token_counter",
-    ]
+    assert sorted(loci.__all__) == sorted([
+        "ApiKey", "AuthError", "BudgetExceededError", "Compaction", "CompactionResult",
+        "CompiledContext", "ConfigError", "ConflictError", "Document", "DocumentPage",
+        "DocumentSummary", "DocumentVersion", "Embedder", "EmbeddingMismatchError", "Event",
+        "Extractor", "Focus", "Indexer",
+        "ForbiddenError", "KnowledgeBase", "LayerReport", "Loci", "LociError", "Memory",
+        "MemoryPage", "MemorySummary", "MemoryVersion", "NewDocument", "Node",
+        "NotFoundError", "ProviderError", "PutResult", "ReplyResult", "Runtime", "SaveResult",
+        "Scope", "SearchFilters", "SearchHit", "SessionInfo", "SessionKnowledge", "Settings",
+        "Skill", "StateItem", "Store", "StoreError", "SyncReport", "TokenCounter",
+        "ValidationError", "Workspace", "__version__", "context_window", "load_settings",
+        "open_store", "token_counter",
+    ])
     for name in loci.__all__:
         assert hasattr(loci, name), name
+
+
+def _classes(annotation: object) -> set[type]:
+    if typing.get_origin(annotation) is not None:
+        return set().union(*(_classes(a) for a in typing.get_args(annotation)))
+    if inspect.isclass(annotation) and annotation.__module__.startswith("loci."):
+        return {annotation}
+    return set()
+
+
+def test_every_type_the_api_takes_or_returns_is_exported() -> None:
+    found: set[type] = set()
+    for owner in (loci.Loci, loci.Runtime, KnowledgeBase):
+        for name, member in inspect.getmembers(owner):
+            function = member.fget if isinstance(member, property) else getattr(
+                member, "func", member)
+            constructor = name == "__init__" and owner is not KnowledgeBase  # built by Loci
+            if (name.startswith("_") and not constructor) or not callable(function):
+                continue
+            hints = typing.get_type_hints(function, localns=vars(loci))
+            for annotation in hints.values():
+                found |= _classes(annotation)
+    missing = {cls.__name__ for cls in found if getattr(loci, cls.__name__, None) is not cls}
+    assert not missing, f"returned or taken but not exported from loci: {sorted(missing)}"
 
 
 def test_every_error_is_a_loci_error() -> None:

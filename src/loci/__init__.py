@@ -3,8 +3,12 @@
 The public API is exactly what ``__all__`` lists; everything else is private.
 """
 
+from loci.compaction.compactor import CompactionResult
 from loci.context.compiled import CompiledContext, LayerReport
-from loci.engine import Loci
+from loci.context.focus import Focus
+from loci.context.workspace import Workspace
+from loci.embeddings.base import Embedder
+from loci.engine import Loci, ReplyResult
 from loci.errors import (
     AuthError,
     BudgetExceededError,
@@ -18,11 +22,22 @@ from loci.errors import (
     StoreError,
     ValidationError,
 )
+from loci.indexing import Indexer
+from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
+from loci.knowledge.service import NewDocument, PutResult
+from loci.knowledge.tree import Node
+from loci.memory.extract import Extractor
+from loci.memory.service import SaveResult
+from loci.memory.sync import SyncReport
+from loci.memory.tools import MemoryPage, MemorySummary
 from loci.models import (
+    ApiKey,
     Compaction,
     Document,
+    DocumentVersion,
     Event,
     Memory,
+    MemoryVersion,
     Scope,
     SearchHit,
     SessionInfo,
@@ -37,34 +52,55 @@ from loci.tokens import TokenCounter, context_window, token_counter
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApiKey",
     "AuthError",
     "BudgetExceededError",
     "Compaction",
+    "CompactionResult",
     "CompiledContext",
     "ConfigError",
     "ConflictError",
     "Document",
+    "DocumentPage",
+    "DocumentSummary",
+    "DocumentVersion",
+    "Embedder",
     "EmbeddingMismatchError",
     "Event",
+    "Extractor",
+    "Focus",
     "ForbiddenError",
+    "Indexer",
+    "KnowledgeBase",
     "LayerReport",
     "Loci",
     "LociError",
     "Memory",
+    "MemoryPage",
+    "MemorySummary",
+    "MemoryVersion",
+    "NewDocument",
+    "Node",
     "NotFoundError",
     "ProviderError",
+    "PutResult",
+    "ReplyResult",
     "Runtime",
+    "SaveResult",
     "Scope",
     "SearchFilters",
     "SearchHit",
     "SessionInfo",
+    "SessionKnowledge",
     "Settings",
     "Skill",
     "StateItem",
     "Store",
     "StoreError",
+    "SyncReport",
     "TokenCounter",
     "ValidationError",
+    "Workspace",
     "__version__",
     "context_window",
     "load_settings",

@@ -129,12 +129,12 @@ class Loci:
         return KnowledgeBase(self.store, self.scope, self.retriever, self.indexer, self._now)
 
     @cached_property
-    def compaction(self) -> CompactionService:
+    def _compaction(self) -> CompactionService:
         return CompactionService(self.store, self.scope, self.settings, self._now,
                                  self._flush, self.chat)
 
     @cached_property
-    def memories_service(self) -> MemoryService:
+    def _memories(self) -> MemoryService:
         mirror_root = self.settings.workspace or self.settings.home
         return MemoryService(
             self.store, self.scope, self.indexer, self._now, self.settings.memory_types,
@@ -222,7 +222,7 @@ class Loci:
     ) -> Memory:
         """Store a typed fact; its expiry follows from its type. The same fact stored
         again refreshes it; a changed version supersedes it (see ``memory_history``)."""
-        return self.memories_service.save(content, type, tags, source, dedupe=dedupe).memory
+        return self._memories.save(content, type, tags, source, dedupe=dedupe).memory
 
     def memories(
         self, type: str | None = None, *, include_expired: bool = False,
@@ -235,19 +235,19 @@ class Loci:
                                         expired_only=expired_only)
 
     def memory(self, memory_id: str) -> Memory:
-        return self.memories_service.get(memory_id)
+        return self._memories.get(memory_id)
 
     def memory_history(self, memory_id: str) -> list[MemoryVersion]:
         """Earlier versions of a memory, oldest first."""
-        return self.memories_service.history(memory_id)
+        return self._memories.history(memory_id)
 
     def forget(self, memory_id: str) -> None:
         """Hard-delete a memory, its history and its markdown file."""
-        self.memories_service.forget(memory_id)
+        self._memories.forget(memory_id)
 
     def purge_expired(self) -> int:
         """Hard-delete expired memories; returns how many."""
-        return self.memories_service.purge_expired()
+        return self._memories.purge_expired()
 
     def extract_memories(
         self, events: Sequence[Event], extractor: Extractor | None = None, *, save: bool = True
@@ -259,7 +259,7 @@ class Loci:
         for c in candidates:
             source = f"event:{c.event_id}" if c.event_id is not None else "extraction"
             if save:
-                results.append(self.memories_service.save(c.content, c.type, (c.rule,), source))
+                results.append(self._memories.save(c.content, c.type, (c.rule,), source))
             else:
                 now = self.clock()
                 draft = Memory("(unsaved)", c.type, c.content, (c.rule,), now, now, None, source)
@@ -268,16 +268,16 @@ class Loci:
 
     def sync(self) -> SyncReport:
         """Apply edits of the markdown mirror to the store (see ``loci.memory.sync``)."""
-        mirror = self.memories_service.mirror
+        mirror = self._memories.mirror
         if mirror is None:
             raise ValidationError("the markdown mirror is off (memory_mirror = false)")
-        return sync_mirror(self.memories_service, mirror)
+        return sync_mirror(self._memories, mirror)
 
     def apply_reply(self, text: str, source: str | None = None) -> ReplyResult:
         """Save the [MEMORY:type] and [STATE:key] tags of an assistant reply and return
         the reply without them, as the user should see it."""
         parsed = parse_reply(text)
-        saved = [self.memories_service.save(tag.body, tag.key, source=source)
+        saved = [self._memories.save(tag.body, tag.key, source=source)
                  for tag in parsed.memories]
         states = [self.state_set(tag.key, tag.body) for tag in parsed.states]
         return ReplyResult(parsed.clean, saved, states)
@@ -290,7 +290,7 @@ class Loci:
         if result.clean != text:
             metadata = {**metadata, "raw": text}
         event = self.add(session, "assistant", result.clean, **metadata)
-        self.compaction.maybe_compact(session)
+        self._compaction.maybe_compact(session)
         return event, result
 
     def search(
@@ -326,7 +326,7 @@ class Loci:
         version stays in its history)."""
         if id is None:
             return self.remember(content, type=type, tags=tags)
-        return self.memories_service.update(id, content, type, tags).memory
+        return self._memories.update(id, content, type, tags).memory
 
     def search_conversation(
         self, query: str, session: str | None = None, limit: int = 10
@@ -401,7 +401,7 @@ class Loci:
         decision = Decision.NONE
         if session is not None:
             check_name("session", session)
-            decision, _ = self.compaction.maybe_compact(session, model=model,
+            decision, _ = self._compaction.maybe_compact(session, model=model,
                                                         before_compile=True, window=window)
         return self._compile(session, message, model, window, flush=decision is Decision.FLUSH)
 
@@ -414,7 +414,7 @@ class Loci:
         loop); compacting writes and may wait on an LLM."""
         check_name("session", session)
         window = check_window(window)
-        decision = self.compaction.decide(session, model=model, before_compile=True,
+        decision = self._compaction.decide(session, model=model, before_compile=True,
                                           window=window)
         if decision in COMPACTING:
             return None
@@ -426,7 +426,7 @@ class Loci:
     ) -> CompiledContext:
         model = model or self.settings.model
         given = window
-        window = self.compaction.window(model, window)
+        window = self._compaction.window(model, window)
         layers, sections = configure(self.settings.context_layers,
                                      self.settings.context_budgets)
         workspace = self.workspace()
@@ -463,17 +463,22 @@ class Loci:
         self.session(session)
         if strategy not in STRATEGIES:
             raise ValidationError(f"unknown strategy {strategy!r}; use one of {STRATEGIES}")
-        return self.compaction.compact(session, model=model, strategy=strategy,
+        return self._compaction.compact(session, model=model, strategy=strategy,
                                        instructions=instructions, dry_run=dry_run)
 
     def compactions(self, session: str) -> list[Compaction]:
         self.session(session)
         return self.store.list_compactions(self.scope, session)
 
+    def history_budget(self, model: str | None = None, window: int | None = None) -> int:
+        """The tokens a compile gives history (summary included) for ``model``, or for a
+        ``window`` given per call; compaction keeps live history within it."""
+        return self._compaction.history_budget(model, check_window(window))
+
     def maybe_compact(self, session: str, *, model: str | None = None
                       ) -> CompactionResult | None:
         """Compact if the policy's thresholds say so (also checks idle sessions)."""
-        return self.compaction.maybe_compact(session, model=model)[1]
+        return self._compaction.maybe_compact(session, model=model)[1]
 
     def _flush(self, events: Sequence[Event]) -> int:
         return len(self._consolidate(events))

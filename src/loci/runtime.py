@@ -12,11 +12,13 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from loci import keys
 from loci.compaction.service import chat_model_from
 from loci.context.history import LiveEvents
 from loci.embeddings import make_embedder
 from loci.indexing import Indexer
 from loci.llm.base import ChatModel
+from loci.models import ApiKey
 from loci.search.fusion import FusionConfig
 from loci.search.retriever import Retriever
 from loci.settings import Settings, load_settings
@@ -65,6 +67,24 @@ class Runtime:
         from loci.engine import Loci
 
         return Loci(runtime=self, user=user, agent=agent)
+
+    # -- API keys: each serves one user (tenant) of the whole store ------------------
+    def create_key(self, user: str, label: str = "") -> tuple[ApiKey, str]:
+        """A new API key for ``user``: its record, and the key itself (shown once)."""
+        from loci.engine import check_name
+
+        return keys.create_key(self.store, check_name("user", user), self.clock(), label)
+
+    def api_keys(self, user: str | None = None) -> list[ApiKey]:
+        """Key records (never the keys), of one user or of all."""
+        return self.store.list_api_keys(user)
+
+    def check_key(self, key: str) -> ApiKey | None:
+        """The active record of ``key``, or None if unknown, malformed or revoked."""
+        return keys.check_key(self.store, key)
+
+    def revoke_key(self, key_id: str) -> None:
+        keys.revoke_key(self.store, key_id)
 
     def close(self) -> None:
         """Close the chat model's and the embedder's clients and the store this runtime

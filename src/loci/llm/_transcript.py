@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from loci.llm._http import message_text
+from loci.llm.wire import message_text
 from loci.models import Event, speaker
 
 SUMMARY_HEADER = "[CONTEXT SUMMARY]"

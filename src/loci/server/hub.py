@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from loci.embeddings import IN_PROCESS
 from loci.engine import Loci, check_name
 from loci.errors import AuthError, ForbiddenError
-from loci.keys import check_key, hash_key
+from loci.keys import hash_key
 from loci.models import ApiKey, Scope
 from loci.runtime import Runtime
 from loci.settings import Settings
@@ -89,7 +89,7 @@ class Hub:
         a key created with ``loci keys create`` while the server runs takes effect)."""
         now = time.monotonic()
         if now - self._keys_checked > _KEYS_TTL:
-            self._keys_exist = any(not k.revoked for k in self.store.list_api_keys())
+            self._keys_exist = any(not k.revoked for k in self.runtime.api_keys())
             self._keys_checked = now
         return self._keys_exist
 
@@ -143,7 +143,7 @@ class Hub:
         seen = self._checked.get(digest)
         if seen is not None and now - seen[0] <= _KEYS_TTL:
             return seen[1]
-        key = check_key(self.store, token)
+        key = self.runtime.check_key(token)
         if len(self._checked) >= _KEYS_CACHED:
             self._checked.clear()
         self._checked[digest] = (now, key)

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
-from loci.llm._http import message_text
+from loci.llm.wire import message_text
 from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_stream import TagFilter, chunk, sse
 from loci.server.proxy_tools import call_events, merge_fragments, record_results, split_results

@@ -17,8 +17,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from loci.errors import ValidationError
-from loci.llm._http import usage_int
 from loci.llm.anthropic import AnthropicChat, delta_text, reply_text
+from loci.llm.wire import usage_int
 from loci.server.proxy_types import (
     Completion,
     Delta,

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from loci.engine import Loci
-from loci.errors import ValidationError
-from loci.llm._http import message_text
+from loci.errors import NotFoundError, ValidationError
+from loci.llm.wire import message_text
 
 #: How far back the session's live events are searched for the calls being answered.
 _RECENT_EVENTS = 500
@@ -82,7 +82,10 @@ def record_results(loci: Loci, session: str, asked: dict[str, Any],
                    results: Sequence[dict[str, Any]]) -> None:
     """Append what the log lacks of the assistant's calls (``asked``: when the exchange
     did not come through this proxy) and of their results, in one write."""
-    recent = loci.store.list_events(loci.scope, session, include_archived=False)
+    try:
+        recent = loci.events(session, include_archived=False)
+    except NotFoundError:  # the session's first exchange
+        recent = []
     known = {(e.type, e.tool_call_id) for e in recent[-_RECENT_EVENTS:]}
     calls = asked["tool_calls"]
     names = {str(c.get("id")): (c.get("function") or {}).get("name") for c in calls}

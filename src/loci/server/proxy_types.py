@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from loci.context.compiled import CompiledContext
-from loci.llm._http import usage_int
+from loci.llm.wire import usage_int
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from loci.errors import ConfigError
-from loci.llm._http import message_text
 from loci.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from loci.llm.anthropic import AnthropicChat
 from loci.llm.openai_compat import DEFAULT_BASE_URL as OPENAI_URL
 from loci.llm.openai_compat import OpenAICompatibleChat
+from loci.llm.wire import message_text
 from loci.server.proxy_anthropic import AnthropicUpstream
 from loci.server.proxy_types import (
     Completion,

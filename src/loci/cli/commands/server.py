@@ -7,9 +7,8 @@ import ipaddress
 import click
 
 from loci.cli.app import cli, json_option, print_json, scoped
-from loci.engine import Loci, check_name
+from loci.engine import Loci
 from loci.errors import ConfigError
-from loci.keys import create_key, revoke_key
 from loci.settings import load_settings
 
 
@@ -77,7 +76,7 @@ def keys() -> None:
 def keys_create(tenant: str, label: str, store: str | None) -> None:
     """Create a key for USER and print it (it is shown only this once)."""
     with Loci.open(store=store) as loci:
-        record, key = create_key(loci.store, check_name("user", tenant), loci.clock(), label)
+        record, key = loci.runtime.create_key(tenant, label)
     click.echo(key)
     click.echo(f"key id {record.id} for user {record.tenant}: store it now, it is not "
                "shown again", err=True)
@@ -89,7 +88,7 @@ def keys_create(tenant: str, label: str, store: str | None) -> None:
 @scoped
 def keys_list(loci: Loci, tenant: str | None, as_json: bool) -> None:
     """List keys (ids, users, labels; never the secrets)."""
-    found = loci.store.list_api_keys(tenant)
+    found = loci.runtime.api_keys(tenant)
     if as_json:
         print_json(found)
         return
@@ -103,5 +102,5 @@ def keys_list(loci: Loci, tenant: str | None, as_json: bool) -> None:
 @scoped
 def keys_revoke(loci: Loci, key_id: str) -> None:
     """Revoke the key KEY_ID; requests with it are refused from then on."""
-    revoke_key(loci.store, key_id)
+    loci.runtime.revoke_key(key_id)
     click.echo(f"revoked {key_id}")
