@@ -214,7 +214,7 @@ class SearchHit:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def rescored(self, score: float) -> SearchHit:
-        """This hit with another score (``dataclasses.replace`` costs ~6x more, and
-        fusion rescores every candidate of every search)."""
+        """This hit with another score (``dataclasses.replace`` costs several times more,
+        and fusion rescores every candidate of every search)."""
         return SearchHit(self.kind, self.id, score, self.text, self.timestamp, self.session,
                          self.metadata)

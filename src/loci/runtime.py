@@ -12,15 +12,15 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from loci import keys
 from loci.compaction.service import chat_model_from
 from loci.context.history import LiveEvents
 from loci.embeddings import make_embedder
 from loci.indexing import Indexer
+from loci.keys import check_key, create_key, revoke_key
 from loci.llm.base import ChatModel
 from loci.models import ApiKey
+from loci.retriever import Retriever
 from loci.search.fusion import FusionConfig
-from loci.search.retriever import Retriever
 from loci.settings import Settings, load_settings
 from loci.store import Store, open_store
 from loci.timeutil import Clock, utc_now
@@ -73,7 +73,7 @@ class Runtime:
         """A new API key for ``user``: its record, and the key itself (shown once)."""
         from loci.engine import check_name
 
-        return keys.create_key(self.store, check_name("user", user), self.clock(), label)
+        return create_key(self.store, check_name("user", user), self.clock(), label)
 
     def api_keys(self, user: str | None = None) -> list[ApiKey]:
         """Key records (never the keys), of one user or of all."""
@@ -81,10 +81,10 @@ class Runtime:
 
     def check_key(self, key: str) -> ApiKey | None:
         """The active record of ``key``, or None if unknown, malformed or revoked."""
-        return keys.check_key(self.store, key)
+        return check_key(self.store, key)
 
     def revoke_key(self, key_id: str) -> None:
-        keys.revoke_key(self.store, key_id)
+        revoke_key(self.store, key_id)
 
     def close(self) -> None:
         """Close the chat model's and the embedder's clients and the store this runtime

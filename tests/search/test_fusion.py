@@ -52,7 +52,7 @@ def test_recency_blends_in_the_age() -> None:
 
 
 def test_session_evidence_lifts_turns_of_well_matching_sessions() -> None:
-    from loci.search.retriever import SESSION_WEIGHT, _with_session_evidence
+    from loci.retriever import SESSION_WEIGHT, _with_session_evidence
 
     hits = [replace(hit("x", 0.9), session="a"), replace(hit("y", 0.5), session="a"),
             replace(hit("z", 0.52), session="b")]

@@ -19,7 +19,7 @@ from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
 from loci.models import Document, Event, Scope, speaker
-from loci.search.retriever import Retriever
+from loci.retriever import Retriever
 from loci.store.base import SearchFilters, Store
 from loci.timeutil import day_label
 

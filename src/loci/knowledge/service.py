@@ -24,7 +24,7 @@ from loci.knowledge.paths import check_folder, check_path, clean_tags
 from loci.knowledge.tools import DocumentPage, DocumentSummary, page, to_summary
 from loci.knowledge.tree import Node, build_tree
 from loci.models import Document, DocumentVersion, Scope, SearchHit
-from loci.search.retriever import Retriever
+from loci.retriever import Retriever
 from loci.store.base import SearchFilters, Store
 from loci.timeutil import Clock
 

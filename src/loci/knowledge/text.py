@@ -22,7 +22,7 @@ from loci.search import query_terms
 
 CHUNK_CHARS = 1_500
 SUMMARY_CHARS = 200
-#: libyaml's safe loader when PyYAML was built with it (about 10x faster).
+#: libyaml's safe loader when PyYAML was built with it (much faster).
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(?:(.*?)\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)

@@ -41,7 +41,7 @@ class StateIn(BaseModel):
     value: str
 
 
-# The hottest route first: a request tries the routes in order (~4 µs per miss).
+# The hottest route first: a request tries the routes in order, paying for each miss.
 @router.post("/search", response_model=None)
 async def search_memories(request: Request, loci: Engine, body: SearchIn) -> list[MemorySummary]:
     filters = SearchFilters(types=tuple(body.types), tags=tuple(body.tags),

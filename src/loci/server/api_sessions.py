@@ -57,14 +57,13 @@ class RecallIn(BaseModel):
     limit: int = Field(10, ge=1, le=100)
 
 
-# The hottest routes first: a request tries the routes in order (~4 µs per miss).
+# The hottest routes first: a request tries the routes in order, paying for each miss.
 @router.post("/sessions/{session}/context", response_model=None)
 async def compile_context(request: Request, loci: Engine, session: str, body: ContextIn
                           ) -> dict[str, Any]:
     """Compile the context for the next LLM call, with the explain view."""
-    # Like a search when no compaction is due (on the event loop if it may: 2-21% less
-    # CPU per compile in 6 paired runs, median 6%); compacting may wait on an LLM, so it
-    # gets a thread.
+    # Like a search when no compaction is due (on the event loop if it may: less CPU
+    # than a thread hop); compacting may wait on an LLM, so it gets a thread.
     compiled = await hub_of(request).run(lambda: loci.compile_unless_compacting(
         session, body.message, model=body.model, window=body.window))
     if compiled is None:

@@ -106,7 +106,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
         return {"status": "ok", "version": __version__}
 
     # Requests try routes in order, and with FastAPI's included routers each miss costs
-    # ~10 µs: the routers with the busiest routes (search, events, context) go first.
+    # time: the routers with the busiest routes (search, events, context) go first.
     for router in (memory_router, sessions_router, knowledge_router, dashboard_router):
         app.include_router(router, prefix="/api")
     app.include_router(proxy_router, prefix="/v1")
@@ -122,8 +122,8 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
 
 def settle_gc() -> None:
     """Exempt what exists once the server has started (modules, the app, the store)
-    from garbage collection. A full collection walks every tracked object: ~120k of
-    them after start-up, 40-90 ms each time, which set the p99 latency under load;
+    from garbage collection. A full collection walks every tracked object, and the
+    objects of start-up made each one long enough to set the p99 latency under load;
     what start-up built lives as long as the process anyway."""
     gc.collect()
     gc.freeze()

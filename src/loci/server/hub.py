@@ -37,8 +37,7 @@ _KEYS_TTL = 2.0
 _KEYS_CACHED = 4096
 #: Searches that run in threads at once in one process on SQLite (when one cannot run
 #: on the event loop, see ``Hub.run``). Its one connection and the GIL serialize them
-#: anyway: more threads only contend (at 16 clients, 40 threads cost ~12% more CPU per
-#: search than 2, and doubled p99; measured in one run).
+#: anyway: more threads only contend (more CPU per search, a higher p99).
 _LOCAL_SEARCHES = 2
 T = TypeVar("T")
 
@@ -119,9 +118,8 @@ class Hub:
 
         When the store and the embedder compute in this process (SQLite, a local
         model) and the store is free, it runs right here on the event loop: handing it
-        to a thread cost ~0.9 ms of CPU more per 4 ms search on 2 cores (measured in
-        the same run), and a thread gains nothing while the GIL and the store's one
-        connection serialize the work anyway. Otherwise it runs in a thread: at most
+        to a thread costs CPU, and a thread gains nothing while the GIL and the store's
+        one connection serialize the work anyway. Otherwise it runs in a thread: at most
         ``_LOCAL_SEARCHES`` at once on a local store, as many as the thread pool allows
         on PostgreSQL, whose queries wait on its server."""
         lock = self.store.local_lock()

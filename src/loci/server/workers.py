@@ -6,11 +6,11 @@ workers in turn, each over the worker's own Unix socket (``SCM_RIGHTS``, see
 there are. Both alternatives leave clients waiting on one worker while another idles:
 
 - one shared listening socket (uvicorn's ``--workers``): the worker that wakes first
-  accepts every pending connection; 16 clients connecting at once all landed on one of
-  two workers (search: 154 against 312 req/s, benchmarks/server_load.py);
+  accepts every pending connection, so a burst of clients lands on one worker
+  (``benchmarks/server_load.py``);
 - a ``SO_REUSEPORT`` socket per worker: the kernel hashes connections over them, and 8
-  keep-alive clients often split 5/3 or 6/2 over two workers (search, 6 runs each:
-  median 418 against 465 req/s with 4/4, p99 38-71 against 27-34 ms).
+  keep-alive clients often split unevenly over two workers, with less throughput and a
+  higher p99 than an even split.
 
 Where descriptors cannot be passed (Windows), the workers share the parent's socket.
 The parent also supervises: it replaces a worker that dies once started, stops
@@ -69,8 +69,8 @@ def listen(host: str, port: int) -> socket.socket:
 
 def worker_settings(settings: Settings, workers: int) -> Settings:
     """What each of ``workers`` processes runs with. N processes each running the local
-    model on every core would contend (a query on 2 threads costs ~25% more CPU than on
-    1, measured on 2 cores), so each gets its share of the cores."""
+    model on every core would contend (a query on more threads costs more CPU), so each
+    gets its share of the cores."""
     if settings.embedding_provider != "local" or settings.embedding_threads:
         return settings
     return replace(settings, embedding_threads=max(1, (os.cpu_count() or 1) // workers))

@@ -37,18 +37,15 @@ except ImportError:  # not POSIX: one process per database
 
 log = logging.getLogger("loci.store.ann")
 Matrix = npt.NDArray[np.float32]
-#: Vectors from which unfiltered searches use the graph. At 10k x 384 an exact search
-#: reads 15 MB (0.7 ms with the matrix in cache, ~2 ms inside a search that evicts
-#: it); the graph answers in ~0.5 ms (40 neighbours, structureless test vectors), with
-#: recall@10 0.97 on the bundled model's vectors, and builds in ~2 s in the background.
+#: Vectors from which unfiltered searches use the graph: below it an exact search reads
+#: little enough; above it the graph answers faster with recall close to exact, and is
+#: built in the background (``benchmarks/ann_recall.py``, ``retrieval_latency.py``).
 ANN_THRESHOLD = 5_000
-#: Search breadth. On the bundled model's vectors of 20k real sentences
-#: (``benchmarks/ann_recall.py``), 64 keeps recall@10 at 0.988 (96: 0.993) and recall@40
-#: at 0.971 (0.986) for 24% less time per search; the hash test embedder's vectors have
-#: no structure and score far lower at any breadth, so they cannot judge it.
+#: Search breadth, chosen on the bundled model's vectors of real sentences
+#: (``benchmarks/ann_recall.py``): a little recall for much less time per search; the
+#: hash test embedder's vectors have no structure, so they cannot judge it.
 EXPANSION_SEARCH = 64
-#: Build breadth: 64 builds twice as fast as 128 for about 1 point of recall@10
-#: (0.828 vs 0.839 at 20k hash vectors, measured in the same run).
+#: Build breadth: half of 128 builds about twice as fast for a point of recall@10.
 EXPANSION_ADD = 64
 #: Rows added per call while building, so progress is visible and memory bounded.
 BUILD_CHUNK = 10_000

@@ -45,8 +45,8 @@ from loci.store.rows import ordered_hits
 K1, B = "1.2::float8", "0.75::float8"
 #: Postings read per query lexeme, best impact first.
 DEPTH = 400
-#: df counts stop here (~0.3 µs per posting counted on two busy cores; a common word at
-#: a million rows is in ~60k). Past it, df is estimated from the planner's statistics
+#: df counts stop here (counting costs per posting, and a common word is in a large
+#: share of the rows). Past it, df is estimated from the planner's statistics
 #: of the postings (``_estimate_df``).
 DF_CAP = 2_000
 #: Statistics target of the postings' ``term`` column: ANALYZE keeps this many most
@@ -229,7 +229,7 @@ class PostgresKeywords(PostgresBase):
             "GROUP BY p.key ORDER BY s DESC, p.key LIMIT %s) "
             # Rescored from all their postings (the (key, term) index), best first; the
             # rows are then read in that order, only until ``limit`` pass the filters
-            # (each is a heap fetch of a wide row, ~40 µs when not cached).
+            # (each is a heap fetch of a wide row).
             "SELECT x.key, x.s FROM (SELECT c.key, round(x.s::numeric, 9) AS s FROM c "
             f"CROSS JOIN LATERAL (SELECT sum({_bm25('t')}) AS s FROM a, {t} t JOIN w "
             "ON w.term = t.term WHERE t.key = c.key AND t.term = ANY(%s::text[])) x "

@@ -13,7 +13,7 @@ Design notes (the why):
   English words but keeps stop words (like SQLite's ``porter unicode61``: a query of
   stop words only still finds them) and folds accents (``unaccent``);
 - GIN indexes have ``fastupdate`` off: with it on, new rows wait in a pending list that
-  every query scans linearly (20 ms per query after a bulk load, measured) until vacuum
+  every query scans linearly (slow after a bulk load) until vacuum
   merges it; writes pay a little more instead;
 - ``embedding`` is an unconstrained ``vector``: the dimension is only known when the
   first vectors arrive, so the HNSW index is an expression index on

@@ -151,8 +151,8 @@ class PostgresVectors(PostgresBase):
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """Write many rows without maintaining HNSW, GIN and postings-rank indexes,
-        then build them once (measured: HNSW inserts row by row cost ~7 ms each on 2
-        cores, GIN inserts triple the cost of a plain insert)."""
+        then build them once (HNSW and GIN inserts row by row cost many times a plain
+        insert)."""
         with self._write() as cur:
             self._drop_vector_indexes(cur)
             for table in FTS_INDEXES:

@@ -20,9 +20,8 @@ from loci.store.sqlite_rows import KINDS, filter_sql
 #: Rows an OR query may match before only its rarest words search (``_rare_terms``).
 MATCH_BUDGET = 4_000
 #: Full-text tables by content table. Every write transaction adds segments to their
-#: indexes, and a query reads each segment: with 10k memories written one per
-#: transaction a keyword search took 1.99 ms, and 1.36 ms once the index was merged
-#: into one segment ("optimize", 24 ms at 10k rows; benchmarks/fts_merge.py). So an
+#: indexes, and a query reads each segment, so searches slow down as writes pile up
+#: (``benchmarks/fts_merge.py``) until the index is merged into one segment. So an
 #: index is merged whenever its table has grown by ``FTS_REGROW`` (at least
 #: ``FTS_MIN_GROWTH`` rows) since the last time: the cost stays proportional to what is
 #: written.
@@ -152,11 +151,11 @@ class SQLiteBase:
         """The rarest of ``terms`` whose rows together stay within ``MATCH_BUDGET``, or
         None to search with all of them.
 
-        FTS5 computes BM25 for every matching row (~1.5 µs each at a million rows); a
-        four-word query whose words are common matches tens of thousands. Common words
-        add little to BM25 (their IDF is low), so past the budget only the rare ones
-        choose and rank the rows. Stores where the query matches fewer rows (every test,
-        the LoCoMo benchmark) are ranked exactly as before: one capped count decides.
+        FTS5 computes BM25 for every matching row; a four-word query whose words are
+        common matches tens of thousands. Common words add little to BM25 (their IDF is
+        low), so past the budget only the rare ones choose and rank the rows. Stores where
+        the query matches fewer rows (every test, the LoCoMo benchmark) are ranked
+        exactly as before: one capped count decides.
         """
         if len(terms) < 2 or self._capped_count(fts, full, rowids) <= MATCH_BUDGET:
             return None

@@ -69,8 +69,7 @@ def _rowid(row: str, key: str) -> str:
 def partition_sql(tokenizer: str) -> str:
     """The migration to scoped full-text rowids: number the scopes, rebuild every
     full-text table over a view (merged into one segment, as searches read every
-    segment: without it a single-scope search ranked 15% slower), and recreate its
-    triggers."""
+    segment), and recreate its triggers."""
     script = [f"""
         CREATE TABLE scopes (
             no INTEGER PRIMARY KEY CHECK (no BETWEEN 1 AND {MAX_SCOPES}),

@@ -1,0 +1,105 @@
+"""docs/architecture.md stays true: it names every module, and no import breaks the
+layer order its diagram draws (each line may import only its own line and those above)."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import re
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "loci"
+DOC = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+#: Units of one line that may import each other both ways (the facade and its runtime).
+MUTUAL = {frozenset({"engine", "runtime"})}
+
+
+def layers() -> dict[str, int]:
+    """Unit (top-level module or package) → its line in the diagram, foundation first."""
+    block = DOC.split("## Parts", 1)[1].split("```", 2)[1]
+    ranks: dict[str, int] = {}
+    rank = 0
+    for line in block.splitlines():
+        line = re.sub(r"\(.*?\)", "", line).strip()
+        if not line or set(line) <= {"▲", " "}:
+            continue
+        for name in re.split(r"[\s·,⇄]+", line):
+            if name:
+                ranks[name] = rank
+        rank += 1
+    return ranks
+
+
+def unit_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports(path: Path) -> set[str]:
+    """Loci modules imported by ``path`` (outside ``if TYPE_CHECKING`` blocks)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+               and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "loci":
+                found.add("loci")
+            elif node.module.startswith("loci."):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("loci.")}
+    return found
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_every_module_is_named_in_the_architecture() -> None:
+    named = set(re.findall(r"`([^`\s]+\.py)`", DOC))
+    missing = []
+    for path in modules():
+        relative = path.relative_to(PACKAGE).as_posix()
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        if not any(fnmatch.fnmatch(relative, n) or n == path.name
+                   or fnmatch.fnmatch(path.name, n) for n in named):
+            missing.append(relative)
+    assert not missing, f"not named in docs/architecture.md: {missing}"
+
+
+def test_the_architecture_is_self_contained() -> None:
+    assert "../" not in DOC, "docs/architecture.md points outside the repository"
+
+
+def test_no_import_breaks_the_layer_order() -> None:
+    ranks = layers()
+    edges: set[tuple[str, str]] = set()
+    broken = []
+    for path in modules():
+        relative = path.relative_to(PACKAGE).with_suffix("")
+        source = unit_of(".".join(["loci", *relative.parts]))
+        assert source in ranks, f"{source} is not in the diagram of docs/architecture.md"
+        for module in imports(path):
+            target = unit_of(module)
+            if target == source:
+                continue
+            assert target in ranks, f"{target} is not in the diagram of docs/architecture.md"
+            edges.add((source, target))
+            if ranks[target] > ranks[source]:
+                broken.append(f"{path.relative_to(PACKAGE)} imports {module}")
+    assert not broken, "imports upward:\n" + "\n".join(broken)
+    graph: dict[str, set[str]] = {}
+    for source, target in edges:
+        if frozenset({source, target}) not in MUTUAL:
+            graph.setdefault(source, set()).add(target)
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as cycle:
+        raise AssertionError(f"units that import each other in a circle: {cycle.args[1]}") \
+            from None
