@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 
-from loci import Loci, Runtime, Scope, load_settings
+from loci import ConfigError, Loci, Runtime, Scope, load_settings
 from loci.server.hub import Hub, Principal
 from tests.conftest import FakeClock
 
@@ -65,3 +66,15 @@ def test_loci_open_owns_its_runtime(home: Path) -> None:
     assert not loci.runtime.closed
     loci.close()
     assert loci.runtime.closed
+
+
+def test_a_bad_threshold_fails_at_open_and_names_it(home: Path) -> None:
+    (home / "loci.toml").write_text("[compaction]\nthreshold = 1.5\n")
+    with pytest.raises(ConfigError) as error:
+        Runtime.open(store=f"sqlite:///{home / 'loci.db'}")
+    assert "loci.toml" in str(error.value) and "'compaction_threshold' = 1.5" in str(
+        error.value) and "fraction" in str(error.value)
+    (home / "loci.toml").write_text("[compaction]\nthreshold = 0.9\nemergency = 0.8\n")
+    with pytest.raises(ConfigError, match="compaction thresholds"):  # checked together
+        Runtime.open(store=f"sqlite:///{home / 'loci.db'}")
+    assert not (home / "loci.db").exists()  # nothing opened

@@ -131,7 +131,7 @@ class Loci:
     @cached_property
     def _compaction(self) -> CompactionService:
         return CompactionService(self.store, self.scope, self.settings, self._now,
-                                 self._flush, self.chat)
+                                 self._flush, self.chat, self.runtime.policy)
 
     @cached_property
     def _memories(self) -> MemoryService:

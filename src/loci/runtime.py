@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from loci.compaction.service import chat_model_from
+from loci.compaction.service import chat_model_from, policy_from
 from loci.context.history import LiveEvents
 from loci.embeddings import make_embedder
 from loci.indexing import Indexer
@@ -44,10 +44,13 @@ class Runtime:
         indexer: Indexer | None = None,
     ) -> None:
         self.settings = settings or load_settings()
+        # Typed configurations first: a bad value fails at open, before any connection.
+        self.policy = policy_from(self.settings)
+        fusion = fusion_config(self.settings)
         self.store = store or open_store(self.settings.store_url)
         self.clock = clock
         self.indexer = indexer or make_indexer(self.settings, self.store)
-        self.retriever = Retriever(self.store, self.indexer, fusion_config(self.settings))
+        self.retriever = Retriever(self.store, self.indexer, fusion)
         self.chat: ChatModel | None = chat_model_from(self.settings)
         self.live_events = LiveEvents(LIVE_SESSIONS)
         self._owned: list[object] = [self.chat]

@@ -135,13 +135,15 @@ def load_settings(
     values["home"] = home
     workspace = overrides.get("workspace") or env.get("LOCI_WORKSPACE")
     workspace_dir = Path(workspace).expanduser() if workspace else (cwd or Path.cwd())
+    # Each source is checked on its own, so that an error names where the value came from.
     for path in _settings_files(home, workspace_dir):
-        values.update(_read_toml(path))
-    values.update(_from_env(env))
-    values.update({k: v for k, v in overrides.items() if v is not None})
+        values.update(_coerce_all(_read_toml(path), str(path)))
+    values.update(_coerce_all(_from_env(env), "environment (LOCI_*)"))
+    values.update(_coerce_all({k: v for k, v in overrides.items() if v is not None},
+                              "settings"))
     if workspace:
         values["workspace"] = workspace_dir
-    return Settings(**_coerce_all(values, "settings"))
+    return Settings(**values)
 
 
 def _settings_files(home: Path, workspace: Path) -> list[Path]:
@@ -180,6 +182,9 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 _FIELD_TYPES: dict[str, str] = {f.name: str(f.type) for f in fields(Settings)}
+#: Settings that are shares of the model's window.
+_FRACTIONS = frozenset({"context_target", "compaction_threshold", "compaction_emergency",
+                        "compaction_flush", "compaction_sleep", "compaction_preserve_share"})
 
 
 def _coerce_all(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
@@ -192,13 +197,17 @@ def _coerce(key: str, value: Any, origin: str) -> Any:
         raise ConfigError(f"{origin}: unknown setting {key!r}")
     try:
         if kind == "int":
+            if int(value) < 0:
+                raise ValueError("must not be negative")
             return int(value)
         if kind == "bool":
             return _boolean(value)
         if kind == "float":
             number = float(value)
-            if key == "context_target" and not 0 < number <= 1:
+            if key in _FRACTIONS and not 0 < number <= 1:
                 raise ValueError("must be a fraction in (0, 1]")
+            if number < 0:
+                raise ValueError("must not be negative")
             return number
         if kind in ("Path", "Path | None"):
             return Path(value).expanduser()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from loci.errors import ConfigError
+from loci.settings import Settings
 
 
 class Decision(StrEnum):
@@ -35,15 +36,17 @@ COMPACTING = frozenset({Decision.SLEEP, Decision.COMPACT, Decision.EMERGENCY})
 
 @dataclass(frozen=True)
 class CompactionPolicy:
-    auto: bool = True
-    compact_at: float = 0.75
-    emergency_at: float = 0.80
-    flush_at: float = 0.85
-    sleep_at: float = 0.50
+    """The thresholds of compaction; the defaults are the settings' own."""
+
+    auto: bool = Settings.compaction_auto
+    compact_at: float = Settings.compaction_threshold
+    emergency_at: float = Settings.compaction_emergency
+    flush_at: float = Settings.compaction_flush
+    sleep_at: float = Settings.compaction_sleep
     hard_limit: float = 1.0
-    idle_seconds: float = 600.0
-    preserve_messages: int = 20
-    preserve_share: float = 0.20
+    idle_seconds: float = Settings.compaction_idle_seconds
+    preserve_messages: int = Settings.compaction_preserve_messages
+    preserve_share: float = Settings.compaction_preserve_share
     #: Tool outputs longer than this keep their head and a truncation note.
     mask_chars: int = 2_000
     #: Tool outputs longer than this also become a readable artifact document.
@@ -54,6 +57,10 @@ class CompactionPolicy:
                   self.preserve_share)
         if not all(0 < s <= 1 for s in shares) or not 0 < self.hard_limit <= 1:
             raise ConfigError("compaction thresholds must be fractions of the window in (0, 1]")
+        if not self.sleep_at <= self.compact_at <= self.emergency_at <= self.hard_limit:
+            raise ConfigError("compaction thresholds must rise: sleep <= threshold <= "
+                              f"emergency <= 1 (got {self.sleep_at}, {self.compact_at}, "
+                              f"{self.emergency_at})")
         if self.preserve_messages < 0 or self.mask_chars < 100:
             raise ConfigError("preserve_messages must be >= 0 and mask_chars >= 100")
 

@@ -44,9 +44,10 @@ class CompactionService:
     def __init__(
         self, store: Store, scope: Scope, settings: Settings, clock: Clock,
         flush: Callable[[Sequence[Event]], int], chat: ChatModel | None,
+        policy: CompactionPolicy,
     ) -> None:
         self.store, self.scope, self.settings, self.clock = store, scope, settings, clock
-        self.policy = policy_from(settings)
+        self.policy = policy
         self.flush = flush
         self.summarizer: Summarizer = (
             ChatSummarizer(chat, settings.compaction_prompt or COMPACTION_PROMPT)

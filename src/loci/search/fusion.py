@@ -29,6 +29,7 @@ from typing import TypeVar
 
 from loci.errors import ConfigError
 from loci.models import SearchHit
+from loci.settings import Settings
 
 METHODS = ("weighted", "rrf")
 #: What identifies a candidate: a store's key for an item.
@@ -37,13 +38,15 @@ K = TypeVar("K", bound=Hashable)
 
 @dataclass(frozen=True)
 class FusionConfig:
-    method: str = "weighted"
-    vector_weight: float = 0.7
-    keyword_weight: float = 0.3
+    """How hybrid search fuses its candidates; the defaults are the settings' own."""
+
+    method: str = Settings.search_fusion
+    vector_weight: float = Settings.search_vector_weight
+    keyword_weight: float = Settings.search_keyword_weight
     rrf_k: int = 60
     #: Share of the final score given to recency (0 = off).
-    recency_weight: float = 0.0
-    recency_half_life_days: float = 30.0
+    recency_weight: float = Settings.search_recency_weight
+    recency_half_life_days: float = Settings.search_recency_half_life_days
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
