@@ -96,6 +96,11 @@ class Settings:
     server_port: int = 8765
     #: Largest request body the server accepts, in bytes (larger: HTTP 413).
     server_max_body: int = 8 * 1024 * 1024
+    #: Host names the server answers besides loopback ones (DNS rebinding: see
+    #: ``server.guard``); with API keys and none listed, any.
+    server_allowed_hosts: list[str] = field(default_factory=list)
+    #: Web origins (``https://app.example``) allowed to change data from a browser.
+    server_allowed_origins: list[str] = field(default_factory=list)
     #: Scopes (user, agent) whose engines the server keeps open.
     server_cache_scopes: int = 256
     #: The OpenAI-compatible proxy's upstream: ``openai`` (any compatible base URL) or

@@ -20,6 +20,9 @@ from loci.keys import create_key
 from loci.server.hub import Hub
 
 LiveServer = Callable[[ASGIApp], str]
+#: In-process clients call the app as a local program would (open mode answers
+#: loopback host names only).
+LOCAL = "http://127.0.0.1"
 
 
 @pytest.fixture

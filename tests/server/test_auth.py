@@ -16,6 +16,7 @@ from loci.cli.app import main
 from loci.keys import create_key
 from loci.server import create_app
 from tests.conftest import FakeClock
+from tests.server.conftest import LOCAL
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def keys(db: str, clock: FakeClock) -> dict[str, str]:
 
 @pytest.fixture
 def client(db: str, clock: FakeClock) -> Iterator[TestClient]:
-    with TestClient(create_app(load_settings(store=db), clock=clock)) as c:
+    with TestClient(create_app(load_settings(store=db), clock=clock), base_url=LOCAL) as c:
         yield c
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from loci.server.routing import JSONRoute, json_response
+from tests.server.conftest import LOCAL
 
 
 class Inner(BaseModel):
@@ -64,7 +65,7 @@ def test_routes_keep_their_status_and_their_own_responses() -> None:
 
     app = FastAPI()
     app.include_router(router)
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         created = client.post("/made")
         assert created.status_code == 201
         assert created.headers["content-type"] == "application/json"
@@ -83,10 +84,11 @@ def test_a_serving_app_exempts_its_start_up_objects_from_gc(home: Path) -> None:
 
     db = f"sqlite:///{home / 'loci.db'}"
     try:
-        with TestClient(create_app(load_settings(store=db))) as client:
+        with TestClient(create_app(load_settings(store=db)), base_url=LOCAL) as client:
             assert client.get("/api/health").status_code == 200
             assert gc.get_freeze_count() == 0  # a library or test app leaves gc alone
-        with TestClient(create_app(load_settings(store=db), serving=True)) as client:
+        with TestClient(create_app(load_settings(store=db), serving=True),
+                        base_url=LOCAL) as client:
             assert client.get("/api/health").status_code == 200
             assert gc.get_freeze_count() > 10_000
     finally:
@@ -123,7 +125,7 @@ def test_sqlite_searches_run_on_the_event_loop_unless_the_store_is_busy(
 
     async def searches() -> list[int]:
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        async with httpx.AsyncClient(transport=transport, base_url=LOCAL) as client:
             answers = await asyncio.gather(*(
                 client.post("/api/search", json={"query": f"q{i}"}) for i in range(6)))
         return [a.status_code for a in answers]
@@ -190,7 +192,7 @@ def test_searches_that_wait_on_a_network_embedder_take_threads(
 
     async def one() -> int:
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        async with httpx.AsyncClient(transport=transport, base_url=LOCAL) as client:
             return (await client.post("/api/search", json={"query": "q"})).status_code
 
     assert asyncio.run(one()) == 200  # the event loop runs on the main thread

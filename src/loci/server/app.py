@@ -20,6 +20,7 @@ from loci.server.api_memory import router as memory_router
 from loci.server.api_sessions import router as sessions_router
 from loci.server.dashboard import mount_dashboard
 from loci.server.deps import document_auth
+from loci.server.guard import Guard
 from loci.server.hub import Hub
 from loci.server.mcp import build_mcp, http_app
 from loci.server.proxy import router as proxy_router
@@ -65,12 +66,8 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _reject(self, send: Send) -> None:
-        response = errors.error_response(
-            413, "PayloadTooLarge", f"request body over {self.limit} bytes "
-            "(raise [server] max_body in loci.toml)")
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": response.raw_headers})
-        await send({"type": "http.response.body", "body": response.body})
+        await errors.send_error(send, 413, "PayloadTooLarge", f"request body over "
+                                f"{self.limit} bytes (raise [server] max_body in loci.toml)")
 
 
 #: FastAPI's OpenTelemetry hooks, off: Loci sends nothing anywhere, even where the
@@ -117,6 +114,9 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     # Last: the dashboard's mount at "/" would shadow any route added after it.
     mount_dashboard(app)
     app.add_middleware(BodyLimit, limit=hub.settings.server_max_body)
+    app.add_middleware(Guard, keys_required=hub.keys_required,
+                       allowed_hosts=hub.settings.server_allowed_hosts,
+                       allowed_origins=hub.settings.server_allowed_origins)
     return app
 
 

@@ -13,6 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.types import Send
 
 from loci.errors import LociError
 
@@ -21,6 +22,14 @@ log = logging.getLogger("loci.server")
 
 def error_response(status: int, kind: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status)
+
+
+async def send_error(send: Send, status: int, kind: str, message: str) -> None:
+    """Answer with the error shape from ASGI middleware, before any route runs."""
+    response = error_response(status, kind, message)
+    await send({"type": "http.response.start", "status": status,
+                "headers": response.raw_headers})
+    await send({"type": "http.response.body", "body": response.body})
 
 
 async def _loci_error(_: Request, exc: Exception) -> JSONResponse:

@@ -25,6 +25,7 @@ from loci.errors import AuthError, ForbiddenError
 from loci.keys import hash_key
 from loci.models import ApiKey, Scope
 from loci.runtime import Runtime
+from loci.server.guard import is_loopback
 from loci.settings import Settings
 from loci.store import Store
 from loci.timeutil import Clock, utc_now
@@ -63,6 +64,7 @@ class Hub:
         self._lock = threading.Lock()
         self._keys_checked = 0.0
         self._keys_exist = False
+        self._exposed = not is_loopback(self.settings.server_host)
         self._checked: dict[str, tuple[float, ApiKey | None]] = {}
         self._search_slots: asyncio.Semaphore | None = None
         # Searches may run on the event loop when nothing they do waits on a network.
@@ -84,13 +86,21 @@ class Hub:
         return engine
 
     def keys_required(self) -> bool:
-        """True once the store holds an active key (re-checked every few seconds, so
-        a key created with ``loci keys create`` while the server runs takes effect)."""
+        """True on a host other than loopback, and from the moment the store holds an
+        active key (checked every few seconds, so that a key created with ``loci keys
+        create`` while the server runs takes effect). Once true it stays true: revoking
+        the last key locks the server, it never opens it."""
+        if self._keys_exist:
+            return True
         now = time.monotonic()
         if now - self._keys_checked > _KEYS_TTL:
-            self._keys_exist = any(not k.revoked for k in self.runtime.api_keys())
+            self._keys_exist = self._exposed or self.has_keys()
             self._keys_checked = now
         return self._keys_exist
+
+    def has_keys(self) -> bool:
+        """Whether the store holds an active key now."""
+        return any(not k.revoked for k in self.runtime.api_keys())
 
     def authenticate(self, authorization: str | None, user: str | None,
                      agent: str | None) -> Principal:

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
-
 import click
 
 from loci.cli.app import cli, json_option, print_json, scoped
 from loci.engine import Loci
 from loci.errors import ConfigError
+from loci.server.guard import is_loopback
 from loci.settings import load_settings
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @cli.command()
@@ -45,7 +35,7 @@ def serve(host: str | None, port: int | None, store: str | None,
                              server_port=port)
     app = create_app(settings, serving=True)
     hub = app.state.hub
-    if not is_loopback(settings.server_host) and not hub.keys_required():
+    if not is_loopback(settings.server_host) and not hub.has_keys():
         hub.close()
         raise ConfigError(
             f"refusing to serve {settings.server_host} without API keys: anyone on the "

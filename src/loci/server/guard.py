@@ -1,0 +1,90 @@
+"""What a web page in the user's browser may not do to a local server.
+
+A server in open mode (no API keys) trusts whoever can reach it, which for a loopback
+server means the user's own programs, but also every web page the user's browser shows:
+
+- **DNS rebinding**: a page on ``evil.example`` whose name resolves to 127.0.0.1 reads
+  and writes as if it were local. Open mode answers only requests whose ``Host`` is a
+  loopback name (or one in ``[server] allowed_hosts``); with keys, ``allowed_hosts``
+  restricts the names when it is set.
+- **Cross-site requests**: a page may POST to ``http://127.0.0.1:8765`` without a
+  preflight (``text/plain`` bodies). A request that changes something is refused when
+  the browser says it comes from another site (``Sec-Fetch-Site: cross-site``, or an
+  ``Origin`` that is not the server's own nor in ``[server] allowed_origins``).
+Programs that are not browsers send neither header and are not affected.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from loci.server import errors
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class Guard:
+    """Refuses foreign ``Host`` names (421) and cross-site changes (403)."""
+
+    def __init__(self, app: ASGIApp, keys_required: Callable[[], bool],
+                 allowed_hosts: list[str], allowed_origins: list[str]) -> None:
+        self.app = app
+        self.keys_required = keys_required
+        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
+        self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", ()))
+        host = headers.get(b"host", b"").decode("latin-1").lower()
+        if not self._host_allowed(host):
+            await errors.send_error(send, 421, "MisdirectedRequest",
+                          f"host {host!r} is not served here; open mode answers loopback "
+                          "names only (add it to [server] allowed_hosts)")
+            return
+        if scope["method"] not in _SAFE_METHODS and not self._same_site(headers, host):
+            await errors.send_error(send, 403, "CrossSiteRequest",
+                          "a web page of another site may not change data here (add its "
+                          "origin to [server] allowed_origins to allow it)")
+            return
+        await self.app(scope, receive, send)
+
+    def _host_allowed(self, host: str) -> bool:
+        name = host_name(host)
+        if name in LOOPBACK_NAMES or name in self.allowed_hosts:
+            return True
+        if self.allowed_hosts:
+            return False
+        return self.keys_required()
+
+    def _same_site(self, headers: dict[bytes, bytes], host: str) -> bool:
+        origin = headers.get(b"origin")
+        if origin is not None:
+            text = origin.decode("latin-1").lower().rstrip("/")
+            return text in self.allowed_origins or (
+                text != "null" and urlsplit(text).netloc == host)
+        return headers.get(b"sec-fetch-site") != b"cross-site"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind address or host name is the machine's own."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(host: str) -> str:
+    """The name of a ``Host`` header, without its port."""
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
