@@ -8,7 +8,6 @@ storage to the store and prompt assembly to the context compiler.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -17,6 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from loci.checks import check_name, check_text
 from loci.compaction.compactor import STRATEGIES, CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService
@@ -66,14 +66,6 @@ EVENT_FIELDS = frozenset({"type", "role", "content", "timestamp", "tool_name", "
                           "args", "metadata"})
 #: The smallest context window a call may ask for.
 MIN_WINDOW = 512
-_NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
-
-
-def check_name(kind: str, value: str) -> str:
-    """Session, user, agent and state-key names: 1-200 printable characters."""
-    if not isinstance(value, str) or not _NAME.match(value) or not value.strip():
-        raise ValidationError(f"invalid {kind} {value!r}: use 1-200 printable characters")
-    return value
 
 
 @dataclass(frozen=True)
@@ -301,6 +293,7 @@ class Loci:
         are in [0, 1]. Expired memories are left out."""
         if not 1 <= limit <= 1000:
             raise ValidationError("limit must be between 1 and 1000")
+        check_text("query", query)
         now = self.clock()
         filters = replace(filters or SearchFilters(), now=now)
         hits: list[SearchHit] = []
@@ -349,7 +342,8 @@ class Loci:
 
     # -- state --------------------------------------------------------------------
     def state_set(self, key: str, value: str) -> StateItem:
-        return self.store.set_state(self.scope, check_name("key", key), str(value), self.clock())
+        value = check_text("state value", value if isinstance(value, str) else str(value))
+        return self.store.set_state(self.scope, check_name("key", key), value, self.clock())
 
     def state_get(self, key: str) -> StateItem:
         item = self.store.get_state(self.scope, key)
@@ -398,6 +392,8 @@ class Loci:
         (compacting the session first when the policy says so). ``window`` overrides the
         model's context window for this call."""
         window = check_window(window)
+        if message is not None:
+            check_text("message", message)
         decision = Decision.NONE
         if session is not None:
             check_name("session", session)
@@ -414,6 +410,8 @@ class Loci:
         loop); compacting writes and may wait on an LLM."""
         check_name("session", session)
         window = check_window(window)
+        if message is not None:
+            check_text("message", message)
         decision = self._compaction.decide(session, model=model, before_compile=True,
                                           window=window)
         if decision in COMPACTING:

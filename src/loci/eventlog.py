@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
+from loci.checks import check_json, check_text
 from loci.errors import ValidationError
 from loci.models import DEFAULT_ROLE, EVENT_TYPES, ROLES, Event, NewEvent
 from loci.store.codec import canonical_json
@@ -46,8 +47,14 @@ def new_event(
     role = role or DEFAULT_ROLE.get(type)
     if role not in ROLES:
         raise ValidationError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
-    if not isinstance(content, str):
-        raise ValidationError("content must be a string")
+    check_text("content", content)
+    for field, value in (("tool_name", tool_name), ("tool_call_id", tool_call_id)):
+        if value is not None:
+            check_text(field, value)
+    for field, mapping in (("args", args), ("metadata", metadata)):
+        if mapping is not None and not isinstance(mapping, dict):
+            raise ValidationError(f"{field} must be a JSON object")
+        check_json(field, mapping)
     if len(content) > MAX_CONTENT_CHARS:
         raise ValidationError(f"content is longer than {MAX_CONTENT_CHARS:,} characters")
     if type == "tool_call" and not tool_name:
@@ -90,6 +97,8 @@ def parse_jsonl(
             events.append(_from_record(record, counter, default_timestamp))
         except json.JSONDecodeError as exc:
             raise ValidationError(f"line {number}: malformed JSON: {exc.msg}") from exc
+        except RecursionError:
+            raise ValidationError(f"line {number}: JSON nested too deeply") from None
         except ValidationError as exc:
             raise ValidationError(f"line {number}: {exc}") from exc
     return events

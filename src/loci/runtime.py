@@ -12,6 +12,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from loci.checks import check_name
 from loci.compaction.service import chat_model_from, policy_from
 from loci.context.history import LiveEvents
 from loci.embeddings import make_embedder
@@ -74,7 +75,6 @@ class Runtime:
     # -- API keys: each serves one user (tenant) of the whole store ------------------
     def create_key(self, user: str, label: str = "") -> tuple[ApiKey, str]:
         """A new API key for ``user``: its record, and the key itself (shown once)."""
-        from loci.engine import check_name
 
         return create_key(self.store, check_name("user", user), self.clock(), label)
 

@@ -26,7 +26,10 @@ def parse_timestamp(text: str) -> datetime:
         raise ValidationError(f"not an ISO 8601 timestamp: {text!r}") from exc
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValidationError(f"timestamp out of range once in UTC: {text!r}") from None
 
 
 def format_timestamp(value: datetime) -> str:

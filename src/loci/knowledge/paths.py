@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
 
+from loci.checks import clean_tags
 from loci.errors import ValidationError
 
 MAX_PATH_CHARS = 1024
 MAX_SEGMENT_CHARS = 255
 MAX_DEPTH = 32
-MAX_TAG_CHARS = 64
-MAX_TAGS = 50
 #: The folders of seeds/004; other top-level folders are allowed too.
 ROOTS = ("/profile/", "/conversations/", "/projects/", "/reference/", "/insights/")
 PROFILE = "/profile/"
@@ -112,25 +110,6 @@ def slugify(text: str, *, max_chars: int = 60, fallback: str = "untitled") -> st
     cleaned = _SLUG_DROP.sub(" ", unicodedata.normalize("NFKC", text).lower())
     slug = _SLUG_GAP.sub("-", cleaned).strip("-")[:max_chars].strip("-")
     return slug or fallback
-
-
-def clean_tags(tags: Iterable[object]) -> tuple[str, ...]:
-    """Tags without surrounding space, inner whitespace turned into ``-``, each once in
-    order; a tag with a control character or over ``MAX_TAG_CHARS`` is an error."""
-    cleaned: dict[str, None] = {}
-    for tag in tags:
-        if not isinstance(tag, (str, int, float)) or isinstance(tag, bool):
-            raise ValidationError(f"a tag must be text, got {tag!r}")
-        text = "-".join(str(tag).split())
-        if not text:
-            continue
-        if _control(text) is not None or len(text) > MAX_TAG_CHARS:
-            raise ValidationError(f"invalid tag {text[:80]!r}: use up to {MAX_TAG_CHARS} "
-                                  "printable characters")
-        cleaned[text] = None
-    if len(cleaned) > MAX_TAGS:
-        raise ValidationError(f"a document takes at most {MAX_TAGS} tags")
-    return tuple(cleaned)
 
 
 def parse_tags(value: str | None) -> tuple[str, ...]:

@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from loci.checks import check_json, check_text, clean_tags
 from loci.errors import NotFoundError, ValidationError
 from loci.indexing import Indexer
-from loci.knowledge.paths import check_folder, check_path, clean_tags
+from loci.knowledge.paths import check_folder, check_path
 from loci.knowledge.tools import DocumentPage, DocumentSummary, page, to_summary
 from loci.knowledge.tree import Node, build_tree
 from loci.models import Document, DocumentVersion, Scope, SearchHit
@@ -87,6 +88,8 @@ class KnowledgeBase:
             content = _check_content(path, new.content)
             old = before[path]
             tags = clean_tags(new.tags) if new.tags is not None else old.tags if old else ()
+            if new.metadata is not None:
+                check_json(f"{path}: metadata", new.metadata)
             metadata = dict(new.metadata if new.metadata is not None
                             else old.metadata if old else {})
             drafts[path] = Document(path, content, tags, 1, now, now, metadata)
@@ -180,8 +183,8 @@ class KnowledgeBase:
 
 
 def _check_content(path: str, content: object) -> str:
-    if not isinstance(content, str):
-        raise ValidationError(f"{path}: content must be text")
+    check_text(f"{path}: content", content)
+    assert isinstance(content, str)
     if not content.strip():
         raise ValidationError(f"{path}: a document needs some content")
     if len(content) > MAX_DOCUMENT_CHARS:

@@ -15,8 +15,9 @@ from typing import Any
 
 import yaml
 
+from loci.checks import clean_tags
 from loci.errors import ValidationError
-from loci.knowledge.paths import clean_tags, name_of
+from loci.knowledge.paths import name_of
 from loci.models import Document
 from loci.search import query_terms
 

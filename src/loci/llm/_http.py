@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -51,8 +52,9 @@ class ChatTransport:
     ) -> None:
         self.url = url
         self.timeout = timeout
-        self.where = f"{what} at {url}"
-        self._secret = secret or None
+        self.where = f"{what} at {without_userinfo(url)}"
+        userinfo = urlsplit(url).netloc.rpartition("@")[0]
+        self._secrets = [s for s in (secret, userinfo) if s]
         self._client = httpx.Client(timeout=timeout, headers=dict(headers))
 
     def post_json(self, body: Mapping[str, Any]) -> Any:
@@ -121,7 +123,9 @@ class ChatTransport:
         raise ProviderError(f"{self.where} answered HTTP {status}: {detail}; {hint}")
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
     def close(self) -> None:
         self._client.close()
@@ -157,3 +161,11 @@ def check_base_url(base_url: str, provider: str) -> str:
             f"{provider} base_url must start with http:// or https://: {base_url!r}"
         )
     return base_url.rstrip("/")
+
+
+def without_userinfo(url: str) -> str:
+    """``url`` without ``user:password@``, as errors may show it to API clients."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from loci.checks import check_text, clean_tags
 from loci.errors import NotFoundError, ValidationError
 from loci.indexing import Indexer
 from loci.memory.dedup import Match, find_duplicate
@@ -48,19 +49,19 @@ class MemoryService:
         self, content: str, type: str = "project_context", tags: Sequence[str] = (),
         source: str | None = None, *, dedupe: bool = True,
     ) -> SaveResult:
-        content, memory_type, clean_tags = _validate(content, type, tags)
+        content, memory_type, tags = _validate(content, type, tags)
         now = self.clock()
         vectors = self.indexer.vectors_for([content]) if self.indexer else None
         match = self._duplicate(content, memory_type, vectors) if dedupe else None
         expires = expiry_for(memory_type, now, self.ttls)
         if match is None:
-            memory = Memory(new_memory_id(), memory_type, content, clean_tags, now, now,
+            memory = Memory(new_memory_id(), memory_type, content, tags, now, now,
                             expires, source, {"mirrored": True} if self.mirror else {})
             self.store.put_memories(self.scope, [memory], vectors)
             self._mirror(memory, None)
             return SaveResult(memory, "created")
         old = match.memory
-        merged = tuple(dict.fromkeys((*old.tags, *clean_tags)))
+        merged = tuple(dict.fromkeys((*old.tags, *tags)))
         fresh = replace(old, content=content, tags=merged, updated_at=now, expires_at=expires)
         if match.kind == "same":
             self.store.put_memory(self.scope, fresh)
@@ -78,10 +79,10 @@ class MemoryService:
         reason: str = "updated",
     ) -> SaveResult:
         """Replace a memory's text, type and tags; the old version goes to history."""
-        content, memory_type, clean_tags = _validate(content, type, tags)
+        content, memory_type, tags = _validate(content, type, tags)
         old = self.get(memory_id)
         now = self.clock()
-        fresh = replace(old, content=content, type=memory_type, tags=clean_tags,
+        fresh = replace(old, content=content, type=memory_type, tags=tags,
                         updated_at=now, expires_at=expiry_for(memory_type, now, self.ttls))
         self.store.supersede_memory(self.scope, fresh, reason, now)
         self._embed_pending()
@@ -140,10 +141,11 @@ class MemoryService:
 
 
 def _validate(content: str, type: str, tags: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
-    content = content.strip()
+    content = check_text("memory", content).strip()
     if not content:
         raise ValidationError("a memory needs some text")
     if len(content) > MAX_MEMORY_CHARS:
         raise ValidationError(f"a memory is limited to {MAX_MEMORY_CHARS:,} characters")
-    clean_tags = tuple(dict.fromkeys(t.strip() for t in tags if t.strip()))
-    return content, check_type(type), clean_tags
+    if isinstance(tags, str):
+        raise ValidationError("tags must be a list of strings")
+    return content, check_type(type), clean_tags(tags)

@@ -19,9 +19,10 @@ from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
+from loci.checks import check_name
 from loci.embeddings import IN_PROCESS
-from loci.engine import Loci, check_name
-from loci.errors import AuthError, ForbiddenError
+from loci.engine import Loci
+from loci.errors import AuthError, ForbiddenError, ValidationError
 from loci.keys import hash_key
 from loci.models import ApiKey, Scope
 from loci.runtime import Runtime
@@ -106,6 +107,7 @@ class Hub:
                      agent: str | None) -> Principal:
         """The principal for a request's ``Authorization``, ``X-Loci-User`` and
         ``X-Loci-Agent`` headers."""
+        user, agent = header_text(user), header_text(agent)
         agent_name = check_name("agent", agent) if agent else self.settings.agent
         if authorization:
             scheme, _, token = authorization.partition(" ")
@@ -159,3 +161,14 @@ class Hub:
 
     def close(self) -> None:
         self.runtime.close()
+
+
+def header_text(value: str | None) -> str | None:
+    """A header value as the UTF-8 its bytes are (the ASGI server reads them as
+    Latin-1), so that ``X-Loci-User: José`` names José."""
+    if value is None:
+        return None
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        raise ValidationError(f"header value {value!r} is not UTF-8") from None

@@ -213,6 +213,14 @@ class ScopedMCP:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if scope["method"] not in ("POST", "OPTIONS"):
+            # Stateless: no stream to open or session to end; a GET's event stream
+            # would stay open for ever.
+            response = error_response(405, "MethodNotAllowed",
+                                      "the MCP endpoint is stateless: POST JSON-RPC to it")
+            response.headers["Allow"] = "POST"
+            await response(scope, receive, send)
+            return
         headers = Headers(scope=scope)
         try:
             # The key check reads the store: keep it off the event loop.

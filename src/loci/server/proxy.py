@@ -44,6 +44,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from loci.checks import check_text
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
 from loci.llm.wire import message_text
@@ -129,7 +130,7 @@ class Turn:
         last = body.messages[-1]
         self.message: str | None = None  # None: this call brings tool results
         if last.get("role") == "user":
-            self.message = message_text(last.get("content"))
+            self.message = check_text("message", message_text(last.get("content")))
             self._import_history(body.messages[:-1])
         elif last.get("role") == "tool":
             earlier, results = split_results(body.messages)

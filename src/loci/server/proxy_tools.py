@@ -42,7 +42,9 @@ def call_events(calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """``tool_call`` events for an assistant's tool calls (OpenAI's shape)."""
     events = []
     for call in calls:
-        function = call.get("function") or {}
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            raise ValidationError("each tool call needs a 'function' object")
         name = str(function.get("name") or "")
         if not name:
             raise ValidationError("a tool call without a function name")
@@ -75,6 +77,7 @@ def split_results(messages: Sequence[dict[str, Any]]
             "tool_calls"):
         raise ValidationError("tool results must follow the assistant message whose "
                               "tool_calls they answer")
+    call_events(earlier[-1]["tool_calls"])  # their shape, before anything is written
     return earlier, results
 
 
@@ -87,9 +90,9 @@ def record_results(loci: Loci, session: str, asked: dict[str, Any],
     except NotFoundError:  # the session's first exchange
         recent = []
     known = {(e.type, e.tool_call_id) for e in recent[-_RECENT_EVENTS:]}
-    calls = asked["tool_calls"]
-    names = {str(c.get("id")): (c.get("function") or {}).get("name") for c in calls}
-    fresh = [e for e in call_events(calls) if ("tool_call", e["tool_call_id"]) not in known]
+    calls = call_events(asked["tool_calls"])  # checks their shape first
+    names = {e["tool_call_id"]: e["tool_name"] for e in calls}
+    fresh = [e for e in calls if ("tool_call", e["tool_call_id"]) not in known]
     for result in results:
         call_id = str(result.get("tool_call_id") or "")
         if call_id not in names:

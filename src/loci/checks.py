@@ -1,0 +1,113 @@
+"""The one validation layer every face goes through (the engine calls it): what the
+store accepts, a read can serve.
+
+- text must be encodable: a lone surrogate (``"\\ud800"``, which JSON allows) cannot be
+  stored as UTF-8, so it is refused, naming the field and the position;
+- JSON values (metadata, tool arguments) must be JSON: string keys, finite numbers,
+  integers within 64 bits, at most ``MAX_DEPTH`` levels (the encoder stops at 254) and
+  ``MAX_VALUES`` values;
+- names become parts of file names (the memory mirror), so they are limited in bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+from loci.errors import ValidationError
+
+#: Levels of nesting a stored JSON value may have.
+MAX_DEPTH = 64
+#: Values (scalars, lists and objects) one stored JSON value may hold.
+MAX_VALUES = 100_000
+#: Characters of one tag, and tags of one memory or document.
+MAX_TAG_CHARS = 64
+MAX_TAGS = 50
+#: Bytes of UTF-8 a name may take (file systems allow 255 per path component).
+MAX_NAME_BYTES = 200
+_INT64 = 2 ** 63
+_NAME = re.compile(r"^[^\x00-\x1f\x7f]+$")
+
+
+def check_text(field: str, value: Any) -> str:
+    """``value`` if it is a string that UTF-8 can encode, else a ``ValidationError``."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be a string, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"{field} holds an unpaired surrogate ({value[exc.start]!r}) at character "
+            f"{exc.start}: send valid Unicode text") from None
+    return value
+
+
+def check_name(kind: str, value: Any) -> str:
+    """Session, user, agent and state-key names: printable, at most ``MAX_NAME_BYTES``
+    bytes of UTF-8, not only spaces."""
+    if isinstance(value, str):
+        try:
+            size = len(value.encode("utf-8"))
+        except UnicodeEncodeError:
+            size = 0
+        if 0 < size <= MAX_NAME_BYTES and _NAME.match(value) and value.strip():
+            return value
+    raise ValidationError(f"invalid {kind} {value!r}: use 1-{MAX_NAME_BYTES} bytes of "
+                          "printable text")
+
+
+def check_json(field: str, value: Any) -> Any:
+    """``value`` if it is JSON that reads back as written, else a ``ValidationError``."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    seen = 0
+    while stack:
+        item, depth = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise ValidationError(f"{field} holds more than {MAX_VALUES:,} values")
+        if depth > MAX_DEPTH:
+            raise ValidationError(f"{field} is nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise ValidationError(f"{field}: object keys must be strings")
+                check_text(f"{field} key", key)
+                stack.append((child, depth + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, str):
+            check_text(field, item)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not -_INT64 <= item < _INT64:
+                raise ValidationError(f"{field}: integers must fit in 64 bits")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValidationError(f"{field}: numbers must be finite")
+        else:
+            raise ValidationError(f"{field}: {type(item).__name__} is not a JSON value")
+    return value
+
+
+def clean_tags(tags: Iterable[object]) -> tuple[str, ...]:
+    """Tags without surrounding space, inner whitespace turned into ``-``, each once in
+    order; a tag with a control character or over ``MAX_TAG_CHARS`` is an error."""
+    cleaned: dict[str, None] = {}
+    for tag in tags:
+        if not isinstance(tag, (str, int, float)) or isinstance(tag, bool):
+            raise ValidationError(f"a tag must be text, got {tag!r}")
+        text = "-".join(str(tag).split())
+        if not text:
+            continue
+        if any(unicodedata.category(c) == "Cc" for c in text) or len(text) > MAX_TAG_CHARS:
+            raise ValidationError(f"invalid tag {text[:80]!r}: use up to {MAX_TAG_CHARS} "
+                                  "printable characters")
+        check_text("tag", text)
+        cleaned[text] = None
+    if len(cleaned) > MAX_TAGS:
+        raise ValidationError(f"at most {MAX_TAGS} tags")
+    return tuple(cleaned)
