@@ -114,14 +114,14 @@ PREPARED_PER_SECOND = 2_000
 
 
 def get(path: str) -> Callable[[random.Random], bytes]:
-    return lambda _: f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode()
+    return lambda _: f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
 
 
 def post(path: str, body: Callable[[random.Random], dict[str, Any]]
          ) -> Callable[[random.Random], bytes]:
     def build(rng: random.Random) -> bytes:
         data = json.dumps(body(rng)).encode()
-        head = (f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json"
+        head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
                 f"\r\nContent-Length: {len(data)}\r\n\r\n")
         return head.encode() + data
     return build
