@@ -105,8 +105,8 @@ def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Pat
     figures: dict[str, list[float]] = defaultdict(list)
     calls_ms: list[float] = []
     broken = empty = requests = 0
-    with TestClient(create_app(settings)) as http:
-        client = OpenAI(base_url="http://testserver/v1", api_key="open", http_client=http,
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as http:
+        client = OpenAI(base_url="http://127.0.0.1/v1", api_key="open", http_client=http,
                         max_retries=0)
         for name, messages in sessions:
             trail = trail_of(messages)
