@@ -5,6 +5,7 @@ sends for a cross-site form post or after DNS rebinding."""
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import httpx
@@ -105,3 +106,18 @@ def test_a_server_on_another_host_never_runs_open(home: Path) -> None:
     with pytest.raises(AuthError):
         hub.authenticate(None, "mallory", None)
     hub.close()
+
+
+def test_a_body_that_never_comes_gets_408(live_server: LiveServer, home: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("loci.server.app.BODY_SECONDS", 0.5)
+    url = start(live_server, home)
+    host, port = url.removeprefix("http://").split(":")
+    for framing in (b"Content-Length: 100\r\n", b"Transfer-Encoding: chunked\r\n"):
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(b"POST /api/sessions/s/import HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         + framing + b"\r\n" + (b"5\r\nhello\r\n" if b"chunked" in framing
+                                                else b"{\"type\""))
+            answer = sock.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
+    assert imported(home) == 0

@@ -7,6 +7,7 @@ import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 from starlette.routing import Route
@@ -28,6 +29,9 @@ from loci.settings import Settings, load_settings
 from loci.store import Store
 from loci.timeutil import Clock, utc_now
 
+#: Seconds a request may take between two parts of its body.
+BODY_SECONDS = 30.0
+
 
 class BodyLimit:
     """Answers 413 to bodies over ``limit`` bytes, declared or streamed, before any
@@ -45,14 +49,20 @@ class BodyLimit:
             if declared.isdigit() and int(declared) > self.limit:
                 await self._reject(send)
                 return
-            await self.app(scope, receive, send)
+            await self._timed(scope, receive, send)
             return
         # No declared length (chunked): read the body here, up to the limit, and
         # replay it, so that a route never sees half a body.
         messages: list[Message] = []
         size, more = 0, True
         while more:
-            message = await receive()
+            try:
+                with anyio.fail_after(BODY_SECONDS):
+                    message = await receive()
+            except TimeoutError:
+                await errors.send_error(send, 408, "RequestTimeout", "the request body did "
+                                        f"not arrive within {BODY_SECONDS:g} s")
+                return
             messages.append(message)
             size += len(message.get("body", b""))
             if size > self.limit:
@@ -64,6 +74,33 @@ class BodyLimit:
             return messages.pop(0) if messages else await receive()
 
         await self.app(scope, replay, send)
+
+    async def _timed(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The app, with ``BODY_SECONDS`` at most between two parts of the body: a
+        client that announces more than it sends gets 408 instead of a wait for ever."""
+        pending, started = True, False
+
+        async def timed_receive() -> Message:
+            nonlocal pending
+            if not pending:  # the body is in: later calls wait for a disconnect
+                return await receive()
+            with anyio.fail_after(BODY_SECONDS):
+                message = await receive()
+            pending = message["type"] == "http.request" and message.get("more_body", False)
+            return message
+
+        async def watched_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, timed_receive, watched_send)
+        except TimeoutError:
+            if started:
+                raise
+            await errors.send_error(send, 408, "RequestTimeout", "the request body did not "
+                                    f"arrive within {BODY_SECONDS:g} s")
 
     async def _reject(self, send: Send) -> None:
         await errors.send_error(send, 413, "PayloadTooLarge", f"request body over "

@@ -47,8 +47,11 @@ CAN_DEAL = hasattr(socket, "send_fds")
 #: How every Loci server process runs uvicorn. No access log: its lines are info, below
 #: the warning level, yet uvicorn gathers each one's fields; no proxy headers: Loci uses
 #: no client address, and the middleware would read every request's headers.
+#: Past ``limit_concurrency`` open connections and requests, new ones get 503 rather than
+#: exhausting file descriptors; an idle keep-alive connection closes after 5 s.
 UVICORN_OPTIONS: dict[str, Any] = {"log_level": "warning", "access_log": False,
-                                   "proxy_headers": False, "server_header": False}
+                                   "proxy_headers": False, "server_header": False,
+                                   "limit_concurrency": 1000, "timeout_keep_alive": 5}
 _spawn = multiprocessing.get_context("spawn")
 multiprocessing.allow_connection_pickling()  # sockets reach spawned workers
 
