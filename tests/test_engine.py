@@ -132,3 +132,16 @@ def test_a_clock_set_on_a_scope_stamps_everything_it_writes(loci: Loci) -> None:
     event = other.add("s1", "user", "hello")
     doc = other.knowledge.put("/notes/a.md", "text")
     assert memory.created_at == event.timestamp == doc.document.updated_at == clock.now
+
+
+def test_tag_filters_match_tags_exactly(loci: Loci) -> None:
+    from loci import SearchFilters
+
+    loci.remember("Deploys run on Fridays.", tags=["my_tag", "50%", "two words"])
+    loci.remember("Backups run on Sundays.", tags=["mytag", "50"])
+    for tag, expected in (("my_tag", "Deploys"), ("mytag", "Backups"), ("50%", "Deploys"),
+                          ("50", "Backups"), ("two-words", "Deploys")):
+        hits = loci.search("run", filters=SearchFilters(tags=(tag,)))
+        assert [h.text.split()[0] for h in hits] == [expected], tag
+    assert loci.search("run", filters=SearchFilters(tags=("my%",))) == []
+    assert loci.memories()[-1].tags == ("my_tag", "50%", "two-words")

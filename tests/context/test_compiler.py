@@ -324,3 +324,19 @@ def test_a_window_given_per_call_wins_and_compacts_to_fit(loci: Loci) -> None:
     for bad in (0, 100, 2.5, True):
         with pytest.raises(ValidationError, match="window"):
             loci.compile("s", "x", window=bad)  # type: ignore[arg-type]
+
+
+def test_a_tool_result_without_its_call_keeps_the_context_valid(loci: Loci) -> None:
+    loci.add("s", "user", "Check the weather.")
+    loci.add_event("s", type="tool_result", tool_call_id="ghost", tool_name="weather",
+                   content="18°C, sunny")
+    loci.add_event("s", type="tool_call", tool_name="clock", tool_call_id="c1")
+    loci.add_event("s", type="tool_result", tool_call_id="c1", content="09:00")
+    messages = loci.compile("s", "And now?").to_openai()
+    for n, message in enumerate(messages):
+        if message["role"] == "tool":  # every tool message answers the call before it
+            before = messages[n - 1]
+            assert before.get("tool_calls") and before["tool_calls"][0]["id"] == (
+                message["tool_call_id"])
+    assert [m["tool_call_id"] for m in messages if m["role"] == "tool"] == ["c1"]
+    assert any("18°C, sunny" in str(m["content"]) and m["role"] == "user" for m in messages)

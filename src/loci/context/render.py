@@ -30,15 +30,32 @@ def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
                 messages.append({"role": "assistant", "content": event.content or None,
                                  "tool_calls": [call]})
         elif event.type == "tool_result":
-            messages.append({
-                "role": "tool",
-                "tool_call_id": event.tool_call_id or "",
-                "content": event.content if event.masked is None else event.masked,
-            })
+            content = event.content if event.masked is None else event.masked
+            if answers_open_call(messages, event.tool_call_id):
+                messages.append({"role": "tool", "tool_call_id": event.tool_call_id,
+                                 "content": content})
+            else:  # its call is not right before it: a tool message would be refused
+                name = f" of {event.tool_name}" if event.tool_name else ""
+                messages.append({"role": "user", "content": f"[tool result{name}, call "
+                                 f"{event.tool_call_id or '?'}]\n{content}"})
         else:
             messages.append({"role": event.role, "content": event.content})
     return messages
 
+
+
+def answers_open_call(messages: Sequence[dict[str, Any]], call_id: str | None) -> bool:
+    """Whether a tool result for ``call_id`` may follow ``messages``: the assistant's
+    tool calls (then only other results) come right before it, with that id unanswered."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if message["role"] == "tool":
+            answered.add(message["tool_call_id"])
+            continue
+        calls = message.get("tool_calls") if message["role"] == "assistant" else None
+        return bool(calls) and call_id is not None and call_id not in answered and any(
+            call["id"] == call_id for call in calls or ())
+    return False
 
 
 def to_anthropic_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -83,8 +83,9 @@ def memory_filters(filters: SearchFilters, expired_only: bool) -> tuple[str, lis
         clauses.append(f"m.type IN ({', '.join('?' * len(filters.types))})")
         params.extend(filters.types)
     for tag in filters.tags:
-        clauses.append("(' ' || m.tags || ' ') LIKE ?")
-        params.append(f"% {tag.replace('%', '').replace('_', '')} %")
+        # Tags hold no spaces (``checks.clean_tags``): a space-delimited search is exact.
+        clauses.append("instr(' ' || m.tags || ' ', ?) > 0")
+        params.append(f" {tag} ")
     if filters.now is not None:
         if expired_only:
             clauses.append("(m.expires IS NOT NULL AND m.expires <= ?)")
