@@ -178,6 +178,9 @@ class Loci:
             unknown = set(fields) - EVENT_FIELDS
             if unknown:
                 raise ValidationError(f"unknown event field(s): {', '.join(sorted(unknown))}")
+            if fields.get("type") == "summary":
+                raise ValidationError("summary events are written by compaction (see "
+                                      "compact); add a message instead")
         batch = [new_event(self.counter, **{"timestamp": now, **fields}) for fields in events]
         added = self.store.append_events(self.scope, session, batch)
         self._embed_pending("event")
