@@ -44,15 +44,19 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers", [])).get(b"content-length")
+        headers = dict(scope.get("headers", []))
+        declared = headers.get(b"content-length")
         if declared is not None:
             if declared.isdigit() and int(declared) > self.limit:
                 await self._reject(send)
                 return
             await self._timed(scope, receive, send)
             return
-        # No declared length (chunked): read the body here, up to the limit, and
-        # replay it, so that a route never sees half a body.
+        if b"transfer-encoding" not in headers:  # no length, not chunked: no body
+            await self.app(scope, receive, send)
+            return
+        # Chunked: read the body here, up to the limit, and replay it, so that a route
+        # never sees half a body.
         messages: list[Message] = []
         size, more = 0, True
         while more:

@@ -26,6 +26,8 @@ from loci.server import errors
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: ``Host`` values remembered as allowed (loopback or listed names, with their ports).
+HOSTS_REMEMBERED = 64
 
 
 class Guard:
@@ -37,6 +39,7 @@ class Guard:
         self.keys_required = keys_required
         self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts)
         self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
+        self._hosts_seen: set[str] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -44,7 +47,7 @@ class Guard:
             return
         headers = dict(scope.get("headers", ()))
         host = headers.get(b"host", b"").decode("latin-1").lower()
-        if not self._host_allowed(host):
+        if host not in self._hosts_seen and not self._host_allowed(host):
             await errors.send_error(send, 421, "MisdirectedRequest",
                           f"host {host!r} is not served here; open mode answers loopback "
                           "names only (add it to [server] allowed_hosts)")
@@ -59,6 +62,8 @@ class Guard:
     def _host_allowed(self, host: str) -> bool:
         name = host_name(host)
         if name in LOOPBACK_NAMES or name in self.allowed_hosts:
+            if len(self._hosts_seen) < HOSTS_REMEMBERED:
+                self._hosts_seen.add(host)  # allowed whatever the keys: skip next time
             return True
         if self.allowed_hosts:
             return False
