@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -227,3 +228,14 @@ def test_oversized_bodies_get_413(client: TestClient) -> None:
 def test_unknown_route_is_json_404(client: TestClient) -> None:
     response = client.get("/api/nothing-here")
     assert response.status_code == 404 and error(response)
+
+
+def test_a_session_name_with_slashes_is_reachable(client: TestClient) -> None:
+    for path in ("team/alpha", "a/b/c"):
+        url = f"/api/sessions/{quote(path, safe='')}"
+        assert client.post(f"{url}/events", json={"role": "user", "content": "hi"}
+                           ).status_code == 201
+        assert [e["content"] for e in client.get(f"{url}/events").json()] == ["hi"]
+        assert client.get(url).json()["id"] == path
+        assert client.post(f"{url}/context", json={"message": "x"}).status_code == 200
+    assert {s["id"] for s in client.get("/api/sessions").json()} >= {"team/alpha", "a/b/c"}

@@ -58,7 +58,7 @@ class RecallIn(BaseModel):
 
 
 # The hottest routes first: a request tries the routes in order, paying for each miss.
-@router.post("/sessions/{session}/context", response_model=None)
+@router.post("/sessions/{session:path}/context", response_model=None)
 async def compile_context(request: Request, loci: Engine, session: str, body: ContextIn
                           ) -> dict[str, Any]:
     """Compile the context for the next LLM call, with the explain view."""
@@ -83,12 +83,7 @@ def list_sessions(loci: Engine) -> list[SessionInfo]:
     return loci.sessions()
 
 
-@router.get("/sessions/{session}", response_model=None)
-def get_session(loci: Engine, session: str) -> SessionInfo:
-    return loci.session(session)
-
-
-@router.post("/sessions/{session}/events", response_model=None, status_code=201)
+@router.post("/sessions/{session:path}/events", response_model=None, status_code=201)
 def append_events(loci: Engine, session: str, body: EventIn | list[EventIn]) -> list[Event]:
     """Append one event or a list of events, atomically."""
     events = body if isinstance(body, list) else [body]
@@ -97,7 +92,7 @@ def append_events(loci: Engine, session: str, body: EventIn | list[EventIn]) -> 
     return loci.add_events(session, [e.model_dump(exclude_none=True) for e in events])
 
 
-@router.get("/sessions/{session}/events", response_model=None)
+@router.get("/sessions/{session:path}/events", response_model=None)
 def list_events(
     loci: Engine, session: str, include_archived: bool = True,
     after: int = Query(0, ge=0, description="only events with a greater id"),
@@ -107,14 +102,14 @@ def list_events(
     return [e for e in events if e.id > after][:limit]
 
 
-@router.get("/sessions/{session}/export", response_class=PlainTextResponse)
+@router.get("/sessions/{session:path}/export", response_class=PlainTextResponse)
 def export_session(loci: Engine, session: str) -> PlainTextResponse:
     """The session's log as seeds/002 JSONL."""
     text = "".join(line + "\n" for line in loci.export_jsonl(session))
     return PlainTextResponse(text, media_type="application/x-ndjson")
 
 
-@router.post("/sessions/{session}/import", response_model=None, status_code=201)
+@router.post("/sessions/{session:path}/import", response_model=None, status_code=201)
 async def import_session(loci: Engine, session: str, request: Request) -> dict[str, int]:
     """Append a JSONL log (the body); a bad line stores nothing."""
     try:
@@ -124,7 +119,7 @@ async def import_session(loci: Engine, session: str, request: Request) -> dict[s
     return {"imported": len(loci.import_jsonl(body.splitlines(), session))}
 
 
-@router.post("/sessions/{session}/reply", response_model=None, status_code=201)
+@router.post("/sessions/{session:path}/reply", response_model=None, status_code=201)
 def add_reply(loci: Engine, session: str, body: ReplyIn) -> dict[str, Any]:
     """Record an assistant reply: memory and state tags are saved and stripped."""
     event, result = loci.add_reply(session, body.content)
@@ -132,22 +127,29 @@ def add_reply(loci: Engine, session: str, body: ReplyIn) -> dict[str, Any]:
                                        for s in result.saved], "state": result.state}
 
 
-@router.post("/sessions/{session}/compact", response_model=None)
+@router.post("/sessions/{session:path}/compact", response_model=None)
 def compact(loci: Engine, session: str, body: CompactIn | None = None) -> CompactionResult:
     body = body or CompactIn()
     return loci.compact(session, instructions=body.instructions, dry_run=body.dry_run,
                         strategy=body.strategy, model=body.model)
 
 
-@router.get("/sessions/{session}/compactions", response_model=None)
+@router.get("/sessions/{session:path}/compactions", response_model=None)
 def list_compactions(loci: Engine, session: str) -> list[Compaction]:
     return loci.compactions(session)
 
 
-@router.post("/sessions/{session}/end", response_model=None)
+@router.post("/sessions/{session:path}/end", response_model=None)
 def end_session(loci: Engine, session: str) -> SessionKnowledge:
     """The librarian: file the session into the knowledge base and memories."""
     return loci.end_session(session)
+
+
+# After the routes below a session, so that "/sessions/a/events" is not session
+# "a/events" (session names may hold "/": the path converter takes them whole).
+@router.get("/sessions/{session:path}", response_model=None)
+def get_session(loci: Engine, session: str) -> SessionInfo:
+    return loci.session(session)
 
 
 @router.post("/recall", response_model=None)
