@@ -61,6 +61,8 @@ def check_name(kind: str, value: Any) -> str:
 
 def check_json(field: str, value: Any) -> Any:
     """``value`` if it is JSON that reads back as written, else a ``ValidationError``."""
+    if not value and (value is None or isinstance(value, dict | list)):
+        return value
     stack: list[tuple[Any, int]] = [(value, 1)]
     seen = 0
     while stack:
