@@ -1,8 +1,9 @@
 """The ``Loci`` facade: the one object that the CLI, the server and users call.
 
-A ``Loci`` binds settings, a store and a scope (user → agent). It validates input,
-stamps time from an injectable clock, counts tokens once on write, and delegates
-storage to the store and prompt assembly to the context compiler.
+A ``Loci`` is the view of one scope (user → agent) of a :class:`~loci.runtime.Runtime`,
+which holds the store, the models and the configuration. It validates input (through
+``loci.checks``), stamps time from an injectable clock, counts tokens once on write, and
+delegates storage to the store and prompt assembly to the context compiler.
 """
 
 from __future__ import annotations

@@ -1,17 +1,25 @@
 """Sentence-level salience for the offline extractive summarizer.
 
-A sentence earns points for what makes it worth keeping after its turn is gone:
+A sentence earns points for what it says that is worth keeping after its turn is gone:
 
+- **specific content** kept verbatim: dates and times, days said relative to the day
+  they were said ("yesterday", "last Friday"), paths and URLs, e-mail addresses,
+  identifiers (``ABC-123``, ``snake_case``, hashes, `code`), numbers and amounts, proper
+  nouns (not the names of the people talking, nor a name someone is addressed by),
+  quoted strings;
+- **rare words** for the span it comes from, and **who did what** ("I adopted…",
+  "Maya moved…") when that is concrete or rare;
 - a **cue phrase** that also picks its section ("we decided" → Decisions, "must" →
   Constraints, "I prefer" → Preferences, "remember" → Critical context, "fixed" →
-  Completed work, "next" → Next steps, ...), first match in :data:`CUES` wins;
-- **specific content** kept verbatim: dates and times, paths and URLs, e-mail
-  addresses, identifiers (``ABC-123``, ``snake_case``, hashes, `code`), numbers and
-  amounts, proper nouns, quoted strings;
+  Completed work, "next" → Next steps, ...; first match in :data:`CUES` wins; none:
+  Facts). A cue counts only as far as the sentence says something, unless it asks
+  explicitly to be remembered: "Agreed!", "that must have been fun" and "so important"
+  are no news;
 - who said it (the user's own statements weigh a little more) and a little recency.
 
-It loses points for questions, hedges and very short fragments; greetings, thanks and
-small talk are dropped outright. Everything here is pure and deterministic.
+It loses points for questions, hedges, reactions and generic remarks about nobody in
+particular, and very short fragments; greetings, thanks and small talk are dropped
+outright. Everything here is pure and deterministic.
 """
 
 from __future__ import annotations
