@@ -18,6 +18,7 @@ from starlette.types import ASGIApp
 
 from loci.keys import create_key
 from loci.server.hub import Hub
+from loci.server.workers import UVICORN_OPTIONS
 
 LiveServer = Callable[[ASGIApp], str]
 #: In-process clients call the app as a local program would (open mode answers
@@ -34,8 +35,8 @@ def live_server() -> Iterator[LiveServer]:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", ws="none",
-                                server_header=False)
+        # As `loci serve` runs it (its HTTP protocol and limits included).
+        config = uvicorn.Config(app, lifespan="on", ws="none", **UVICORN_OPTIONS)
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
                                   name=f"live-server-{port}", daemon=True)

@@ -121,3 +121,15 @@ def test_a_body_that_never_comes_gets_408(live_server: LiveServer, home: Path,
             answer = sock.recv(4096)
         assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
     assert imported(home) == 0
+
+
+def test_headers_that_come_too_slowly_close_the_connection(
+        live_server: LiveServer, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("loci.server.protocol.HEADER_SECONDS", 0.5)
+    url = start(live_server, home)
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as slow, \
+            socket.create_connection((host, int(port)), timeout=10) as silent:
+        slow.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        assert slow.recv(4096) == b"" and silent.recv(4096) == b""  # closed by the server
+    assert httpx.get(f"{url}/api/health").status_code == 200  # a prompt client is served

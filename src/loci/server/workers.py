@@ -35,6 +35,7 @@ from types import FrameType
 from typing import Any
 
 from loci.errors import ConfigError
+from loci.server.protocol import TimedHttpTools
 from loci.settings import Settings
 
 log = logging.getLogger("loci.server")
@@ -48,10 +49,12 @@ CAN_DEAL = hasattr(socket, "send_fds")
 #: the warning level, yet uvicorn gathers each one's fields; no proxy headers: Loci uses
 #: no client address, and the middleware would read every request's headers.
 #: Past ``limit_concurrency`` open connections and requests, new ones get 503 rather than
-#: exhausting file descriptors; an idle keep-alive connection closes after 5 s.
+#: exhausting file descriptors; an idle keep-alive connection closes after 5 s, and one
+#: whose request headers come too slowly too (``server.protocol``).
 UVICORN_OPTIONS: dict[str, Any] = {"log_level": "warning", "access_log": False,
                                    "proxy_headers": False, "server_header": False,
-                                   "limit_concurrency": 1000, "timeout_keep_alive": 5}
+                                   "limit_concurrency": 1000, "timeout_keep_alive": 5,
+                                   "http": TimedHttpTools}
 _spawn = multiprocessing.get_context("spawn")
 multiprocessing.allow_connection_pickling()  # sockets reach spawned workers
 
