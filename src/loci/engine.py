@@ -231,15 +231,15 @@ class Loci:
                                         expired_only=expired_only)
 
     def memory(self, memory_id: str) -> Memory:
-        return self._memories.get(memory_id)
+        return self._memories.get(check_text("memory id", memory_id))
 
     def memory_history(self, memory_id: str) -> list[MemoryVersion]:
         """Earlier versions of a memory, oldest first."""
-        return self._memories.history(memory_id)
+        return self._memories.history(check_text("memory id", memory_id))
 
     def forget(self, memory_id: str) -> None:
         """Hard-delete a memory, its history and its markdown file."""
-        self._memories.forget(memory_id)
+        self._memories.forget(check_text("memory id", memory_id))
 
     def purge_expired(self) -> int:
         """Hard-delete expired memories; returns how many."""
@@ -323,7 +323,7 @@ class Loci:
         version stays in its history)."""
         if id is None:
             return self.remember(content, type=type, tags=tags)
-        return self._memories.update(id, content, type, tags).memory
+        return self._memories.update(check_text("memory id", id), content, type, tags).memory
 
     def search_conversation(
         self, query: str, session: str | None = None, limit: int = 10
@@ -350,7 +350,7 @@ class Loci:
         return self.store.set_state(self.scope, check_name("key", key), value, self.clock())
 
     def state_get(self, key: str) -> StateItem:
-        item = self.store.get_state(self.scope, key)
+        item = self.store.get_state(self.scope, check_text("key", key))
         if item is None:
             raise NotFoundError(f"no state key {key!r}")
         return item
@@ -359,7 +359,7 @@ class Loci:
         return self.store.list_state(self.scope)
 
     def state_delete(self, key: str) -> None:
-        if not self.store.delete_state(self.scope, key):
+        if not self.store.delete_state(self.scope, check_text("key", key)):
             raise NotFoundError(f"no state key {key!r}")
 
     # -- knowledge (documents: see ``self.knowledge``) -------------------------------

@@ -1,6 +1,7 @@
-"""A bounded fuzz run over every operation of the OpenAPI schema: hostile path, query and
-body values (lone surrogates, deep nesting, huge numbers, SQL and FTS syntax, ``../``,
-wrong JSON types, broken JSON) must never get a 5xx or leave a traceback in the log.
+"""A bounded fuzz run over every operation of the OpenAPI schema and every MCP tool:
+hostile path, query, body and argument values (lone surrogates, deep nesting, huge
+numbers, SQL and FTS syntax, ``../``, wrong JSON types, broken JSON) must never get a 5xx,
+a tool crash or a traceback in the log.
 
 Each operation gets ``EXAMPLES`` generated requests; bodies fill the operation's declared
 fields (so that most requests get past schema validation into the engine) or are any
@@ -19,9 +20,12 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp import Client
 
-from loci import load_settings
+from loci import Scope, load_settings
 from loci.server.app import create_app
+from loci.server.hub import Hub, Principal
+from loci.server.mcp import build_mcp
 from tests.server.conftest import LOCAL
 
 #: A failing example's repr may be large; the assertion says what matters.
@@ -146,3 +150,35 @@ def test_no_operation_answers_5xx(client: TestClient, method: str, path: str,
         run()
     tracebacks = [r for r in caplog.records if r.exc_info]
     assert not tracebacks, tracebacks[0].getMessage()
+
+
+TOOL_NAMES = ("memory_search", "memory_read", "memory_write", "search_conversation",
+              "search_knowledge", "read_document", "state_get", "state_set")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("tool", TOOL_NAMES)
+async def test_no_mcp_tool_crashes(tool: str, tmp_path: Path, anyio_backend: str) -> None:
+    """Hostile arguments to each MCP tool: a result, a tool error with Loci's message, or
+    the SDK's refusal of arguments off the schema; never a crash."""
+    hub = Hub(load_settings(store=f"sqlite:///{tmp_path / 'loci.db'}", home=str(tmp_path),
+                           embedding_provider="hash", workspace=str(tmp_path)))
+    calls: list[dict[str, Any]] = []
+    async with Client(build_mcp(hub, Principal(Scope("fuzz", "agent")))) as client:
+        schema = {t.name: t.input_schema for t in (await client.list_tools()).tools}[tool]
+
+        @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(st.fixed_dictionaries({}, optional={
+            name: field_values(field) for name, field in schema["properties"].items()}))
+        def collect(arguments: dict[str, Any]) -> None:
+            calls.append(arguments)
+
+        collect()
+        for arguments in calls:
+            result = await client.call_tool(tool, arguments)
+            text = " ".join(getattr(part, "text", "") for part in result.content)
+            crashed = text.strip() == f"Error executing tool {tool}"  # no message: a crash
+            assert not (result.is_error and crashed), (arguments, text)
+    hub.close()
