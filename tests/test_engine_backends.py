@@ -50,3 +50,17 @@ def test_conversation_compile_and_compaction_on_every_backend(
     compiled = engine.compile("s", "Where is the deploy key?")
     assert compiled.total_tokens <= compiled.budget
     assert len(engine.compactions("s")) == 1
+
+
+def test_time_never_runs_backwards_in_a_session_on_every_backend(
+    engine: Loci, clock: FakeClock
+) -> None:
+    first = engine.add("s", "user", "first")
+    clock.advance(seconds=-30)  # a writer that read the clock earlier commits later
+    late = engine.add("s", "user", "second")
+    assert late.timestamp == first.timestamp and late.id > first.id
+    older = first.timestamp.replace(year=2020)  # a time the caller gives is kept as given
+    given = engine.add_event("s", type="message", role="user", content="x", timestamp=older)
+    assert given.timestamp == older
+    assert [e.timestamp for e in engine.events("s")] == [first.timestamp] * 2 + [older]
+    assert engine.add("other", "user", "x").timestamp == clock.now  # per session

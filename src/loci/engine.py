@@ -182,7 +182,8 @@ class Loci:
             if fields.get("type") == "summary":
                 raise ValidationError("summary events are written by compaction (see "
                                       "compact); add a message instead")
-        batch = [new_event(self.counter, **{"timestamp": now, **fields}) for fields in events]
+        batch = [new_event(self.counter, **{"timestamp": now, "stamped": "timestamp" not in fields,
+                                            **fields}) for fields in events]
         added = self.store.append_events(self.scope, session, batch)
         self._embed_pending("event")
         return added

@@ -40,6 +40,7 @@ def new_event(
     tool_call_id: str | None = None,
     args: dict[str, Any] | None = None,
     metadata: dict[str, Any] | None = None,
+    stamped: bool = False,
 ) -> NewEvent:
     """Validate one event and count its tokens."""
     if type not in EVENT_TYPES:
@@ -63,7 +64,7 @@ def new_event(
         type=type, role=role, content=content, timestamp=timestamp,
         tokens=event_tokens(counter, type, role, content, tool_name, tool_call_id, args),
         tool_name=tool_name,
-        tool_call_id=tool_call_id, args=args, metadata=dict(metadata or {}),
+        tool_call_id=tool_call_id, args=args, metadata=dict(metadata or {}), stamped=stamped,
     )
 
 

@@ -46,6 +46,9 @@ class NewEvent:
     tool_call_id: str | None = None
     args: dict[str, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: The time is the engine's "now" (not the caller's): the store keeps it at or after
+    #: the session's latest event, so that concurrent writers never run time backwards.
+    stamped: bool = False
 
 
 @dataclass(frozen=True)

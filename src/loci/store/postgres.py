@@ -39,7 +39,7 @@ from loci.store.postgres_rows import EVENT_COLUMNS, check_text, json_value
 from loci.store.postgres_schema import migrate
 from loci.store.postgres_transfer import PostgresTransfer
 from loci.store.postgres_vectors import PostgresVectors
-from loci.store.rows import to_event
+from loci.store.rows import in_time_order, to_event
 from loci.timeutil import utc_now
 
 #: Connections per process. Each thread holds one only for the length of a call.
@@ -99,6 +99,12 @@ class PostgresStore(PostgresVectors, PostgresKeywords, PostgresMemories, Postgre
         if not events:
             return []
         self._lock_session(cur, scope, session)
+        if any(e.stamped for e in events):
+            cur.execute("SELECT ts FROM events WHERE tenant = %s AND agent = %s AND "
+                        "session = %s ORDER BY id DESC LIMIT 1",
+                        (scope.tenant, scope.agent, session))
+            last = cur.fetchone()
+            events = in_time_order(events, int(last[0]) if last else None)
         columns = self._search_columns(cur, scope, session, events)
         rows = [
             (

@@ -5,6 +5,7 @@ tags as space-separated text and JSON as text."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from loci.models import (
@@ -14,10 +15,11 @@ from loci.models import (
     Event,
     Memory,
     MemoryVersion,
+    NewEvent,
     SearchHit,
     StateItem,
 )
-from loci.store.codec import canonical_json, from_micros, load_json, load_tags
+from loci.store.codec import canonical_json, from_micros, load_json, load_tags, to_micros
 
 
 def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
@@ -112,3 +114,15 @@ def to_document_version(r: tuple[Any, ...]) -> DocumentVersion:
         created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
         superseded_at=from_micros(r[6]), metadata=load_json(r[7]) or {},
     )
+
+
+def in_time_order(events: Sequence[NewEvent], latest: int | None) -> list[NewEvent]:
+    """``events`` with each engine-stamped time moved up to the session's ``latest``
+    (microseconds) or the batch's previous time, if it fell behind."""
+    out = []
+    for event in events:
+        if event.stamped and latest is not None and to_micros(event.timestamp) < latest:
+            event = replace(event, timestamp=from_micros(latest))
+        latest = max(latest or 0, to_micros(event.timestamp)) if event.stamped else latest
+        out.append(event)
+    return out

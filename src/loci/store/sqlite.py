@@ -36,7 +36,7 @@ from loci.store.codec import (
     from_micros,
     to_micros,
 )
-from loci.store.rows import to_event, to_state
+from loci.store.rows import in_time_order, to_event, to_state
 from loci.store.sqlite_documents import SQLiteDocuments
 from loci.store.sqlite_fts import scope_base
 from loci.store.sqlite_keys import SQLiteKeys
@@ -128,6 +128,12 @@ class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, SQ
     def _insert_events(
         db: sqlite3.Connection, scope: Scope, session: str, events: Sequence[NewEvent]
     ) -> list[Event]:
+        if any(e.stamped for e in events):
+            last = db.execute(
+                "SELECT ts FROM events INDEXED BY events_by_session WHERE tenant = ? AND "
+                "agent = ? AND session = ? ORDER BY id DESC LIMIT 1",
+                (scope.tenant, scope.agent, session)).fetchone()
+            events = in_time_order(events, last[0] if last else None)
         rows = [
             (
                 scope.tenant, scope.agent, session, e.type, e.role, e.content,
