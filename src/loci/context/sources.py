@@ -18,7 +18,7 @@ from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
-from loci.models import Document, Event, Scope, speaker
+from loci.models import Document, Event, Memory, Scope, speaker
 from loci.retriever import Retriever
 from loci.store.base import SearchFilters, Store
 from loci.timeutil import day_label
@@ -174,7 +174,14 @@ def _body(document: Document) -> str:
 def sticky(ctx: BuildContext) -> list[Item]:
     facts = ctx.store.list_memories(ctx.scope, types=["sticky"], now=ctx.now)
     facts.sort(key=lambda m: (m.created_at, m.id))
-    return [Item(m.id, f"[STICKY] {m.content}") for m in facts]
+    return [Item(m.id, f"[STICKY] {m.content}") for m in facts if not in_history(ctx, m)]
+
+
+def in_history(ctx: BuildContext, memory: Memory) -> bool:
+    """Whether the memory was extracted from an event the history already shows: it
+    says nothing new until compaction archives that event."""
+    source = memory.source or ""
+    return source.startswith("event:") and f"event {source[6:]}" in ctx.included
 
 
 def state(ctx: BuildContext) -> list[Item]:
@@ -185,7 +192,7 @@ def state(ctx: BuildContext) -> list[Item]:
 def memories(ctx: BuildContext) -> list[Item]:
     recent = ctx.store.list_memories(ctx.scope, now=ctx.now, limit=RECENT_MEMORIES)
     return [Item(m.id, f"[MEMORY {day_label(m.created_at)}] {m.content}") for m in recent
-            if m.type != "sticky" and m.id not in ctx.included]
+            if m.type != "sticky" and m.id not in ctx.included and not in_history(ctx, m)]
 
 
 def compaction_summary(ctx: BuildContext) -> list[Item]:
