@@ -226,6 +226,7 @@ class ContextCompiler:
         if spec is None or ctx.session is None:
             return Summary([], 0, 0)
         items = BUILDERS[SUMMARY_LAYER](ctx)
+        ctx.summary_text = " ".join(" ".join(i.text.lower().split()) for i in items)
         limit = min(tokens_for(spec.budget, request.window), planned // 2)
         cost = min(sum(self.counter.count(i.text) + 1 for i in items), limit)
         return Summary(items, limit, cost)

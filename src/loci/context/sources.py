@@ -62,6 +62,8 @@ class BuildContext:
     events: Sequence[Event] = ()
     flush: bool = False
     included: set[str] = field(default_factory=set)
+    #: The compaction summary shown, lower-cased: facts it states are not repeated.
+    summary_text: str = ""
 
 
 Builder = Callable[[BuildContext], list[Item]]
@@ -174,14 +176,21 @@ def _body(document: Document) -> str:
 def sticky(ctx: BuildContext) -> list[Item]:
     facts = ctx.store.list_memories(ctx.scope, types=["sticky"], now=ctx.now)
     facts.sort(key=lambda m: (m.created_at, m.id))
-    return [Item(m.id, f"[STICKY] {m.content}") for m in facts if not in_history(ctx, m)]
+    return [Item(m.id, f"[STICKY] {m.content}") for m in facts if not already_said(ctx, m)]
 
 
-def in_history(ctx: BuildContext, memory: Memory) -> bool:
-    """Whether the memory was extracted from an event the history already shows: it
-    says nothing new until compaction archives that event."""
+def already_said(ctx: BuildContext, memory: Memory) -> bool:
+    """Whether the history already says what the memory says: it was extracted from an
+    event the history shows (until compaction archives it), or the summary states it."""
     source = memory.source or ""
-    return source.startswith("event:") and f"event {source[6:]}" in ctx.included
+    if source.startswith("event:") and f"event {source[6:]}" in ctx.included:
+        return True
+    return in_summary(ctx, memory.content)
+
+
+def in_summary(ctx: BuildContext, text: str) -> bool:
+    """Whether the compaction summary shown already states ``text`` word for word."""
+    return bool(ctx.summary_text) and " ".join(text.lower().split()) in ctx.summary_text
 
 
 def state(ctx: BuildContext) -> list[Item]:
@@ -192,7 +201,7 @@ def state(ctx: BuildContext) -> list[Item]:
 def memories(ctx: BuildContext) -> list[Item]:
     recent = ctx.store.list_memories(ctx.scope, now=ctx.now, limit=RECENT_MEMORIES)
     return [Item(m.id, f"[MEMORY {day_label(m.created_at)}] {m.content}") for m in recent
-            if m.type != "sticky" and m.id not in ctx.included and not in_history(ctx, m)]
+            if m.type != "sticky" and m.id not in ctx.included and not already_said(ctx, m)]
 
 
 def compaction_summary(ctx: BuildContext) -> list[Item]:
@@ -281,7 +290,8 @@ def recall(ctx: BuildContext) -> list[Item]:
     items = []
     for hit in hits:
         key = f"event {hit.id}" if hit.kind == "event" else hit.id
-        if key in ctx.included or hit.score < RECALL_MIN_SCORE or not hit.text.strip():
+        if key in ctx.included or hit.score < RECALL_MIN_SCORE or not hit.text.strip() or (
+                in_summary(ctx, hit.text)):
             continue
         if hit.kind == "memory":
             items.append(Item(key, f"[RECALL {day_label(hit.timestamp)}] {hit.text}"))
