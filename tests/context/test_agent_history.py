@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from loci import Loci, load_settings
+from loci.context.layers import DEFAULT_LAYERS
 from tests.conftest import FakeClock
 
 WINDOW = {"agent": 8_000}
@@ -120,8 +121,12 @@ def test_tool_arguments_are_searchable_and_counted(loci: Loci) -> None:
 
 
 def test_recall_brings_back_an_archived_turn(home: Path, clock: FakeClock) -> None:
+    # Without the summary layer, which would state the fact itself (recall then leaves
+    # it out: see test_recall_does_not_repeat_the_summary).
+    layers = [layer.name for layer in DEFAULT_LAYERS if layer.name != "compaction_summary"]
     settings = load_settings(store=f"sqlite:///{home / 'r.db'}", model="agent",
-                             models=WINDOW, compaction_preserve_messages=2)
+                             models=WINDOW, compaction_preserve_messages=2,
+                             context_layers=layers)
     with Loci(settings, clock=clock) as loci:
         loci.add("chat", "user", "I adopted a greyhound called Biscuit last spring.",
                  name="Ana")
@@ -138,6 +143,21 @@ def test_recall_brings_back_an_archived_turn(home: Path, clock: FakeClock) -> No
         assert any(i.startswith(f"event {first.id} (score ") for i in report.included)
         nothing = loci.compile("chat", "Zxqv?")
         assert "[RECALL" not in nothing.retrieved
+
+
+def test_recall_does_not_repeat_the_summary(home: Path, clock: FakeClock) -> None:
+    settings = load_settings(store=f"sqlite:///{home / 'r.db'}", model="agent",
+                             models=WINDOW, compaction_preserve_messages=2)
+    with Loci(settings, clock=clock) as loci:
+        loci.add("chat", "user", "I adopted a greyhound called Biscuit last spring.",
+                 name="Ana")
+        for i in range(60):
+            loci.add("chat", "user", f"Let's talk about topic {i}: " + "words " * 60)
+            loci.add_reply("chat", f"Sure, topic {i} is interesting. " + "more " * 60)
+        loci.compact("chat")
+        compiled = loci.compile("chat", "What is my greyhound called?")
+        assert "Ana: I adopted a greyhound called Biscuit" in compiled.dynamic  # summary
+        assert compiled.to_text().count("called Biscuit") == 1
 
 
 def test_history_says_when_each_day_began(loci: Loci, clock: FakeClock) -> None:
