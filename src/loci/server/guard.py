@@ -48,14 +48,15 @@ class Guard:
         headers = dict(scope.get("headers", ()))
         host = headers.get(b"host", b"").decode("latin-1").lower()
         if host not in self._hosts_seen and not self._host_allowed(host):
-            await errors.send_error(send, 421, "MisdirectedRequest",
-                          f"host {host!r} is not served here; open mode answers loopback "
-                          "names only (add it to [server] allowed_hosts)")
+            await errors.send_error(
+                send, 421, "MisdirectedRequest", f"host {host!r} is not served here: "
+                "loopback names and [server] allowed_hosts only (any name once API keys "
+                "exist and allowed_hosts is empty)")
             return
         if scope["method"] not in _SAFE_METHODS and not self._same_site(headers, host):
-            await errors.send_error(send, 403, "CrossSiteRequest",
-                          "a web page of another site may not change data here (add its "
-                          "origin to [server] allowed_origins to allow it)")
+            await errors.send_error(
+                send, 403, "CrossSiteRequest", "a web page of another site may not change "
+                "data here (add its origin to [server] allowed_origins to allow it)")
             return
         await self.app(scope, receive, send)
 
