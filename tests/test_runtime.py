@@ -78,3 +78,11 @@ def test_a_bad_threshold_fails_at_open_and_names_it(home: Path) -> None:
     with pytest.raises(ConfigError, match="compaction thresholds"):  # checked together
         Runtime.open(store=f"sqlite:///{home / 'loci.db'}")
     assert not (home / "loci.db").exists()  # nothing opened
+
+
+def test_a_bad_provider_fails_before_the_store_is_opened(home: Path) -> None:
+    with pytest.raises(ConfigError):
+        Runtime.open(store=f"sqlite:///{home / 'x.db'}", llm_provider="nonesuch")
+    with pytest.raises(ConfigError):
+        Runtime.open(store=f"sqlite:///{home / 'x.db'}", embedding_provider="nonesuch")
+    assert not (home / "x.db").exists()

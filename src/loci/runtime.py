@@ -16,6 +16,7 @@ from loci.checks import check_name
 from loci.compaction.service import chat_model_from, policy_from
 from loci.context.history import LiveEvents
 from loci.embeddings import make_embedder
+from loci.embeddings.base import Embedder
 from loci.indexing import Indexer
 from loci.keys import check_key, create_key, revoke_key
 from loci.llm.base import ChatModel
@@ -45,18 +46,19 @@ class Runtime:
         indexer: Indexer | None = None,
     ) -> None:
         self.settings = settings or load_settings()
-        # Typed configurations first: a bad value fails at open, before any connection.
+        # Configurations and models first: a bad value fails at open, before the store
+        # is opened (nothing to leak).
         self.policy = policy_from(self.settings)
         fusion = fusion_config(self.settings)
+        self.chat: ChatModel | None = chat_model_from(self.settings)
+        embedder = embedder_from(self.settings) if indexer is None else None
         self.store = store or open_store(self.settings.store_url)
         self.clock = clock
-        self.indexer = indexer or make_indexer(self.settings, self.store)
+        self.indexer = indexer or (Indexer(self.store, embedder) if embedder is not None
+                                   else None)
         self.retriever = Retriever(self.store, self.indexer, fusion)
-        self.chat: ChatModel | None = chat_model_from(self.settings)
         self.live_events = LiveEvents(LIVE_SESSIONS)
-        self._owned: list[object] = [self.chat]
-        if indexer is None and self.indexer is not None:
-            self._owned.append(self.indexer.embedder)
+        self._owned: list[object] = [self.chat, embedder]
         if store is None:
             self._owned.append(self.store)
         self.closed = False
@@ -109,18 +111,17 @@ class Runtime:
         self.close()
 
 
-def make_indexer(settings: Settings, store: Store) -> Indexer | None:
-    """The indexer over the configured embedder, or None with embeddings off."""
+def embedder_from(settings: Settings) -> Embedder | None:
+    """The configured embedder, or None with embeddings off."""
     provider = settings.embedding_provider.strip().lower()
     if provider == "none":
         return None
-    embedder = make_embedder(
+    return make_embedder(
         settings.embedding_provider, model=settings.embedding_model,
         base_url=settings.embedding_base_url, api_key=settings.embedding_api_key,
         threads=settings.embedding_threads or None,
         cache=settings.model_cache if provider == "local" else None,
     )
-    return Indexer(store, embedder)
 
 
 def fusion_config(settings: Settings) -> FusionConfig:
