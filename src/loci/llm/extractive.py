@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from loci.llm import salience as sal
@@ -255,9 +255,10 @@ class ExtractiveSummarizer:
         total = max(len(units) - 1, 1)
         for order, unit in enumerate(units):
             if unit.group is None:
-                item = self._sentence(unit, order / total, names, focus, rare[id(unit)], people)
+                item = self._sentence(unit, order, total, names, focus, rare[id(unit)],
+                                      people)
                 if item is not None:
-                    items.append(replace(item, order=order))
+                    items.append(item)
                 continue
             text = sal.clip(unit.text, MAX_TOOL_LINE)
             scored = sal.score_sentence(text, role="tool", names=names,
@@ -272,12 +273,12 @@ class ExtractiveSummarizer:
         return items
 
     def _sentence(
-        self, unit: _Unit, recency: float, names: set[str], focus: set[str] | None,
-        rarity: float, people: frozenset[str],
+        self, unit: _Unit, order: int, total: int, names: set[str],
+        focus: set[str] | None, rarity: float, people: frozenset[str],
     ) -> _Item | None:
         """One sentence as a summary item, with who said it, or None below the bar."""
         text = sal.clip(unit.text)
-        scored = sal.score_sentence(text, role=unit.role, names=names, recency=recency,
+        scored = sal.score_sentence(text, role=unit.role, names=names, recency=order / total,
                                     focus=focus, rarity=rarity, ignore=people)
         if scored.section is None or scored.score < self.min_score:
             return None
@@ -286,7 +287,7 @@ class ExtractiveSummarizer:
             text = f"{unit.speaker}: {text}"
         elif unit.role in _SPEAKERS and sal.needs_speaker(text):
             text = f"{_SPEAKERS[unit.role]}: {text}"
-        return _Item(scored.section, text, scored.score, 0, unit.day)
+        return _Item(scored.section, text, scored.score, order, unit.day)
 
     # -- selection and rendering -------------------------------------------------------
 
