@@ -26,6 +26,8 @@ MAX_VALUES = 100_000
 #: Characters of one tag, and tags of one memory or document.
 MAX_TAG_CHARS = 64
 MAX_TAGS = 50
+#: The smallest context window a call may ask for.
+MIN_WINDOW = 512
 #: Bytes of UTF-8 a name may take (file systems allow 255 per path component).
 MAX_NAME_BYTES = 200
 _INT64 = 2 ** 63
@@ -113,3 +115,11 @@ def clean_tags(tags: Iterable[object]) -> tuple[str, ...]:
     if len(cleaned) > MAX_TAGS:
         raise ValidationError(f"at most {MAX_TAGS} tags")
     return tuple(cleaned)
+
+
+def check_window(window: int | None) -> int | None:
+    """A per-call context window: a whole number of tokens, at least ``MIN_WINDOW``."""
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                               or window < MIN_WINDOW):
+        raise ValidationError(f"window must be a whole number of tokens >= {MIN_WINDOW}")
+    return window

@@ -8,16 +8,15 @@ delegates storage to the store and prompt assembly to the context compiler.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from loci.checks import check_name, check_text
+from loci.checks import check_name, check_text, check_window
 from loci.compaction.compactor import STRATEGIES, CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService
@@ -60,13 +59,10 @@ from loci.runtime import Runtime
 from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store
 from loci.timeutil import Clock, utc_now
-from loci.tokens import TokenCounter, known_window, token_counter
+from loci.tokens import TokenCounter, known_window, token_counter, unknown_model
 
-log = logging.getLogger("loci")
 EVENT_FIELDS = frozenset({"type", "role", "content", "timestamp", "tool_name", "tool_call_id",
                           "args", "metadata"})
-#: The smallest context window a call may ask for.
-MIN_WINDOW = 512
 
 
 @dataclass(frozen=True)
@@ -497,20 +493,3 @@ class Loci:
             self.store.delete_state(self.scope, key)
         else:
             self.store.set_state(self.scope, key, focus.to_json(), self.clock())
-
-
-def check_window(window: int | None) -> int | None:
-    """A per-call context window: a whole number of tokens, at least ``MIN_WINDOW``."""
-    if window is not None and (isinstance(window, bool) or not isinstance(window, int)
-                               or window < MIN_WINDOW):
-        raise ValidationError(f"window must be a whole number of tokens >= {MIN_WINDOW}")
-    return window
-
-
-@lru_cache(maxsize=64)
-def unknown_model(model: str, window: int) -> str:
-    """The warning for a model whose window Loci does not know, logged once."""
-    text = (f"unknown model {model!r}: assuming a {window:,}-token window; set its window "
-            f'in loci.toml: [models] "{model}" = 32768')
-    log.warning(text)
-    return text

@@ -10,6 +10,7 @@ and the counter says so in ``method``.
 from __future__ import annotations
 
 import fnmatch
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -149,3 +150,12 @@ def _load_encoding(name: str) -> Callable[[str], int] | None:
         return lambda text: len(encoder.encode_ordinary(text))
     except Exception:  # any failure (no files, no network) means "next tier"
         return None
+
+
+@lru_cache(maxsize=64)
+def unknown_model(model: str, window: int) -> str:
+    """The warning for a model whose window Loci does not know, logged once."""
+    text = (f"unknown model {model!r}: assuming a {window:,}-token window; set its window "
+            f'in loci.toml: [models] "{model}" = 32768')
+    logging.getLogger("loci").warning(text)
+    return text
