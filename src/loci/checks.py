@@ -47,6 +47,14 @@ def check_text(field: str, value: Any) -> str:
     return value
 
 
+def control_character(text: str) -> str | None:
+    """The first control character in ``text`` (as a repr), if any."""
+    for char in text:
+        if unicodedata.category(char) == "Cc":
+            return repr(char)
+    return None
+
+
 def check_name(kind: str, value: Any) -> str:
     """Session, user, agent and state-key names: printable, at most ``MAX_NAME_BYTES``
     bytes of UTF-8, not only spaces."""
@@ -107,7 +115,7 @@ def clean_tags(tags: Iterable[object]) -> tuple[str, ...]:
         text = "-".join(str(tag).split())
         if not text:
             continue
-        if any(unicodedata.category(c) == "Cc" for c in text) or len(text) > MAX_TAG_CHARS:
+        if control_character(text) is not None or len(text) > MAX_TAG_CHARS:
             raise ValidationError(f"invalid tag {text[:80]!r}: use up to {MAX_TAG_CHARS} "
                                   "printable characters")
         check_text("tag", text)

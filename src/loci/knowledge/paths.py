@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from loci.checks import clean_tags
+from loci.checks import clean_tags, control_character
 from loci.errors import ValidationError
 
 MAX_PATH_CHARS = 1024
@@ -34,14 +34,6 @@ _SLUG_DROP = re.compile(r"[^\w\s-]", re.UNICODE)
 _SLUG_GAP = re.compile(r"[\s_-]+")
 
 
-def _control(text: str) -> str | None:
-    """The first control character in ``text`` (as a repr), if any."""
-    for char in text:
-        if unicodedata.category(char) == "Cc":
-            return repr(char)
-    return None
-
-
 def _segments(path: str, what: str) -> list[str]:
     """The checked segments of an absolute path (without the leading slash)."""
     shown = repr(path if len(path) <= 80 else path[:77] + "...")
@@ -49,7 +41,7 @@ def _segments(path: str, what: str) -> list[str]:
         raise ValidationError(f"invalid {what} {shown}: paths are absolute, e.g. {EXAMPLE}")
     if len(path) > MAX_PATH_CHARS:
         raise ValidationError(f"invalid {what} {shown}: longer than {MAX_PATH_CHARS} characters")
-    bad = _control(path)
+    bad = control_character(path)
     if bad is not None:
         raise ValidationError(f"invalid {what} {shown}: contains the control character {bad}")
     if "\\" in path:

@@ -183,14 +183,13 @@ class KnowledgeBase:
 
 
 def _check_content(path: str, content: object) -> str:
-    check_text(f"{path}: content", content)
-    assert isinstance(content, str)
-    if not content.strip():
+    text = check_text(f"{path}: content", content)
+    if not text.strip():
         raise ValidationError(f"{path}: a document needs some content")
-    if len(content) > MAX_DOCUMENT_CHARS:
+    if len(text) > MAX_DOCUMENT_CHARS:
         raise ValidationError(f"{path}: longer than {MAX_DOCUMENT_CHARS:,} characters; "
                               "split it into several documents")
-    return content
+    return text
 
 
 def _status(before: Document | None, after: Document) -> Status:

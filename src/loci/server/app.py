@@ -64,8 +64,7 @@ class BodyLimit:
                 with anyio.fail_after(BODY_SECONDS):
                     message = await receive()
             except TimeoutError:
-                await errors.send_error(send, 408, "RequestTimeout", "the request body did "
-                                        f"not arrive within {BODY_SECONDS:g} s")
+                await self._too_slow(send)
                 return
             messages.append(message)
             size += len(message.get("body", b""))
@@ -103,8 +102,11 @@ class BodyLimit:
         except TimeoutError:
             if started:
                 raise
-            await errors.send_error(send, 408, "RequestTimeout", "the request body did not "
-                                    f"arrive within {BODY_SECONDS:g} s")
+            await self._too_slow(send)
+
+    async def _too_slow(self, send: Send) -> None:
+        await errors.send_error(send, 408, "RequestTimeout", "the request body did not "
+                                f"arrive within {BODY_SECONDS:g} s")
 
     async def _reject(self, send: Send) -> None:
         await errors.send_error(send, 413, "PayloadTooLarge", f"request body over "

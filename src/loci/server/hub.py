@@ -64,8 +64,8 @@ class Hub:
         self._engines: OrderedDict[Scope, Loci] = OrderedDict()
         self._lock = threading.Lock()
         self._keys_checked = 0.0
-        self._keys_exist = False
-        self._exposed = not is_loopback(self.settings.server_host)
+        # A server on another host than loopback needs keys from the start.
+        self._keys_exist = not is_loopback(self.settings.server_host)
         self._checked: dict[str, tuple[float, ApiKey | None]] = {}
         self._search_slots: asyncio.Semaphore | None = None
         # Searches may run on the event loop when nothing they do waits on a network.
@@ -95,7 +95,7 @@ class Hub:
             return True
         now = time.monotonic()
         if now - self._keys_checked > _KEYS_TTL:
-            self._keys_exist = self._exposed or self.has_keys()
+            self._keys_exist = self.has_keys()
             self._keys_checked = now
         return self._keys_exist
 

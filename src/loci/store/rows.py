@@ -121,8 +121,9 @@ def in_time_order(events: Sequence[NewEvent], latest: int | None) -> list[NewEve
     (microseconds) or the batch's previous time, if it fell behind."""
     out = []
     for event in events:
-        if event.stamped and latest is not None and to_micros(event.timestamp) < latest:
-            event = replace(event, timestamp=from_micros(latest))
-        latest = max(latest or 0, to_micros(event.timestamp)) if event.stamped else latest
+        if event.stamped:
+            if latest is not None and to_micros(event.timestamp) < latest:
+                event = replace(event, timestamp=from_micros(latest))
+            latest = to_micros(event.timestamp)
         out.append(event)
     return out
