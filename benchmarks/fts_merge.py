@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, query, sentence
 from loci import Memory, Scope, SearchFilters
-from loci.store import sqlite_base
 from loci.store.sqlite import SQLiteStore
+from loci.store.sqlite import base as sqlite_base
 
 
 def search_ms(store: SQLiteStore, scope: Scope, queries: list[str]) -> float:

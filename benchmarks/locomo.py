@@ -225,7 +225,7 @@ def run(samples: list[Sample], store_dir: Path) -> tuple[Table, Table, dict[str,
                 ranked = [dia_of[int(h.id)] for h in hits]
                 loci_table.add(category, scores(ranked, evidence))
                 bm25_table.add(category, scores(baseline.rank(question), evidence))
-        provider = base.settings.embedding_provider
+        provider = base.settings.embedding.provider
     ordered = sorted(latencies)
     notes = {
         "embedding_provider": provider,

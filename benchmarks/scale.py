@@ -135,7 +135,7 @@ def ef_sweep(loci: Loci, n: int, values: list[int], repeat: int) -> dict[str, An
     """PostgreSQL only: vector-search p50, recall@10 against exact cosine over the
     stored vectors (regenerated from the same seed) and hybrid p50 per ``hnsw.ef_search``
     (``postgres_vectors.EF_SEARCH``, set here for the benchmark only)."""
-    from loci.store import postgres_vectors
+    from loci.store.postgres import vectors as postgres_vectors
 
     stored = np.concatenate([v for _, v in batches(n, random.Random(0))])
     queries = np.random.default_rng(9).standard_normal((20, DIM), dtype=np.float32)

@@ -103,3 +103,17 @@ def test_no_import_breaks_the_layer_order() -> None:
     except CycleError as cycle:
         raise AssertionError(f"units that import each other in a circle: {cycle.args[1]}") \
             from None
+
+
+def test_the_backends_mirror_each_other_and_neither_imports_the_other() -> None:
+    store = PACKAGE / "store"
+    sqlite = {p.name for p in (store / "sqlite").glob("*.py")}
+    postgres = {p.name for p in (store / "postgres").glob("*.py")}
+    assert {"store.py", "events.py", "transfer.py"} <= sqlite
+    assert sqlite == postgres, f"modules on one side only: {sqlite ^ postgres}"
+    for side, other in (("sqlite", "postgres"), ("postgres", "sqlite")):
+        for path in (store / side).glob("*.py"):
+            crossing = [m for m in imports(path) if m.startswith(f"loci.store.{other}")]
+            assert not crossing, f"{path.relative_to(PACKAGE)} imports {crossing}"
+            # A part calls another through the contract its base extends, never a stub.
+            assert "NotImplementedError" not in path.read_text(encoding="utf-8"), path.name

@@ -10,7 +10,7 @@ def test_defaults(tmp_path: Path) -> None:
     s = load_settings(env={}, cwd=tmp_path)
     assert s.home == Path("~/.loci").expanduser()
     assert s.store_url == f"sqlite:///{s.home / 'loci.db'}"
-    assert s.model == "gpt-4.1" and s.context_target == 0.75
+    assert s.model == "gpt-4.1" and s.context.target == 0.75
 
 
 def test_precedence_home_then_workspace_then_env_then_overrides(tmp_path: Path) -> None:
@@ -26,7 +26,7 @@ def test_precedence_home_then_workspace_then_env_then_overrides(tmp_path: Path) 
     s = load_settings(env=env, cwd=work)
     assert (s.model, s.user, s.agent) == ("work-model", "e", "ha")
     assert s.models == {"my-llm": 32000}
-    assert s.embedding_provider == "hash"
+    assert s.embedding.provider == "hash"
     assert load_settings(env=env, cwd=work, user="cli").user == "cli"
 
 
@@ -39,8 +39,8 @@ def test_env_values_are_typed(tmp_path: Path) -> None:
     s = load_settings(env={"LOCI_CONTEXT_TARGET": "0.5", "LOCI_RECALL_LIMIT": "42",
                            "LOCI_CONTEXT_LAYERS": "identity, history",
                            "LOCI_MEMORY_MIRROR": "off"}, cwd=tmp_path)
-    assert s.context_target == 0.5 and s.recall_limit == 42
-    assert s.context_layers == ["identity", "history"] and s.memory_mirror is False
+    assert s.context.target == 0.5 and s.recall_limit == 42
+    assert s.context.layers == ["identity", "history"] and s.memory_mirror is False
 
 
 @pytest.mark.parametrize(
@@ -63,3 +63,40 @@ def test_bad_settings_are_config_errors(tmp_path: Path, toml: str, message: str)
 def test_bad_env_value(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="context_target"):
         load_settings(env={"LOCI_CONTEXT_TARGET": "most"}, cwd=tmp_path)
+
+
+def test_sections_are_typed_and_every_source_reaches_them(tmp_path: Path) -> None:
+    (tmp_path / "loci.toml").write_text("[compaction]\nthreshold = 0.7\n[search]\nrrf_k = 30\n")
+    s = load_settings(env={"LOCI_COMPACTION_SLEEP": "0.3"}, cwd=tmp_path,
+                      compaction_emergency=0.9)
+    assert (s.compaction.threshold, s.compaction.sleep, s.compaction.emergency) == (
+        0.7, 0.3, 0.9)
+    assert s.search.rrf_k == 30 and s.search.fusion == "weighted"
+    again = s.with_overrides(compaction_sleep=0.2)
+    assert again.compaction.sleep == 0.2 and again.compaction.threshold == 0.7
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[compaction]\nsleep = 0.9", "thresholds must rise"),
+        ("[search]\nfusion = 'best'", "unknown method 'best'"),
+        ("[search]\nvector_weight = 0\nkeyword_weight = 0", "must not both be 0"),
+        ("[compaction]\nmask_chars = 10", "mask_chars must be at least 100"),
+    ],
+)
+def test_a_section_checks_its_knobs_together_and_names_the_file(
+    tmp_path: Path, toml: str, message: str
+) -> None:
+    (tmp_path / "loci.toml").write_text(toml)
+    with pytest.raises(ConfigError, match=re.escape(message)) as caught:
+        load_settings(env={"LOCI_HOME": str(tmp_path / "none")}, cwd=tmp_path)
+    assert str(tmp_path / "loci.toml") in str(caught.value)
+
+
+def test_an_error_across_sources_names_each_of_them(tmp_path: Path) -> None:
+    (tmp_path / "loci.toml").write_text("[compaction]\nthreshold = 0.3\n")
+    with pytest.raises(ConfigError, match="environment") as caught:
+        load_settings(env={"LOCI_HOME": str(tmp_path / "none"),
+                           "LOCI_COMPACTION_SLEEP": "0.4"}, cwd=tmp_path)
+    assert "loci.toml" in str(caught.value)

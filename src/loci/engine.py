@@ -120,7 +120,7 @@ class Loci:
     @cached_property
     def _compaction(self) -> CompactionService:
         return CompactionService(self.store, self.scope, self.settings, self._now,
-                                 self._flush, self.chat, self.runtime.policy)
+                                 self._flush, self.chat)
 
     @cached_property
     def _memories(self) -> MemoryService:
@@ -426,8 +426,8 @@ class Loci:
         model = model or self.settings.model
         given = window
         window = self._compaction.window(model, window)
-        layers, sections = configure(self.settings.context_layers,
-                                     self.settings.context_budgets)
+        layers, sections = configure(self.settings.context.layers,
+                                     self.settings.context.budgets)
         workspace = self.workspace()
         ctx = BuildContext(
             store=self.store, scope=self.scope, session=session, message=message,
@@ -443,7 +443,7 @@ class Loci:
             ctx.events = self.runtime.live_events.get(self.store, self.scope, session,
                                                       compactions)
         request = CompileRequest(
-            model=model, window=window, budget=int(window * self.settings.context_target),
+            model=model, window=window, budget=int(window * self.settings.context.target),
             layers=layers, sections=sections, compactions=compactions,
         )
         counter = token_counter(model, self.settings.tokenizer)

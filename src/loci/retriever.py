@@ -25,8 +25,9 @@ from datetime import datetime, timedelta
 from loci.embeddings.base import Vectors
 from loci.indexing import Indexer
 from loci.models import Scope, SearchHit
-from loci.search.fusion import FusionConfig, fuse, with_recency
+from loci.search.fusion import fuse, with_recency
 from loci.search.temporal import Period, asks_when, periods, says_when
+from loci.settings import SearchSettings
 from loci.store.base import Scored, SearchFilters, Store
 
 #: Each retriever returns this many times the requested hits before fusion.
@@ -44,7 +45,7 @@ _TICK = timedelta(microseconds=1)
 
 
 class Retriever:
-    def __init__(self, store: Store, indexer: Indexer | None, config: FusionConfig) -> None:
+    def __init__(self, store: Store, indexer: Indexer | None, config: SearchSettings) -> None:
         self.store = store
         self.indexer = indexer
         self.config = config

@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from loci.checks import check_name
-from loci.compaction.service import chat_model_from, policy_from
+from loci.compaction.service import chat_model_from
 from loci.context.history import LiveEvents
 from loci.embeddings import make_embedder
 from loci.embeddings.base import Embedder
@@ -22,7 +22,6 @@ from loci.keys import check_key, create_key, revoke_key
 from loci.llm.base import ChatModel
 from loci.models import ApiKey
 from loci.retriever import Retriever
-from loci.search.fusion import FusionConfig
 from loci.settings import Settings, load_settings
 from loci.store import Store, open_store
 from loci.timeutil import Clock, utc_now
@@ -46,17 +45,15 @@ class Runtime:
         indexer: Indexer | None = None,
     ) -> None:
         self.settings = settings or load_settings()
-        # Configurations and models first: a bad value fails at open, before the store
-        # is opened (nothing to leak).
-        self.policy = policy_from(self.settings)
-        fusion = fusion_config(self.settings)
+        # Models first: a bad value fails at open, before the store is opened (nothing to
+        # leak); settings were checked when they were loaded.
         self.chat: ChatModel | None = chat_model_from(self.settings)
         embedder = embedder_from(self.settings) if indexer is None else None
         self.store = store or open_store(self.settings.store_url)
         self.clock = clock
         self.indexer = indexer or (Indexer(self.store, embedder) if embedder is not None
                                    else None)
-        self.retriever = Retriever(self.store, self.indexer, fusion)
+        self.retriever = Retriever(self.store, self.indexer, self.settings.search)
         self.live_events = LiveEvents(LIVE_SESSIONS)
         self._owned: list[object] = [self.chat, embedder]
         if store is None:
@@ -113,21 +110,12 @@ class Runtime:
 
 def embedder_from(settings: Settings) -> Embedder | None:
     """The configured embedder, or None with embeddings off."""
-    provider = settings.embedding_provider.strip().lower()
+    provider = settings.embedding.provider.strip().lower()
     if provider == "none":
         return None
     return make_embedder(
-        settings.embedding_provider, model=settings.embedding_model,
-        base_url=settings.embedding_base_url, api_key=settings.embedding_api_key,
-        threads=settings.embedding_threads or None,
+        settings.embedding.provider, model=settings.embedding.model,
+        base_url=settings.embedding.base_url, api_key=settings.embedding.api_key,
+        threads=settings.embedding.threads or None,
         cache=settings.model_cache if provider == "local" else None,
-    )
-
-
-def fusion_config(settings: Settings) -> FusionConfig:
-    return FusionConfig(
-        method=settings.search_fusion, vector_weight=settings.search_vector_weight,
-        keyword_weight=settings.search_keyword_weight,
-        recency_weight=settings.search_recency_weight,
-        recency_half_life_days=settings.search_recency_half_life_days,
     )

@@ -2,9 +2,10 @@
 
 Sources, lowest precedence first: built-in defaults, ``$LOCI_HOME/loci.toml``, the
 workspace's ``loci.toml``, ``LOCI_*`` environment variables, then explicit overrides
-(CLI flags, keyword arguments). A TOML table such as ``[embedding]`` maps to the fields
-that start with its name (``provider`` → ``embedding_provider``, environment variable
-``LOCI_EMBEDDING_PROVIDER``); ``[models]`` and ``[memory_types]`` are whole tables.
+(CLI flags, keyword arguments). A TOML table such as ``[embedding]`` is a section of
+:class:`Settings` (``settings.embedding.provider``); its keys also have a flat name
+(``embedding_provider``) for the environment (``LOCI_EMBEDDING_PROVIDER``) and keyword
+overrides. ``[models]`` and ``[memory_types]`` are whole tables.
 """
 
 from __future__ import annotations
@@ -20,11 +21,154 @@ from loci.errors import ConfigError
 
 SETTINGS_FILE = "loci.toml"
 _TABLE_FIELDS = ("models", "memory_types")
+FUSION_METHODS = ("weighted", "rrf")
+
+
+def _fraction(section: str, **shares: float) -> None:
+    for name, value in shares.items():
+        if not 0 < value <= 1:
+            raise ConfigError(f"[{section}] {name} must be a fraction in (0, 1] (got {value})")
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    """``[embedding]``: the embedding model that search uses."""
+
+    #: "local" (bundled MiniLM, offline), "openai" (any compatible API), "hash", "none".
+    provider: str = "local"
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+    #: Threads of the local model per process (0: up to 4; ``loci serve --workers N``
+    #: gives each worker its share of the cores).
+    threads: int = 0
+    #: Where the bundled model's faster int8 build is made and kept (empty:
+    #: ``$LOCI_HOME/models``; see ``embeddings.quantize``).
+    cache: str = ""
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """``[search]``: how hybrid search fuses keyword and vector candidates."""
+
+    #: "weighted" (seeds/002: 0.7 vector + 0.3 keyword) or "rrf".
+    fusion: str = "weighted"
+    vector_weight: float = 0.7
+    keyword_weight: float = 0.3
+    #: Reciprocal rank fusion's constant.
+    rrf_k: int = 60
+    #: Share of the final score given to recency (0 = off).
+    recency_weight: float = 0.0
+    recency_half_life_days: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.fusion not in FUSION_METHODS:
+            raise ConfigError(f"[search] fusion: unknown method {self.fusion!r}; use one of "
+                              f"{', '.join(FUSION_METHODS)}")
+        if self.vector_weight + self.keyword_weight <= 0:
+            raise ConfigError("[search] vector_weight and keyword_weight must not both be 0")
+        if self.recency_weight > 1 or self.recency_half_life_days <= 0:
+            raise ConfigError("[search] recency_weight must be in [0, 1] and "
+                              "recency_half_life_days positive")
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    """``[context]``: what compiled context holds and how large it is."""
+
+    #: Share of the model's window that compiled context targets (seeds/000: 75%).
+    target: float = 0.75
+    #: Context layers in order (empty: the default order); a layer left out is off.
+    layers: list[str] = field(default_factory=list)
+    #: Budgets by layer or section name: tokens, or a share of the window below 1.
+    budgets: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _fraction("context", target=self.target)
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    """``[compaction]``: when to compact (shares of the model's window) and how."""
+
+    auto: bool = True
+    threshold: float = 0.75
+    emergency: float = 0.80
+    flush: float = 0.85
+    #: Compact at this share once the session has been idle for ``idle_seconds``: the
+    #: provider's prompt cache has gone cold by then, so compacting costs no cache hit.
+    sleep: float = 0.35
+    idle_seconds: float = 600.0
+    preserve_messages: int = 20
+    preserve_share: float = 0.20
+    #: At most this many tokens per compaction summary; within that, a quarter of the
+    #: history budget (``context.layers.SUMMARY_SHARE``), which the summary shares.
+    summary_tokens: int = 8_000
+    #: A custom summarization prompt for LLM summaries (empty: the built-in one).
+    prompt: str = ""
+    #: Tool outputs longer than this keep their head and a truncation note.
+    mask_chars: int = 2_000
+    #: Tool outputs longer than this also become a readable artifact document.
+    artifact_chars: int = 5_000
+
+    def __post_init__(self) -> None:
+        _fraction("compaction", threshold=self.threshold, emergency=self.emergency,
+                  flush=self.flush, sleep=self.sleep, preserve_share=self.preserve_share)
+        if not self.sleep <= self.threshold <= self.emergency:
+            raise ConfigError("[compaction] thresholds must rise: sleep <= threshold <= "
+                              f"emergency (got {self.sleep}, {self.threshold}, "
+                              f"{self.emergency})")
+        if self.mask_chars < 100:
+            raise ConfigError("[compaction] mask_chars must be at least 100")
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """``[llm]``: the chat model for summaries and memory extraction."""
+
+    #: "extractive" (offline), "openai" (any compatible base URL: OpenAI, Ollama, vLLM,
+    #: LM Studio) or "anthropic".
+    provider: str = "extractive"
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """``[server]``: ``loci serve``."""
+
+    #: Where to listen. A non-loopback host needs API keys.
+    host: str = "127.0.0.1"
+    port: int = 8765
+    #: Largest request body the server accepts, in bytes (larger: HTTP 413).
+    max_body: int = 8 * 1024 * 1024
+    #: Host names the server answers besides loopback ones (DNS rebinding: see
+    #: ``server.guard``); with API keys and none listed, any.
+    allowed_hosts: list[str] = field(default_factory=list)
+    #: Web origins (``https://app.example``) allowed to change data from a browser.
+    allowed_origins: list[str] = field(default_factory=list)
+    #: Scopes (user, agent) whose engines the server keeps open.
+    cache_scopes: int = 256
+
+
+@dataclass(frozen=True)
+class ProxySettings:
+    """``[proxy]``: the upstream of the OpenAI-compatible proxy."""
+
+    #: ``openai`` (any compatible base URL) or ``anthropic``; empty means the ``[llm]``
+    #: provider.
+    provider: str = ""
+    base_url: str = ""
+    api_key: str = ""
+    #: Models that ``GET /v1/models`` lists (default: the configured model).
+    models: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Every tunable of Loci. Build with :func:`load_settings`."""
+    """Every tunable of Loci, top-level knobs and one section per TOML table. Build with
+    :func:`load_settings`."""
 
     home: Path = field(default_factory=lambda: Path("~/.loci").expanduser())
     #: Store URL; empty means ``sqlite:///$LOCI_HOME/loci.db``.
@@ -37,79 +181,25 @@ class Settings:
     model: str = "gpt-4.1"
     #: "auto" (exact where known), "heuristic", or an encoding name (cl100k_base, ...).
     tokenizer: str = "auto"
-    #: Share of the model's window that compiled context targets (seeds/000: 75%).
-    context_target: float = 0.75
     #: Extra or overriding context windows, model name (or glob) → tokens.
     models: dict[str, int] = field(default_factory=dict)
     #: Custom memory types, name → TTL in days (0 = never expires).
     memory_types: dict[str, int] = field(default_factory=dict)
     #: Mirror every memory to ``memory/{id}.md`` in the workspace (or $LOCI_HOME).
     memory_mirror: bool = True
-    #: "local" (bundled MiniLM, offline), "openai" (any compatible API), "hash", "none".
-    embedding_provider: str = "local"
-    embedding_model: str = ""
-    embedding_base_url: str = ""
-    embedding_api_key: str = ""
-    #: Threads of the local model per process (0: up to 4; ``loci serve --workers N``
-    #: gives each worker its share of the cores).
-    embedding_threads: int = 0
-    #: Where the bundled model's faster int8 build is made and kept (empty:
-    #: ``$LOCI_HOME/models``; see ``embeddings.quantize``).
-    embedding_cache: str = ""
-    #: "weighted" (seeds/002: 0.7 vector + 0.3 keyword) or "rrf".
-    search_fusion: str = "weighted"
-    search_vector_weight: float = 0.7
-    search_keyword_weight: float = 0.3
-    search_recency_weight: float = 0.0
-    search_recency_half_life_days: float = 30.0
-    #: Context layers in order (empty: the default order); a layer left out is off.
-    context_layers: list[str] = field(default_factory=list)
-    #: Budgets by layer or section name: tokens, or a share of the window below 1.
-    context_budgets: dict[str, float] = field(default_factory=dict)
     #: How many memories, and how many turns of the event log, recall adds at most.
     recall_limit: int = 5
     #: Failures of one tool in a session before a reflexion hint is added.
     reflexion_threshold: int = 3
     #: The user's name as the context states it (default: the user id).
     user_name: str = ""
-    #: Chat model for summaries and extraction: "extractive" (offline), "openai"
-    #: (any compatible base URL: OpenAI, Ollama, vLLM, LM Studio) or "anthropic".
-    llm_provider: str = "extractive"
-    llm_model: str = ""
-    llm_base_url: str = ""
-    llm_api_key: str = ""
-    compaction_auto: bool = True
-    compaction_threshold: float = 0.75
-    compaction_emergency: float = 0.80
-    compaction_flush: float = 0.85
-    compaction_sleep: float = 0.50
-    compaction_idle_seconds: float = 600.0
-    compaction_preserve_messages: int = 20
-    compaction_preserve_share: float = 0.20
-    #: At most this many tokens per compaction summary; within that, a quarter of the
-    #: history budget (``context.layers.SUMMARY_SHARE``), which the summary shares.
-    compaction_summary_tokens: int = 8_000
-    #: A custom summarization prompt for LLM summaries (empty: the built-in one).
-    compaction_prompt: str = ""
-    #: ``loci serve``: where to listen. A non-loopback host needs API keys.
-    server_host: str = "127.0.0.1"
-    server_port: int = 8765
-    #: Largest request body the server accepts, in bytes (larger: HTTP 413).
-    server_max_body: int = 8 * 1024 * 1024
-    #: Host names the server answers besides loopback ones (DNS rebinding: see
-    #: ``server.guard``); with API keys and none listed, any.
-    server_allowed_hosts: list[str] = field(default_factory=list)
-    #: Web origins (``https://app.example``) allowed to change data from a browser.
-    server_allowed_origins: list[str] = field(default_factory=list)
-    #: Scopes (user, agent) whose engines the server keeps open.
-    server_cache_scopes: int = 256
-    #: The OpenAI-compatible proxy's upstream: ``openai`` (any compatible base URL) or
-    #: ``anthropic``; empty means the ``[llm]`` provider.
-    proxy_provider: str = ""
-    proxy_base_url: str = ""
-    proxy_api_key: str = ""
-    #: Models that ``GET /v1/models`` lists (default: the configured model).
-    proxy_models: list[str] = field(default_factory=list)
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    context: ContextSettings = field(default_factory=ContextSettings)
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
+    proxy: ProxySettings = field(default_factory=ProxySettings)
 
     @property
     def store_url(self) -> str:
@@ -118,13 +208,14 @@ class Settings:
     @property
     def model_cache(self) -> Path:
         """Where the bundled embedding model's int8 build is kept."""
-        return Path(self.embedding_cache).expanduser() if self.embedding_cache \
+        return Path(self.embedding.cache).expanduser() if self.embedding.cache \
             else self.home / "models"
 
     def with_overrides(self, **overrides: Any) -> Settings:
-        """A copy with the given non-None fields replaced (values are checked)."""
+        """A copy with the given non-None settings replaced (flat names such as
+        ``compaction_sleep``, as :func:`load_settings` takes them; values are checked)."""
         given = {k: v for k, v in overrides.items() if v is not None}
-        return replace(self, **_coerce_all(given, "override"))
+        return _build(self, _coerce_all(given, "override"), {})
 
 
 def load_settings(
@@ -133,7 +224,8 @@ def load_settings(
     cwd: Path | None = None,
     **overrides: Any,
 ) -> Settings:
-    """Load settings from files and environment, then apply ``overrides``."""
+    """Load settings from files and environment, then apply ``overrides`` (flat names:
+    ``compaction_sleep`` is ``[compaction] sleep``)."""
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
     home = Path(overrides.get("home") or env.get("LOCI_HOME") or "~/.loci").expanduser()
@@ -141,14 +233,36 @@ def load_settings(
     workspace = overrides.get("workspace") or env.get("LOCI_WORKSPACE")
     workspace_dir = Path(workspace).expanduser() if workspace else (cwd or Path.cwd())
     # Each source is checked on its own, so that an error names where the value came from.
-    for path in _settings_files(home, workspace_dir):
-        values.update(_coerce_all(_read_toml(path), str(path)))
-    values.update(_coerce_all(_from_env(env), "environment (LOCI_*)"))
-    values.update(_coerce_all({k: v for k, v in overrides.items() if v is not None},
-                              "settings"))
+    sources = [(str(path), _read_toml(path)) for path in _settings_files(home, workspace_dir)]
+    sources.append(("environment (LOCI_*)", _from_env(env)))
+    sources.append(("settings", {k: v for k, v in overrides.items() if v is not None}))
+    origins: dict[str, str] = {}
+    for origin, raw in sources:
+        values.update(_coerce_all(raw, origin))
+        origins.update(dict.fromkeys(raw, origin))
     if workspace:
         values["workspace"] = workspace_dir
-    return Settings(**values)
+    return _build(Settings(), values, origins)
+
+
+def _build(base: Settings, values: Mapping[str, Any], origins: Mapping[str, str]) -> Settings:
+    """``base`` with flat ``values`` applied. A section checks its knobs together; its
+    error names where they came from (``origins``, by flat name)."""
+    top: dict[str, Any] = {}
+    sections: dict[str, dict[str, Any]] = {}
+    for key, value in values.items():
+        section, name, _ = _FIELDS[key]
+        if section is None:
+            top[name] = value
+        else:
+            sections.setdefault(section, {})[name] = value
+    for section, changes in sections.items():
+        try:
+            top[section] = replace(getattr(base, section), **changes)
+        except ConfigError as exc:
+            where = sorted({origins.get(f"{section}_{name}", "settings") for name in changes})
+            raise ConfigError(f"{' and '.join(where)}: {exc}") from exc
+    return replace(base, **top)
 
 
 def _settings_files(home: Path, workspace: Path) -> list[Path]:
@@ -169,7 +283,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
                 flat[f"{key}_{sub}"] = sub_value
         else:
             flat[key] = value
-    unknown = sorted(set(flat) - _FIELD_TYPES.keys())
+    unknown = sorted(set(flat) - _FIELDS.keys())
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s): {', '.join(unknown)}")
     return flat
@@ -177,7 +291,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     found: dict[str, Any] = {}
-    for name in _FIELD_TYPES:
+    for name in _FIELDS:
         if name in _TABLE_FIELDS or name == "home":
             continue
         raw = env.get(f"LOCI_{name.upper()}")
@@ -186,10 +300,26 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     return found
 
 
-_FIELD_TYPES: dict[str, str] = {f.name: str(f.type) for f in fields(Settings)}
-#: Settings that are shares of the model's window.
-_FRACTIONS = frozenset({"context_target", "compaction_threshold", "compaction_emergency",
-                        "compaction_flush", "compaction_sleep", "compaction_preserve_share"})
+def _flat_fields() -> dict[str, tuple[str | None, str, str]]:
+    """Flat name (``compaction_sleep``: TOML key, ``LOCI_*`` variable and keyword) →
+    (section or None, field, type)."""
+    found: dict[str, tuple[str | None, str, str]] = {}
+    for f in fields(Settings):
+        kind = str(f.type)
+        if kind.endswith("Settings"):
+            for sub in fields(_SECTIONS[f.name]):
+                found[f"{f.name}_{sub.name}"] = (f.name, sub.name, str(sub.type))
+        else:
+            found[f.name] = (None, f.name, kind)
+    return found
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    "embedding": EmbeddingSettings, "search": SearchSettings, "context": ContextSettings,
+    "compaction": CompactionSettings, "llm": LLMSettings, "server": ServerSettings,
+    "proxy": ProxySettings,
+}
+_FIELDS = _flat_fields()
 
 
 def _coerce_all(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
@@ -197,9 +327,9 @@ def _coerce_all(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
 
 
 def _coerce(key: str, value: Any, origin: str) -> Any:
-    kind = _FIELD_TYPES.get(key)
-    if kind is None:
+    if key not in _FIELDS:
         raise ConfigError(f"{origin}: unknown setting {key!r}")
+    kind = _FIELDS[key][2]
     try:
         if kind == "int":
             if int(value) < 0:
@@ -209,8 +339,6 @@ def _coerce(key: str, value: Any, origin: str) -> Any:
             return _boolean(value)
         if kind == "float":
             number = float(value)
-            if key in _FRACTIONS and not 0 < number <= 1:
-                raise ValueError("must be a fraction in (0, 1]")
             if number < 0:
                 raise ValueError("must not be negative")
             return number

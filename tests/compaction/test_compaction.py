@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from loci import Loci, load_settings
 from loci.compaction.masking import PLACEHOLDER
-from loci.compaction.policy import CompactionPolicy, Decision
+from loci.compaction.policy import Decision, decide, preserve_tokens
 from loci.compaction.summarize import ChatSummarizer
 from loci.llm import ScriptedChatModel
+from loci.settings import CompactionSettings
 from tests.conftest import FakeClock
 
 TINY = {"tiny": 4_000}
@@ -38,18 +39,23 @@ def chat(loci: Loci, turns: int, session: str = "s", big: int = 0, start: int = 
 
 
 def test_policy_thresholds() -> None:
-    p = CompactionPolicy()
-    assert p.decide(740, 1000) is Decision.NONE
-    assert p.decide(750, 1000) is Decision.COMPACT
-    assert p.decide(790, 1000, before_compile=True) is Decision.NONE
-    assert p.decide(800, 1000, before_compile=True) is Decision.EMERGENCY
-    assert p.decide(500, 1000, idle_seconds=599) is Decision.NONE
-    assert p.decide(500, 1000, idle_seconds=600) is Decision.SLEEP
-    off = CompactionPolicy(auto=False)
-    assert off.decide(849, 1000) is Decision.NONE
-    assert off.decide(850, 1000) is Decision.FLUSH
-    assert off.decide(1000, 1000) is Decision.TRUNCATE
-    assert p.preserve_tokens(128_000) == 25_600
+    p = CompactionSettings(sleep=0.5)
+    assert decide(p, 740, 1000) is Decision.NONE
+    assert decide(p, 750, 1000) is Decision.COMPACT
+    assert decide(p, 790, 1000, before_compile=True) is Decision.NONE
+    assert decide(p, 800, 1000, before_compile=True) is Decision.EMERGENCY
+    assert decide(p, 500, 1000, idle_seconds=599) is Decision.NONE
+    assert decide(p, 500, 1000, idle_seconds=600) is Decision.SLEEP
+    off = CompactionSettings(auto=False)
+    assert decide(off, 849, 1000) is Decision.NONE
+    assert decide(off, 850, 1000) is Decision.FLUSH
+    assert decide(off, 1000, 1000) is Decision.TRUNCATE
+    assert preserve_tokens(p, 128_000) == 25_600
+    # By default an idle session is compacted from 35%: its prompt cache is cold anyway.
+    idle = CompactionSettings()
+    assert decide(idle, 349, 1000, idle_seconds=600) is Decision.NONE
+    assert decide(idle, 350, 1000, idle_seconds=600) is Decision.SLEEP
+    assert decide(idle, 350, 1000, idle_seconds=599) is Decision.NONE
 
 
 def test_full_compaction_summarizes_archives_and_loses_nothing(home: Path, clock: FakeClock
@@ -149,7 +155,7 @@ def test_compile_unless_compacting_leaves_compaction_to_compile(home: Path,
 
 
 def test_sleep_time_compaction_when_idle(home: Path, clock: FakeClock) -> None:
-    # The whole window as the budget, so that the history budget lies above `sleep_at`.
+    # The whole window as the budget, so that the history budget lies above `sleep`.
     with open_loci(home, clock, context_target=1.0) as loci:
         chat(loci, 10, big=1000)
         share = loci.session("s").active_token_count / TINY["tiny"]

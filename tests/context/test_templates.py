@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 import pytest
@@ -97,6 +97,18 @@ def test_agents_template_is_valid_toml_with_a_default_agent() -> None:
     assert "research" in example["researcher"].routes
 
 
+def flat_values(a: object, b: object, prefix: str = "") -> list[tuple[str, object, object]]:
+    """(flat name, value in ``a``, value in ``b``) of every knob, sections walked."""
+    found = []
+    for f in fields(a):  # type: ignore[arg-type]
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if is_dataclass(x):
+            found += flat_values(x, y, f"{f.name}_")
+        else:
+            found.append((prefix + f.name, x, y))
+    return found
+
+
 def test_settings_template_is_all_defaults_and_every_key_is_known(tmp_path: Path) -> None:
     text = WORKSPACE_FILES["loci.toml"]
     assert tomllib.loads(text) == {}                      # everything is commented out
@@ -104,11 +116,9 @@ def test_settings_template_is_all_defaults_and_every_key_is_known(tmp_path: Path
     assert len(tomllib.loads(enabled)) >= 10
     (tmp_path / "loci.toml").write_text(enabled)
     loaded = load_settings(env={}, cwd=tmp_path, home=tmp_path / "home")
-    defaults = Settings()
-    for f in fields(Settings):
-        default = getattr(defaults, f.name)
-        if f.name not in ("home", "workspace") and not isinstance(default, dict | list):
-            assert getattr(loaded, f.name) == default, f.name
+    for name, default, value in flat_values(Settings(), loaded):
+        if name not in ("home", "workspace") and not isinstance(default, dict | list):
+            assert value == default, name
     assert loaded.models == {"my-local-model": 32768}
     assert loaded.memory_types == {"meeting_notes": 14}
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from loci.llm import ChatModel, ExtractiveSummarizer, make_chat_model
+from loci.llm.extractive import PROSE_FLOOR, PROSE_SHARE
 from loci.llm.salience import is_filler, split_sentences
 from loci.models import Event
 from loci.tokens import heuristic_count
@@ -298,3 +299,20 @@ def test_huge_lines_are_cheap(summarizer: ExtractiveSummarizer) -> None:
     summary = summarizer.summarize(log.events)
     assert "Error: boom at line 7" in summary
     assert summarizer.count(summary) <= 800
+
+
+def test_sentences_take_a_share_of_a_large_budget_and_the_trail_is_not_capped() -> None:
+    log = Log()
+    for n in range(400):  # many distinct facts: without the cap they would fill 6,000
+        log.user(f"Order {n} for client {n * 7} ships from warehouse W{n % 13} on day {n}.")
+    summarizer = ExtractiveSummarizer()
+    summary = summarizer.summarize(log.events, max_tokens=6_000)
+    assert PROSE_FLOOR < summarizer.count(summary) <= 6_000 * PROSE_SHARE + 60
+    small = summarizer.summarize(log.events, max_tokens=400)  # the floor: all of it
+    assert summarizer.count(small) > 300
+    agent = Log()
+    for n in range(300):
+        agent.tool("bash", {"command": f"pytest tests/test_{n}.py"},
+                   f"FAILED tests/test_{n}.py::test_case_{n} - AssertionError: {n} != {n + 1}")
+    trail = summarizer.summarize(agent.events, max_tokens=6_000)
+    assert summarizer.count(trail) > 6_000 * PROSE_SHARE

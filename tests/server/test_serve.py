@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -87,10 +86,10 @@ def test_workers_share_the_cores_for_the_local_model(home: Path) -> None:
     local = load_settings(store=f"sqlite:///{home / 'a.db'}", embedding_provider="local",
                           memory_mirror=False)
     each = worker_settings(local, workers=os.cpu_count() or 1)
-    assert each.embedding_threads == 1 and each.store_url == local.store_url
+    assert each.embedding.threads == 1 and each.store_url == local.store_url
     # Chosen threads are kept; other providers have no threads to set.
-    assert worker_settings(replace(local, embedding_threads=3), 2).embedding_threads == 3
-    hashed = replace(local, embedding_provider="hash")
+    assert worker_settings(local.with_overrides(embedding_threads=3), 2).embedding.threads == 3
+    hashed = local.with_overrides(embedding_provider="hash")
     assert worker_settings(hashed, 2) == hashed
     with Loci(each) as worker:
         assert worker.indexer is not None

@@ -14,9 +14,9 @@ import pytest
 from loci import Document, Memory, Scope, SearchFilters
 from loci.errors import StoreError, ValidationError
 from loci.models import NewEvent
-from loci.store import postgres_schema
 from loci.store.postgres import PostgresStore
-from loci.store.postgres_rows import path_label, path_to_ltree
+from loci.store.postgres import schema as postgres_schema
+from loci.store.postgres.rows import path_label, path_to_ltree
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE = Scope("alice", "helper")

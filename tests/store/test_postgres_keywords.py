@@ -18,8 +18,8 @@ import pytest
 
 from loci import Memory, Scope, SearchFilters
 from loci.models import NewEvent
-from loci.store import postgres_keywords
 from loci.store.postgres import PostgresStore
+from loci.store.postgres import keywords as postgres_keywords
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE, BOB = Scope("alice", "helper"), Scope("bob", "helper")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from loci import Scope, open_store
 from loci.store.sqlite import SQLiteStore
-from loci.store.sqlite_schema import MIGRATIONS
+from loci.store.sqlite.schema import MIGRATIONS
 
 WRITER = """
 import sys

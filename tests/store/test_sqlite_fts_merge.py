@@ -1,5 +1,5 @@
 """SQLite merges a full-text index into one segment as its table grows (see
-``sqlite_base.FTS_TABLES``): writes add segments, and every query reads each one."""
+``store.sqlite.base.FTS_TABLES``): writes add segments, and every query reads each one."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from loci import Memory, Scope, SearchFilters
-from loci.store import sqlite_base
 from loci.store.sqlite import SQLiteStore
+from loci.store.sqlite import base as sqlite_base
 
 SCOPE = Scope("t", "a")
 NOW = datetime(2026, 11, 22, tzinfo=UTC)

@@ -12,9 +12,9 @@ import pytest
 
 from loci import Memory, Scope, SearchFilters
 from loci.search import bm25_to_score, fts_query
-from loci.store import sqlite_base
 from loci.store.sqlite import SQLiteStore
-from loci.store.sqlite_fts import KEY_MASK
+from loci.store.sqlite import keywords as sqlite_keywords
+from loci.store.sqlite.rows import KEY_MASK
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE = Scope("alice", "helper")
@@ -50,7 +50,7 @@ def test_small_stores_rank_exactly_as_a_plain_or_query(store: SQLiteStore) -> No
 def test_past_the_budget_the_rarest_words_rank(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_base, "MATCH_BUDGET", 10)
+    monkeypatch.setattr(sqlite_keywords, "MATCH_BUDGET", 10)
     hits = store.search_memories(ALICE, "kettle zeppelin", limit=2)
     assert {h.id for h in hits} == {"r1", "r2"}
     # Ranked by "zeppelin" alone: the shorter row first, scores of that word only.
@@ -63,7 +63,7 @@ def test_past_the_budget_the_rarest_words_rank(
 def test_filters_that_the_rare_words_cannot_satisfy_fall_back(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_base, "MATCH_BUDGET", 10)
+    monkeypatch.setattr(sqlite_keywords, "MATCH_BUDGET", 10)
     only = SearchFilters(types=("preference",))
     hits = store.search_memories(ALICE, "warm zeppelin", limit=2, filters=only)
     assert {h.id for h in hits} == {"r2", "p"}

@@ -1,4 +1,4 @@
-"""Full-text rowids carry their scope (``store.sqlite_fts``): a keyword search ranks and
+"""Full-text rowids carry their scope (``store.sqlite.keywords``): a keyword search ranks and
 counts its own scope's rows only, and migrating an older store rebuilds the indexes
 without losing a row."""
 
@@ -14,9 +14,10 @@ import pytest
 from loci import Document, Memory, Scope
 from loci.models import NewEvent
 from loci.search import bm25_to_score, fts_query
-from loci.store import sqlite_base, sqlite_schema
 from loci.store.sqlite import SQLiteStore
-from loci.store.sqlite_fts import KEY_MASK, SCOPE_SHIFT
+from loci.store.sqlite import keywords as sqlite_keywords
+from loci.store.sqlite import schema as sqlite_schema
+from loci.store.sqlite.rows import KEY_MASK, SCOPE_SHIFT
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE, BOB = Scope("alice", "helper"), Scope("bob", "helper")
@@ -32,7 +33,7 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 def test_another_tenants_rows_neither_rank_nor_count(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_base, "MATCH_BUDGET", 10)
+    monkeypatch.setattr(sqlite_keywords, "MATCH_BUDGET", 10)
     store.put_memories(BOB, [Memory(f"b{i}", "project_context", f"kettle warm {i}", (),
                                     T0, T0) for i in range(40)])
     store.put_memories(ALICE, [Memory("a1", "project_context", "kettle zeppelin", (), T0, T0),

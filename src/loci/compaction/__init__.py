@@ -2,6 +2,6 @@
 and archives (seeds/001, 003, 004)."""
 
 from loci.compaction.compactor import CompactionResult, Compactor
-from loci.compaction.policy import CompactionPolicy, Decision
+from loci.compaction.policy import Decision, decide
 
-__all__ = ["CompactionPolicy", "CompactionResult", "Compactor", "Decision"]
+__all__ = ["CompactionResult", "Compactor", "Decision", "decide"]

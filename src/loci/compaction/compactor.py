@@ -15,11 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from loci.compaction.masking import Mask, plan_masks
-from loci.compaction.policy import CompactionPolicy
+from loci.compaction.policy import preserve_tokens
 from loci.compaction.summarize import Summarizer
 from loci.context.history import group_steps, turn_opener
 from loci.eventlog import new_event
 from loci.models import Compaction, Document, Event, NewEvent, Scope
+from loci.settings import CompactionSettings
 from loci.store.base import CompactionPlan, NewCompaction, Store
 from loci.timeutil import Clock, format_timestamp
 from loci.tokens import TokenCounter
@@ -51,7 +52,7 @@ class CompactionResult:
 
 class Compactor:
     def __init__(
-        self, store: Store, scope: Scope, counter: TokenCounter, policy: CompactionPolicy,
+        self, store: Store, scope: Scope, counter: TokenCounter, policy: CompactionSettings,
         summarizer: Summarizer, clock: Clock, flush: Flush | None = None,
         summary_tokens: int = 1_500, preserve_cap: int | None = None,
     ) -> None:
@@ -75,7 +76,7 @@ class Compactor:
         masked_tokens = {m.event_id: self.counter.count_message("tool", m.text) for m in masks}
         after_masking = sum(masked_tokens.get(e.id, e.tokens) for e in live)
         summarize = bool(old) and (strategy == "full" or (
-            strategy == "auto" and after_masking > self.policy.sleep_at * window))
+            strategy == "auto" and after_masking > self.policy.sleep * window))
         summary_text, saved = "", 0
         plan_summary: NewEvent | None = None
         archive: tuple[int, ...] = ()
@@ -120,7 +121,7 @@ class Compactor:
         larger, in whole steps, within the preserve cap, with the message that opened
         their turn."""
         steps = group_steps(events)
-        keep_tokens = self.policy.preserve_tokens(window)
+        keep_tokens = preserve_tokens(self.policy, window)
         cap = self.preserve_cap if self.preserve_cap is not None else window
         kept_steps = kept_tokens = 0
         start = len(steps)

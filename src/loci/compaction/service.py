@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 
 from loci.compaction.compactor import CompactionResult, Compactor
-from loci.compaction.policy import COMPACTING, CompactionPolicy, Decision
+from loci.compaction.policy import COMPACTING, Decision, decide
 from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summarizer
 from loci.context.layers import PRESERVE_SHARE, SUMMARY_SHARE, configure, history_budget
 from loci.llm import ExtractiveSummarizer, make_chat_model
@@ -22,42 +22,31 @@ from loci.tokens import context_window, token_counter
 FLUSHED_PREFIX = "flushed:"
 
 
-def policy_from(settings: Settings) -> CompactionPolicy:
-    return CompactionPolicy(
-        auto=settings.compaction_auto, compact_at=settings.compaction_threshold,
-        emergency_at=settings.compaction_emergency, flush_at=settings.compaction_flush,
-        sleep_at=settings.compaction_sleep, idle_seconds=settings.compaction_idle_seconds,
-        preserve_messages=settings.compaction_preserve_messages,
-        preserve_share=settings.compaction_preserve_share,
-    )
-
-
 def chat_model_from(settings: Settings) -> ChatModel | None:
     """The configured chat model, or None for the offline extractive default."""
-    if settings.llm_provider in ("", "extractive"):
+    if settings.llm.provider in ("", "extractive"):
         return None
-    return make_chat_model(settings.llm_provider, model=settings.llm_model,
-                           base_url=settings.llm_base_url, api_key=settings.llm_api_key)
+    return make_chat_model(settings.llm.provider, model=settings.llm.model,
+                           base_url=settings.llm.base_url, api_key=settings.llm.api_key)
 
 
 class CompactionService:
     def __init__(
         self, store: Store, scope: Scope, settings: Settings, clock: Clock,
         flush: Callable[[Sequence[Event]], int], chat: ChatModel | None,
-        policy: CompactionPolicy,
     ) -> None:
         self.store, self.scope, self.settings, self.clock = store, scope, settings, clock
-        self.policy = policy
+        self.policy = settings.compaction
         self.flush = flush
         self.summarizer: Summarizer = (
-            ChatSummarizer(chat, settings.compaction_prompt or COMPACTION_PROMPT)
+            ChatSummarizer(chat, settings.compaction.prompt or COMPACTION_PROMPT)
             if chat is not None else ExtractiveSummarizer(model=settings.model)
         )
 
     @cached_property
     def _sections(self) -> dict[str, float]:
         """Section budgets from settings (read once: every compile asks for the budget)."""
-        return configure(self.settings.context_layers, self.settings.context_budgets)[1]
+        return configure(self.settings.context.layers, self.settings.context.budgets)[1]
 
     def window(self, model: str | None = None, window: int | None = None) -> int:
         """The context window of a call: ``window`` if given, else the model's."""
@@ -66,7 +55,7 @@ class CompactionService:
     def history_budget(self, model: str | None = None, window: int | None = None) -> int:
         """The history budget of a compile for ``model`` (``layers.history_budget``)."""
         size = self.window(model, window)
-        return history_budget(size, int(size * self.settings.context_target), self._sections)
+        return history_budget(size, int(size * self.settings.context.target), self._sections)
 
     def compact(
         self, session: str, *, model: str | None = None, strategy: str = "full",
@@ -77,7 +66,7 @@ class CompactionService:
         compactor = Compactor(
             self.store, self.scope, token_counter(model, self.settings.tokenizer),
             self.policy, self.summarizer, self.clock, self.flush,
-            summary_tokens=min(self.settings.compaction_summary_tokens,
+            summary_tokens=min(self.settings.compaction.summary_tokens,
                                int(history * SUMMARY_SHARE)),
             preserve_cap=int(history * PRESERVE_SHARE),
         )
@@ -91,7 +80,7 @@ class CompactionService:
             return Decision.NONE
         tokens, last = activity
         idle = (self.clock() - last).total_seconds()
-        decision = self.policy.decide(tokens, self.window(model, window), idle_seconds=idle,
+        decision = decide(self.policy, tokens, self.window(model, window), idle_seconds=idle,
                                       before_compile=before_compile)
         if decision is Decision.NONE and self.policy.auto and (
                 tokens > self.history_budget(model, window)):

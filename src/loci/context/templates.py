@@ -190,6 +190,8 @@ _SETTINGS = """\
 # [compaction]
 # auto = true
 # threshold = 0.75             # compact a session at this share of the model's window
+# sleep = 0.35                 # ... or at this share once idle for idle_seconds
+# idle_seconds = 600.0
 # preserve_messages = 20       # the most recent steps are never compacted
 # summary_tokens = 8000          # at most; a quarter of the history budget within that
 

@@ -72,6 +72,12 @@ TRAIL_SHARE = 0.7
 #: The text of this many of the span's last tool calls is read as prose.
 THINKING_CALLS = 3
 TRAIL_FLOOR = 0.25
+#: Of a summary's budget beyond ``PROSE_FLOOR`` tokens, at most this share goes to
+#: sentences. Sentences picked without a model are worth less per token the more of
+#: them there are, and recall brings back the turns a question needs from the event log;
+#: an agent's trail is not capped by it.
+PROSE_SHARE = 0.4
+PROSE_FLOOR = 500
 MAX_TOOL_LINE = 240
 
 
@@ -164,7 +170,8 @@ class ExtractiveSummarizer:
         share = TRAIL_SHARE * max(tooling, TRAIL_FLOOR)
         kept = trail.render(int(max_tokens * share), self.count) if trail else ""
         spent = self.count(kept) + 2 if kept else 0
-        prose = self._fit(items, max_tokens - spent)
+        prose_cap = max(PROSE_FLOOR, int(max_tokens * PROSE_SHARE))
+        prose = self._fit(items, min(max_tokens - spent, prose_cap))
         return "\n\n".join(part for part in (kept, prose) if part)
 
     # -- candidates -------------------------------------------------------------------

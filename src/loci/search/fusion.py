@@ -23,46 +23,20 @@ Optional recency weighting blends in ``0.5 ** (age / half_life)``.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from loci.errors import ConfigError
 from loci.models import SearchHit
-from loci.settings import Settings
+from loci.settings import SearchSettings
 
-METHODS = ("weighted", "rrf")
 #: What identifies a candidate: a store's key for an item.
 K = TypeVar("K", bound=Hashable)
-
-
-@dataclass(frozen=True)
-class FusionConfig:
-    """How hybrid search fuses its candidates; the defaults are the settings' own."""
-
-    method: str = Settings.search_fusion
-    vector_weight: float = Settings.search_vector_weight
-    keyword_weight: float = Settings.search_keyword_weight
-    rrf_k: int = 60
-    #: Share of the final score given to recency (0 = off).
-    recency_weight: float = Settings.search_recency_weight
-    recency_half_life_days: float = Settings.search_recency_half_life_days
-
-    def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ConfigError(f"unknown fusion method {self.method!r}; use one of {METHODS}")
-        if min(self.vector_weight, self.keyword_weight) < 0 or not (
-            self.vector_weight + self.keyword_weight > 0
-        ):
-            raise ConfigError("search weights must be non-negative and not both zero")
-        if not 0 <= self.recency_weight <= 1 or self.recency_half_life_days <= 0:
-            raise ConfigError("recency_weight must be in [0, 1] and the half-life positive")
 
 
 def fuse(
     keyword: Sequence[tuple[K, float]],
     vector: Sequence[tuple[K, float]],
-    config: FusionConfig,
+    config: SearchSettings,
     *,
     vector_floor: float = 0.0,
     keyword_floor: float = 0.0,
@@ -76,21 +50,21 @@ def fuse(
     best = max((_relevance(score) for _, score in keyword), default=0.0) or 1.0
     for slot, scored in enumerate((vector, keyword)):
         for rank, (key, score) in enumerate(scored, start=1):
-            if config.method == "rrf":
+            if config.fusion == "rrf":
                 part = (config.rrf_k + 1) / (config.rrf_k + rank)
             elif slot:  # keyword scores are relative to the query's best
                 part = _relevance(score) / best
             else:  # cosines are absolute
                 part = score
             parts.setdefault(key, [-1.0, -1.0])[slot] = part
-    fv, fk = (0.0, 0.0) if config.method == "rrf" else (
+    fv, fk = (0.0, 0.0) if config.fusion == "rrf" else (
         vector_floor, min(1.0, _relevance(keyword_floor) / best))
     fused = [(key, min(1.0, wv * (pv if pv >= 0 else fv) + wk * (pk if pk >= 0 else fk)))
              for key, (pv, pk) in parts.items()]
     return sorted(fused, key=lambda c: c[1], reverse=True)
 
 
-def with_recency(hits: Sequence[SearchHit], config: FusionConfig, now: datetime
+def with_recency(hits: Sequence[SearchHit], config: SearchSettings, now: datetime
                  ) -> list[SearchHit]:
     """``recency_weight`` of each score from ``0.5 ** (age / half_life)``, best first."""
     w = config.recency_weight
@@ -103,6 +77,6 @@ def _relevance(score: float) -> float:
     return score / max(1e-9, 1.0 - score)
 
 
-def _decay(hit: SearchHit, config: FusionConfig, now: datetime) -> float:
+def _decay(hit: SearchHit, config: SearchSettings, now: datetime) -> float:
     age_days = max(0.0, (now - hit.timestamp).total_seconds() / 86_400)
     return float(0.5 ** (age_days / config.recency_half_life_days))

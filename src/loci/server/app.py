@@ -156,10 +156,10 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
 
     # Last: the dashboard's mount at "/" would shadow any route added after it.
     mount_dashboard(app)
-    app.add_middleware(BodyLimit, limit=hub.settings.server_max_body)
+    app.add_middleware(BodyLimit, limit=hub.settings.server.max_body)
     app.add_middleware(Guard, keys_required=hub.keys_required,
-                       allowed_hosts=hub.settings.server_allowed_hosts,
-                       allowed_origins=hub.settings.server_allowed_origins)
+                       allowed_hosts=hub.settings.server.allowed_hosts,
+                       allowed_origins=hub.settings.server.allowed_origins)
     return app
 
 

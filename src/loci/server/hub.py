@@ -65,11 +65,11 @@ class Hub:
         self._lock = threading.Lock()
         self._keys_checked = 0.0
         # A server on another host than loopback needs keys from the start.
-        self._keys_exist = not is_loopback(self.settings.server_host)
+        self._keys_exist = not is_loopback(self.settings.server.host)
         self._checked: dict[str, tuple[float, ApiKey | None]] = {}
         self._search_slots: asyncio.Semaphore | None = None
         # Searches may run on the event loop when nothing they do waits on a network.
-        self._inline = self.base.indexer is None or settings.embedding_provider in IN_PROCESS
+        self._inline = self.base.indexer is None or settings.embedding.provider in IN_PROCESS
 
     def engine(self, principal: Principal) -> Loci:
         """The engine for the principal's scope (created on first use, then cached)."""
@@ -82,7 +82,7 @@ class Hub:
         engine = self.runtime.scope(scope.tenant, scope.agent)
         with self._lock:
             engine = self._engines.setdefault(scope, engine)
-            while len(self._engines) > self.settings.server_cache_scopes:
+            while len(self._engines) > self.settings.server.cache_scopes:
                 self._engines.popitem(last=False)
         return engine
 

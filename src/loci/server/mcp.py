@@ -239,7 +239,7 @@ def http_app(server: MCPServer, hub: Hub) -> tuple[ScopedMCP, Starlette]:
     (whose session manager must run in the host app's lifespan)."""
     app = server.streamable_http_app(
         streamable_http_path="/mcp", stateless_http=True,
-        max_request_body_size=hub.settings.server_max_body,
+        max_request_body_size=hub.settings.server.max_body,
         # The SDK turns on DNS-rebinding protection for loopback hosts only.
-        host=hub.settings.server_host)
+        host=hub.settings.server.host)
     return ScopedMCP(app, hub), app

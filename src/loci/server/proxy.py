@@ -85,7 +85,7 @@ class ChatRequest(BaseModel):
 @router.get("/models")
 def list_models(loci: Engine) -> dict[str, Any]:
     """The models this proxy offers (``[proxy] models``, default: the configured one)."""
-    names = loci.settings.proxy_models or [loci.settings.model]
+    names = loci.settings.proxy.models or [loci.settings.model]
     return {"object": "list", "data": [
         {"id": name, "object": "model", "created": 0, "owned_by": "loci"} for name in names]}
 

@@ -43,11 +43,11 @@ class NoUpstreamError(ConfigError):
 
 def make_upstream(settings: Settings) -> Upstream:
     """The configured upstream, or a NoUpstreamError saying how to configure one."""
-    provider = (settings.proxy_provider or settings.llm_provider).strip().lower()
-    base_url = settings.proxy_base_url or settings.llm_base_url
-    api_key = settings.proxy_api_key or settings.llm_api_key or None
+    provider = (settings.proxy.provider or settings.llm.provider).strip().lower()
+    base_url = settings.proxy.base_url or settings.llm.base_url
+    api_key = settings.proxy.api_key or settings.llm.api_key or None
     # The providers want a default model; the proxy always sends the client's.
-    model = settings.llm_model or settings.model
+    model = settings.llm.model or settings.model
     if provider in ("openai", "openai-compatible"):
         return OpenAIUpstream(OpenAICompatibleChat(
             model, base_url or OPENAI_URL, api_key, timeout=UPSTREAM_TIMEOUT))

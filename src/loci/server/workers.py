@@ -28,7 +28,7 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
 from multiprocessing.synchronize import Event as EventType
 from types import FrameType
@@ -77,9 +77,9 @@ def worker_settings(settings: Settings, workers: int) -> Settings:
     """What each of ``workers`` processes runs with. N processes each running the local
     model on every core would contend (a query on more threads costs more CPU), so each
     gets its share of the cores."""
-    if settings.embedding_provider != "local" or settings.embedding_threads:
+    if settings.embedding.provider != "local" or settings.embedding.threads:
         return settings
-    return replace(settings, embedding_threads=max(1, (os.cpu_count() or 1) // workers))
+    return settings.with_overrides(embedding_threads=max(1, (os.cpu_count() or 1) // workers))
 
 
 def run_worker(settings: Settings, source: socket.socket, dealt: bool, log_level: str,

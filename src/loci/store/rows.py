@@ -1,5 +1,5 @@
 """Rows as every backend selects them, turned into models: columns in the order of
-``EVENT_COLUMNS``, ``MEMORY_COLUMNS``, ... (see ``sqlite_rows``), times in microseconds,
+``EVENT_COLUMNS``, ``MEMORY_COLUMNS``, ... (see ``sqlite.rows``), times in microseconds,
 tags as space-separated text and JSON as text."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from loci.models import (
+    ApiKey,
     Compaction,
     Document,
     DocumentVersion,
@@ -19,7 +20,11 @@ from loci.models import (
     SearchHit,
     StateItem,
 )
+from loci.search import conversation
 from loci.store.codec import canonical_json, from_micros, load_json, load_tags, to_micros
+
+#: Characters of an item's text handed to the embedder (models truncate anyway).
+EMBED_CHARS = 4_000
 
 
 def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
@@ -69,6 +74,13 @@ def to_memory(r: tuple[Any, ...]) -> Memory:
         expires_at=None if r[6] is None else from_micros(r[6]), source=r[7],
         metadata=load_json(r[8]) or {},
     )
+
+
+API_KEY_COLUMNS = "id, tenant, label, created, revoked"
+
+
+def to_api_key(r: tuple[Any, ...]) -> ApiKey:
+    return ApiKey(r[0], r[1], r[2], from_micros(r[3]), bool(r[4]))
 
 
 def to_state(r: tuple[Any, ...]) -> StateItem:
@@ -127,3 +139,12 @@ def in_time_order(events: Sequence[NewEvent], latest: int | None) -> list[NewEve
             latest = to_micros(event.timestamp)
         out.append(event)
     return out
+
+
+def event_embedding_text(content: str, metadata: str | None, context: str | None) -> str:
+    """What is embedded for an event (``search.conversation.embedding_text``)."""
+    meta = load_json(metadata)
+    if not content.strip() and not conversation.captions(meta):
+        return ""  # nothing of its own to embed: a zero row
+    text = conversation.embedding_text(content, meta, context)
+    return text[:EMBED_CHARS]

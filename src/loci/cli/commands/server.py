@@ -35,22 +35,22 @@ def serve(host: str | None, port: int | None, store: str | None,
                              server_port=port)
     app = create_app(settings, serving=True)
     hub = app.state.hub
-    if not is_loopback(settings.server_host) and not hub.has_keys():
+    if not is_loopback(settings.server.host) and not hub.has_keys():
         hub.close()
         raise ConfigError(
-            f"refusing to serve {settings.server_host} without API keys: anyone on the "
+            f"refusing to serve {settings.server.host} without API keys: anyone on the "
             "network could read every memory. Create one with `loci keys create --user "
             "NAME`, or bind to 127.0.0.1.")
     mode = "API keys required" if hub.keys_required() else "open (loopback only)"
-    click.echo(f"loci: serving {settings.store_url} on http://{settings.server_host}:"
-               f"{settings.server_port} ({mode}, {workers} process(es)); docs at /docs",
+    click.echo(f"loci: serving {settings.store_url} on http://{settings.server.host}:"
+               f"{settings.server.port} ({mode}, {workers} process(es)); docs at /docs",
                err=True)
     if workers == 1:
-        uvicorn.run(app, host=settings.server_host, port=settings.server_port,
+        uvicorn.run(app, host=settings.server.host, port=settings.server.port,
                     **UVICORN_OPTIONS)
         return
     hub.close()
-    with listen(settings.server_host, settings.server_port) as sock:
+    with listen(settings.server.host, settings.server.port) as sock:
         raise SystemExit(Supervisor(settings, sock, workers).run())
 
 

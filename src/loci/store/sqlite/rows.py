@@ -25,6 +25,47 @@ COMPACTION_COLUMNS = (
 )
 
 
+# Full-text rows are partitioned by scope (see ``keywords``).
+#: Bits of the content key in a full-text rowid (keys up to ~10^12); the scope number
+#: takes the 23 bits above them (8,388,607 scopes; ``scopes`` refuses more).
+SCOPE_SHIFT = 40
+KEY_MASK = (1 << SCOPE_SHIFT) - 1
+MAX_SCOPES = (1 << (63 - SCOPE_SHIFT)) - 1
+
+
+@dataclass(frozen=True)
+class FullText:
+    """One content table's full-text index: its key and indexed columns."""
+
+    table: str
+    key: str
+    columns: tuple[str, ...]
+    #: ``bm25`` weights as configured ``rank`` (None: FTS5's default).
+    rank: str | None = None
+    #: Rows are indexed by a trigger (else the code indexes each batch in one statement).
+    insert_trigger: bool = True
+
+
+#: Migration 9 is built from these: a change here needs a migration of its own that
+#: rebuilds the tables it touches.
+FULL_TEXT = (
+    FullText("events", "id", ("content", "search_extra", "search_context"),
+             rank="bm25(1.0, 1.0, 0.3)", insert_trigger=False),
+    FullText("memories", "rowid", ("content", "tags")),
+    FullText("documents", "rowid", ("path", "content")),
+)
+
+
+def scope_base(db: sqlite3.Connection, scope: Scope) -> int:
+    """The lowest full-text rowid of ``scope``, numbering the scope if it is new (call
+    inside the write transaction that indexes its rows)."""
+    db.execute("INSERT OR IGNORE INTO scopes (tenant, agent) VALUES (?, ?)",
+               (scope.tenant, scope.agent))
+    number = db.execute("SELECT no FROM scopes WHERE tenant = ? AND agent = ?",
+                        (scope.tenant, scope.agent)).fetchone()[0]
+    return int(number) << SCOPE_SHIFT
+
+
 @dataclass(frozen=True)
 class Kind:
     """How one searchable table is keyed, filtered and turned into hits."""

@@ -1,123 +1,25 @@
-"""The SQLite backend: the embedded default.
-
-One connection per store, shared by threads under a lock; WAL journal so readers in
-other processes never block; every write in an explicit ``BEGIN IMMEDIATE``
-transaction so a killed process leaves nothing half-written. Full-text search uses FTS5
-external-content tables kept in sync by triggers.
-"""
+"""Events, sessions and compactions in the SQLite backend."""
 
 from __future__ import annotations
 
 import sqlite3
-import threading
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from loci.errors import ConfigError, StoreError
-from loci.models import (
-    Compaction,
-    Event,
-    NewEvent,
-    Scope,
-    SessionInfo,
-    StateItem,
-)
-from loci.store.base import (
-    CompactionPlan,
-    NewCompaction,
-    Store,
-)
-from loci.store.codec import (
-    dump_json,
-    from_micros,
-    to_micros,
-)
-from loci.store.rows import in_time_order, to_event, to_state
-from loci.store.sqlite_documents import SQLiteDocuments
-from loci.store.sqlite_fts import scope_base
-from loci.store.sqlite_keys import SQLiteKeys
-from loci.store.sqlite_memories import SQLiteMemories
-from loci.store.sqlite_rows import COMPACTION_COLUMNS, EVENT_COLUMNS, search_columns
-from loci.store.sqlite_schema import migrate
-from loci.store.sqlite_transfer import SQLiteTransfer
-from loci.store.sqlite_vectors import SQLiteVectors
-from loci.timeutil import utc_now
+from loci.models import Compaction, Event, NewEvent, Scope, SessionInfo
+from loci.store.base import CompactionPlan, NewCompaction
+from loci.store.codec import dump_json, from_micros, to_micros
+from loci.store.rows import in_time_order, to_event
+from loci.store.sqlite.base import SQLiteBase
+from loci.store.sqlite.documents import upsert_document
+from loci.store.sqlite.rows import COMPACTION_COLUMNS, EVENT_COLUMNS, scope_base, search_columns
 
 
-def sqlite_path(url: str) -> str:
-    """The file path of a ``sqlite:///path`` URL (``sqlite:///:memory:`` for memory)."""
-    prefix = "sqlite:///"
-    if not url.startswith(prefix) or len(url) == len(prefix):
-        raise ConfigError(f"not a SQLite URL: {url!r} (expected sqlite:///path/to/loci.db)")
-    return url[len(prefix) :]
+class SQLiteEvents(SQLiteBase):
+    """The append-only event log of each session, its sessions and compactions."""
 
-
-def _wal(db: sqlite3.Connection, timeout: float = 30.0) -> None:
-    """Switch to WAL. The switch of a new file takes an exclusive lock without waiting
-    on the busy handler, so processes opening a new store together retry it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
-
-
-class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, SQLiteTransfer,
-                  Store):
-    """Storage in one SQLite file (or in memory for ``sqlite:///:memory:``)."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        path = sqlite_path(url)
-        if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._db = sqlite3.connect(
-                path, isolation_level=None, check_same_thread=False, timeout=30.0
-            )
-            _wal(self._db)
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            # A 64 MB page cache and memory-mapped reads: hot rows and indexes stay in
-            # memory instead of costing a system call per page.
-            self._db.execute("PRAGMA cache_size=-65536")
-            self._db.execute("PRAGMA mmap_size=268435456")
-            migrate(self._db, to_micros(utc_now()))
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
-        self._lock = threading.RLock()
-        self._fts_due = {}
-        self._scope_bases = {}
-        self._indexes = {}
-        self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
-
-    def close(self) -> None:
-        with self._lock:
-            self.persist_indexes()
-            self._db.close()
-
-    # -- meta ---------------------------------------------------------------------
-    def get_meta(self, key: str) -> str | None:
-        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
-        return str(rows[0][0]) if rows else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self._write() as db:
-            db.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
-
-    # -- events -------------------------------------------------------------------
     def append_events(
         self, scope: Scope, session: str, events: Sequence[NewEvent]
     ) -> list[Event]:
@@ -179,7 +81,7 @@ class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, SQ
                  for i, (text, tokens) in plan.masks.items()],
             )
             for document in plan.artifacts:
-                self._upsert_document(db, scope, document)
+                upsert_document(db, scope, document)
             event = None
             record = plan.compaction
             if plan.summary is not None:
@@ -277,41 +179,6 @@ class SQLiteStore(SQLiteVectors, SQLiteMemories, SQLiteDocuments, SQLiteKeys, SQ
             for r in rows
         ]
 
-
-    # -- state --------------------------------------------------------------------
-    def set_state(self, scope: Scope, key: str, value: str, now: datetime) -> StateItem:
-        with self._write() as db:
-            db.execute(
-                "INSERT INTO state (tenant, agent, key, value, updated) VALUES (?,?,?,?,?) "
-                "ON CONFLICT (tenant, agent, key) DO UPDATE SET value = excluded.value, "
-                "updated = excluded.updated",
-                (scope.tenant, scope.agent, key, value, to_micros(now)),
-            )
-        return StateItem(key=key, value=value, updated_at=now)
-
-    def get_state(self, scope: Scope, key: str) -> StateItem | None:
-        rows = self._query(
-            "SELECT key, value, updated FROM state WHERE tenant = ? AND agent = ? AND key = ?",
-            (scope.tenant, scope.agent, key),
-        )
-        return to_state(rows[0]) if rows else None
-
-    def list_state(self, scope: Scope) -> list[StateItem]:
-        rows = self._query(
-            "SELECT key, value, updated FROM state WHERE tenant = ? AND agent = ? ORDER BY key",
-            (scope.tenant, scope.agent),
-        )
-        return [to_state(r) for r in rows]
-
-    def delete_state(self, scope: Scope, key: str) -> bool:
-        with self._write() as db:
-            cursor = db.execute(
-                "DELETE FROM state WHERE tenant = ? AND agent = ? AND key = ?",
-                (scope.tenant, scope.agent, key),
-            )
-            return cursor.rowcount > 0
-
-    # -- compactions --------------------------------------------------------------
     def add_compaction(self, scope: Scope, compaction: NewCompaction) -> Compaction:
         with self._write() as db:
             return self._insert_compaction(db, scope, compaction)

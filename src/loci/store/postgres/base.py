@@ -12,6 +12,7 @@ from psycopg_pool import ConnectionPool
 
 from loci.errors import StoreError, ValidationError
 from loci.models import Scope
+from loci.store.base import Store
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 
@@ -30,8 +31,9 @@ def translated_errors(what: str) -> Iterator[None]:
         raise StoreError(f"PostgreSQL failed ({what}): {exc}") from exc
 
 
-class PostgresBase:
-    """The pool (connections shared by threads) and how to use it."""
+class PostgresBase(Store):
+    """The pool (connections shared by threads) and how to use it. Each part of the
+    backend extends it, so each knows the whole contract it helps implement."""
 
     _pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]]
 

@@ -37,8 +37,8 @@ from typing import Any
 from loci.models import Scope, SearchHit
 from loci.search import bm25_to_score, fts_query, query_terms
 from loci.store.base import Scored, SearchFilters
-from loci.store.postgres_base import PostgresBase
-from loci.store.postgres_rows import KINDS, filter_sql
+from loci.store.postgres.base import PostgresBase
+from loci.store.postgres.rows import KINDS, filter_sql
 from loci.store.rows import ordered_hits
 
 #: BM25 parameters, as FTS5's (float8 literals: numeric arithmetic is slower).

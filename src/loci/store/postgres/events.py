@@ -1,92 +1,25 @@
-"""The PostgreSQL backend: the store for teams and scale.
-
-Many Loci processes (servers, CLIs, workers) share one database. A psycopg 3 connection
-pool serves each process's threads; every write is one transaction; writers of one
-session are serialized by a transaction-scoped advisory lock so that event ids grow in
-commit order within a session. Full-text search uses generated ``tsvector`` columns with
-GIN indexes and BM25 over postings derived from them (``postgres_keywords``), vectors
-use pgvector with HNSW indexes, document paths are ``ltree`` too.
-
-Tenant isolation: every statement filters by ``tenant`` and ``agent`` (the contract
-suite proves it). Row-level security is not enabled: the process connects as one role
-for all tenants, so RLS would only add a ``SET LOCAL loci.tenant`` per transaction
-without a second identity to enforce it against; see docs/architecture.md.
-"""
+"""Events, sessions and compactions in the PostgreSQL backend."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-import psycopg
-from pgvector.psycopg import register_vector
-from psycopg_pool import ConnectionPool
-
-from loci.errors import ConfigError
 from loci.models import Compaction, Event, NewEvent, Scope, SessionInfo
 from loci.search import conversation
-from loci.store.base import CompactionPlan, Store
+from loci.store.base import CompactionPlan, NewCompaction
 from loci.store.codec import from_micros, load_json, to_micros
-from loci.store.postgres_base import Cursor, translated_errors
-from loci.store.postgres_documents import PostgresDocuments
-from loci.store.postgres_keywords import PostgresKeywords
-from loci.store.postgres_memories import PostgresMemories
-from loci.store.postgres_records import PostgresRecords
-from loci.store.postgres_rows import EVENT_COLUMNS, check_text, json_value
-from loci.store.postgres_schema import migrate
-from loci.store.postgres_transfer import PostgresTransfer
-from loci.store.postgres_vectors import PostgresVectors
-from loci.store.rows import in_time_order, to_event
-from loci.timeutil import utc_now
-
-#: Connections per process. Each thread holds one only for the length of a call.
-POOL_SIZE = 8
+from loci.store.postgres.base import Cursor, PostgresBase
+from loci.store.postgres.documents import upsert_document
+from loci.store.postgres.rows import COMPACTION_COLUMNS, EVENT_COLUMNS, check_text, json_value
+from loci.store.rows import in_time_order, to_compaction, to_event
 
 
-def _configure(conn: psycopg.Connection[Any]) -> None:
-    register_vector(conn)  # numpy arrays ↔ vector, in text and binary
+class PostgresEvents(PostgresBase):
+    """The append-only event log of each session, its sessions and compactions."""
 
-
-class PostgresStore(PostgresVectors, PostgresKeywords, PostgresMemories, PostgresDocuments,
-                    PostgresRecords, PostgresTransfer, Store):
-    """Storage in one PostgreSQL database (``postgresql://user@host/db``)."""
-
-    def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
-        if not url.startswith(("postgresql:", "postgres:")):
-            raise ConfigError(f"not a PostgreSQL URL: {url!r}")
-        self.url = url
-        with translated_errors("open"):
-            with psycopg.connect(url, autocommit=True) as conn:
-                migrate(conn, to_micros(utc_now()))
-            self._pool = ConnectionPool(
-                url, min_size=1, max_size=pool_size, kwargs={"autocommit": True},
-                configure=_configure, open=True, name="loci",
-            )
-        self._indexed = set()
-        self._bulk = 0
-        self._vector_lock = threading.Lock()
-
-    def close(self) -> None:
-        self._pool.close()
-
-    # -- meta ---------------------------------------------------------------------
-    def get_meta(self, key: str) -> str | None:
-        rows = self._query("SELECT value FROM meta WHERE key = %s", (key,))
-        return str(rows[0][0]) if rows else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        check_text(key, value)
-        with self._write() as cur:
-            cur.execute(
-                "INSERT INTO meta (key, value) VALUES (%s, %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
-
-    # -- events -------------------------------------------------------------------
     def append_events(
         self, scope: Scope, session: str, events: Sequence[NewEvent]
     ) -> list[Event]:
@@ -171,7 +104,7 @@ class PostgresStore(PostgresVectors, PostgresKeywords, PostgresMemories, Postgre
             )
             for document in plan.artifacts:
                 check_text(document.path, document.content)
-                self._upsert_document(cur, scope, document)
+                upsert_document(cur, scope, document)
             event = None
             record = plan.compaction
             if plan.summary is not None:
@@ -266,3 +199,36 @@ class PostgresStore(PostgresVectors, PostgresKeywords, PostgresMemories, Postgre
             )
             for r in rows
         ]
+
+    def add_compaction(self, scope: Scope, compaction: NewCompaction) -> Compaction:
+        with self._write() as cur:
+            return self._insert_compaction(cur, scope, compaction)
+
+    @staticmethod
+    def _insert_compaction(cur: Cursor, scope: Scope, c: NewCompaction) -> Compaction:
+        check_text(c.session, c.strategy, c.summary)
+        cur.execute(
+            "INSERT INTO compactions (tenant, agent, session, strategy, first_event_id, "
+            "last_event_id, summary_event_id, summary, tokens_before, tokens_after, created) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (scope.tenant, scope.agent, c.session, c.strategy, c.first_event_id,
+             c.last_event_id, c.summary_event_id, c.summary, c.tokens_before,
+             c.tokens_after, to_micros(c.created_at)),
+        )
+        row = cur.fetchone()
+        assert row is not None
+        return Compaction(
+            id=int(row[0]), session=c.session, strategy=c.strategy,
+            first_event_id=c.first_event_id, last_event_id=c.last_event_id,
+            summary_event_id=c.summary_event_id, summary=c.summary,
+            tokens_before=c.tokens_before, tokens_after=c.tokens_after,
+            created_at=c.created_at,
+        )
+
+    def list_compactions(self, scope: Scope, session: str) -> list[Compaction]:
+        rows = self._query(
+            f"SELECT {COMPACTION_COLUMNS} FROM compactions "
+            "WHERE tenant = %s AND agent = %s AND session = %s ORDER BY id",
+            (scope.tenant, scope.agent, session),
+        )
+        return [to_compaction(r) for r in rows]

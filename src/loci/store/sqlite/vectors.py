@@ -17,16 +17,13 @@ import numpy as np
 import numpy.typing as npt
 
 from loci.models import Scope
-from loci.search import conversation
 from loci.store.base import Scored, SearchFilters
-from loci.store.codec import load_json
-from loci.store.sqlite_base import SQLiteBase
-from loci.store.sqlite_rows import KINDS, filter_sql
+from loci.store.rows import EMBED_CHARS, event_embedding_text
+from loci.store.sqlite.base import SQLiteBase
+from loci.store.sqlite.rows import KINDS, filter_sql
 from loci.store.vector_index import VectorIndex
 
 Vectors = npt.NDArray[np.float32]
-#: Characters of an item's text handed to the embedder (models truncate anyway).
-EMBED_CHARS = 4_000
 #: Candidates fetched beyond the limit before filters, on the first try.
 SPARE_CANDIDATES = 10
 _TEXT = {"event": "content", "memory": "content", "document": "path || ' ' || content"}
@@ -59,7 +56,7 @@ class SQLiteVectors(SQLiteBase):
             (*params, limit),
         )
         if kind == "event":
-            return [(Scope(r[0], r[1]), str(r[2]), _event_text(r[3], r[4], r[5]))
+            return [(Scope(r[0], r[1]), str(r[2]), event_embedding_text(r[3], r[4], r[5]))
                     for r in rows]
         return [(Scope(r[0], r[1]), str(r[2]), r[3]) for r in rows]
 
@@ -194,15 +191,6 @@ class SQLiteVectors(SQLiteBase):
             (scope.tenant, scope.agent, *params),
         )
         return [r[0] for r in rows]
-
-
-def _event_text(content: str, metadata: str | None, context: str | None) -> str:
-    """What is embedded for an event (``search.conversation.embedding_text``)."""
-    meta = load_json(metadata)
-    if not content.strip() and not conversation.captions(meta):
-        return ""  # nothing of its own to embed: a zero row
-    text = conversation.embedding_text(content, meta, context)
-    return text[:EMBED_CHARS]
 
 
 def _blob(vector: Vectors) -> bytes:

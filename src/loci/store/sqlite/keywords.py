@@ -1,99 +1,36 @@
-"""What every part of the SQLite backend shares: the connection, its lock, the write
-transaction, plain queries and ranked keyword search of any searchable kind (BM25 by
-FTS5; at scale, over the query's rarest words)."""
+"""Full-text rows partitioned by scope, so a keyword search ranks only its own rows.
+
+FTS5 keeps one index per table, and ``ORDER BY rank`` computes BM25 for every matching
+row before a join can drop other tenants' rows: a tenant's keyword search took 0.92 ms
+alone and 6.56 ms among ten tenants of the same size (``benchmarks/tenants.py``). So
+each full-text row's rowid carries its scope: ``scope number << SCOPE_SHIFT | key``,
+where ``scopes`` numbers each (tenant, agent) once and the key is the content row's.
+A doclist is sorted by rowid, so one scope's entries sit together, and FTS5 seeks
+straight to a ``rowid BETWEEN`` range: ranking (and ``_rare_terms``' counts) cover the
+caller's rows only. BM25's IDF still counts the whole table, as before.
+
+The full-text tables read their content through views that compute these rowids
+(only ``rebuild`` reads them); triggers, and ``append_events`` for events, write them.
+"""
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Sequence
 
 from loci.models import Scope, SearchHit
 from loci.search import bm25_to_score, query_terms
 from loci.store.base import Scored, SearchFilters
 from loci.store.rows import ordered_hits
-from loci.store.sqlite_fts import FULL_TEXT, KEY_MASK, SCOPE_SHIFT
-from loci.store.sqlite_rows import KINDS, filter_sql
+from loci.store.sqlite.base import SQLiteBase
+from loci.store.sqlite.rows import KEY_MASK, KINDS, SCOPE_SHIFT, filter_sql
 
 #: Rows an OR query may match before only its rarest words search (``_rare_terms``).
 MATCH_BUDGET = 4_000
-#: Full-text tables by content table. Every write transaction adds segments to their
-#: indexes, and a query reads each segment, so searches slow down as writes pile up
-#: (``benchmarks/fts_merge.py``) until the index is merged into one segment. So an
-#: index is merged whenever its table has grown by ``FTS_REGROW`` (at least
-#: ``FTS_MIN_GROWTH`` rows) since the last time: the cost stays proportional to what is
-#: written.
-FTS_TABLES = {ft.table: f"{ft.table}_fts" for ft in FULL_TEXT}
-FTS_REGROW = 0.2
-FTS_MIN_GROWTH = 500
-# Growth is read from the content tables: full-text rowids carry their scope's number.
-_FTS_SIZES = "SELECT " + ", ".join(f"(SELECT max({ft.key}) FROM {ft.table})"
-                                   for ft in FULL_TEXT)
 
 
-class SQLiteBase:
-    """The connection (shared by threads under ``_lock``) and how to use it."""
-
-    _db: sqlite3.Connection
-    _lock: threading.RLock
-    #: Per content table, the size (highest rowid) at which its index is merged next.
-    _fts_due: dict[str, int]
-    #: Scopes' lowest full-text rowids (``sqlite_fts``), by scope.
-    _scope_bases: dict[Scope, int]
-
-    def local_lock(self) -> threading.RLock:
-        return self._lock
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: committed on success, rolled back on any error."""
-        with self._lock, self._transaction():
-            yield self._db
-        self._merge_grown_indexes()
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-
-    def _merge_grown_indexes(self) -> None:
-        """Merge each full-text index whose table grew enough (see ``FTS_TABLES``). The
-        last merge's size is kept in ``meta``, so processes sharing the file (and the
-        next run) merge once between them."""
-        with self._lock:
-            sizes = self._db.execute(_FTS_SIZES).fetchone()
-            grown = [(table, size or 0) for table, size in zip(FTS_TABLES, sizes, strict=True)
-                     if (size or 0) >= self._fts_due.get(table, 0)]
-            if not grown:
-                return
-            with self._transaction():
-                for table, size in grown:
-                    self._fts_due[table] = _next_merge(self._merge_index(table, size))
-
-    def _merge_index(self, table: str, size: int) -> int:
-        """Merge ``table``'s index if it grew enough by ``meta``; the size it was last
-        merged at (inside a write transaction)."""
-        key = f"fts_merged:{table}"
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        merged = int(row[0]) if row else 0
-        if size < _next_merge(merged):
-            return merged
-        fts = FTS_TABLES[table]
-        self._db.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
-        self._db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
-                         "DO UPDATE SET value = excluded.value", (key, str(size)))
-        return size
-
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
+class SQLiteKeywords(SQLiteBase):
+    """Ranked keyword search of any searchable kind (BM25 by FTS5; at scale, over the
+    query's rarest words) and reading hits by key."""
 
     def keyword_candidates(
         self, scope: Scope, kind: str, query: str, *, limit: int, filters: SearchFilters
@@ -104,7 +41,7 @@ class SQLiteBase:
             return []
         k = KINDS[kind]
         where, params = filter_sql(kind, filters)
-        # The rowid range confines ranking to the scope (``sqlite_fts``).
+        # The rowid range confines ranking to the scope (see the module docstring).
         sql = (
             f"SELECT f.rowid & {KEY_MASK}, f.rank FROM {k.fts} f "
             f"JOIN {k.table} {k.alias} ON {k.alias}.{k.key} = (f.rowid & {KEY_MASK}) "
@@ -177,11 +114,6 @@ class SQLiteBase:
                            "AND rowid BETWEEN ? AND ? LIMIT ?)",
                            (match, *rowids, MATCH_BUDGET + 1))
         return int(rows[0][0])
-
-
-def _next_merge(merged: int) -> int:
-    """The table size at which an index last merged at size ``merged`` merges again."""
-    return max(merged + FTS_MIN_GROWTH, int(merged * (1 + FTS_REGROW)))
 
 
 def _match(terms: list[str]) -> str:

@@ -24,11 +24,11 @@ import numpy as np
 
 from loci.models import Scope
 from loci.store.base import Scored, SearchFilters, Vectors
-from loci.store.postgres_base import PostgresBase
-from loci.store.postgres_keywords import rank_index, terms_table
-from loci.store.postgres_rows import KINDS, filter_sql
-from loci.store.postgres_schema import FTS_INDEXES
-from loci.store.sqlite_vectors import EMBED_CHARS, _event_text
+from loci.store.postgres.base import PostgresBase
+from loci.store.postgres.keywords import rank_index, terms_table
+from loci.store.postgres.rows import KINDS, filter_sql
+from loci.store.postgres.schema import FTS_INDEXES
+from loci.store.rows import EMBED_CHARS, event_embedding_text
 
 #: Where index creation takes turns across processes.
 INDEX_LOCK = 0x10C1_0002
@@ -57,7 +57,7 @@ class PostgresVectors(PostgresBase):
             (*params, limit),
         )
         if kind == "event":
-            return [(Scope(r[0], r[1]), str(r[2]), _event_text(r[3], r[4], r[5]))
+            return [(Scope(r[0], r[1]), str(r[2]), event_embedding_text(r[3], r[4], r[5]))
                     for r in rows]
         return [(Scope(r[0], r[1]), str(r[2]), r[3]) for r in rows]
 

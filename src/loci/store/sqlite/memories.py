@@ -11,17 +11,13 @@ from loci.models import Memory, MemoryVersion, Scope
 from loci.store.base import SearchFilters, Vectors
 from loci.store.codec import dump_json, dump_tags, to_micros
 from loci.store.rows import to_memory, to_version
-from loci.store.sqlite_base import SQLiteBase
-from loci.store.sqlite_rows import MEMORY_COLUMNS, memory_filters
+from loci.store.sqlite.base import SQLiteBase
+from loci.store.sqlite.rows import MEMORY_COLUMNS, memory_filters
 
 
 class SQLiteMemories(SQLiteBase):
     """Mixed into :class:`SQLiteStore`."""
 
-    def set_embeddings(
-        self, scope: Scope, kind: str, ids: Sequence[str], vectors: Vectors
-    ) -> None:
-        raise NotImplementedError  # SQLiteVectors, earlier in the MRO, provides it
 
     def put_memory(self, scope: Scope, memory: Memory) -> None:
         self.put_memories(scope, [memory])

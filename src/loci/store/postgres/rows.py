@@ -1,6 +1,6 @@
 """SQL fragments, filters and value checks of the PostgreSQL backend.
 
-Rows are selected in the column order of ``sqlite_rows`` (tags as one space-joined
+Rows are selected in the column order of ``sqlite.rows`` (tags as one space-joined
 string, JSON as text, timestamps as microseconds), so both backends turn rows into
 model values with the same functions (`store/rows.py`) and cannot disagree about them.
 """

@@ -17,9 +17,9 @@ Design notes (the why):
   merges it; writes pay a little more instead;
 - ``embedding`` is an unconstrained ``vector``: the dimension is only known when the
   first vectors arrive, so the HNSW index is an expression index on
-  ``embedding::vector(<dim>)`` created then (``postgres_vectors``);
+  ``embedding::vector(<dim>)`` created then (``vectors``);
 - document paths are kept as text (the truth) and as an ``ltree`` (``lpath``) whose
-  labels encode the path segments (``postgres_rows.path_to_ltree``) for subtree queries.
+  labels encode the path segments (``rows.path_to_ltree``) for subtree queries.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import psycopg
 
 from loci.search import conversation
 from loci.store.codec import load_json
-from loci.store.postgres_keywords import schema_sql
+from loci.store.postgres.keywords import schema_sql
 
 #: Where migrations take turns (any constant shared by every Loci process).
 MIGRATION_LOCK = 0x10C1_0001
@@ -70,7 +70,7 @@ def _v1_initial(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
             search_extra text, search_context text,
             embedding vector,
             -- The preceding turns (search_context) count 0.3 (weight D, see
-            -- postgres_keywords).
+            -- keywords.py).
             fts tsvector GENERATED ALWAYS AS (
                 setweight(to_tsvector('loci', content || ' ' || coalesce(search_extra, '')),
                           'A')
@@ -162,7 +162,7 @@ def _v1_initial(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
 
 def _v2_postings(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
     # BM25 postings and per-scope statistics derived from the tsvectors, kept by
-    # triggers (see postgres_keywords); existing rows get theirs here.
+    # triggers (see keywords.py); existing rows get theirs here.
     for statement in schema_sql():
         cur.execute(statement)
 

@@ -19,8 +19,9 @@ from loci.errors import NotFoundError, StoreError
 from loci.models import Memory, MemoryVersion, Scope
 from loci.store.base import SearchFilters, Vectors
 from loci.store.codec import to_micros
-from loci.store.postgres_base import Cursor, PostgresBase
-from loci.store.postgres_rows import MEMORY_COLUMNS, check_text, json_value, memory_filters
+from loci.store.postgres.base import Cursor
+from loci.store.postgres.rows import MEMORY_COLUMNS, check_text, json_value, memory_filters
+from loci.store.postgres.vectors import PostgresVectors
 from loci.store.rows import to_memory, to_version
 
 _STAGE = (
@@ -61,11 +62,9 @@ def _copy_row(i: int, m: Memory, vector: Any) -> tuple[Any, ...]:
     )
 
 
-class PostgresMemories(PostgresBase):
+class PostgresMemories(PostgresVectors):
     """Mixed into :class:`PostgresStore`."""
 
-    def _ensure_vector_index(self, kind: str, dim: int) -> None:
-        raise NotImplementedError  # PostgresVectors, earlier in the MRO, provides it
 
     def put_memory(self, scope: Scope, memory: Memory) -> None:
         self.put_memories(scope, [memory])

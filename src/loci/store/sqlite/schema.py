@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from loci.search import conversation
 from loci.store.codec import load_json
-from loci.store.sqlite_fts import partition_sql
+from loci.store.sqlite.rows import FULL_TEXT, MAX_SCOPES, SCOPE_SHIFT, FullText
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -279,7 +279,7 @@ Migration = Callable[[sqlite3.Connection], None]
 #: Version → (name, function). Append only.
 def _v9_scoped_full_text(db: sqlite3.Connection) -> None:
     """Full-text rowids carry their scope, so that a keyword search ranks its own rows
-    only (``store.sqlite_fts``); every full-text index is rebuilt once."""
+    only (``store.sqlite.keywords``); every full-text index is rebuilt once."""
     run_script(db, partition_sql(FTS_TOKENIZER))
 
 
@@ -335,3 +335,55 @@ def migrate(db: sqlite3.Connection, applied_at: int) -> list[int]:
             raise
         applied.append(version)
     return applied
+
+
+def _rowid(row: str, key: str) -> str:
+    """SQL for the full-text rowid of trigger row ``row`` (``new`` or ``old``)."""
+    return (f"(((SELECT no FROM scopes WHERE tenant = {row}.tenant AND agent = {row}.agent)"
+            f" << {SCOPE_SHIFT}) | {row}.{key})")
+
+
+def partition_sql(tokenizer: str) -> str:
+    """The migration to scoped full-text rowids: number the scopes, rebuild every
+    full-text table over a view (merged into one segment, as searches read every
+    segment), and recreate its triggers."""
+    script = [f"""
+        CREATE TABLE scopes (
+            no INTEGER PRIMARY KEY CHECK (no BETWEEN 1 AND {MAX_SCOPES}),
+            tenant TEXT NOT NULL, agent TEXT NOT NULL, UNIQUE (tenant, agent));
+        INSERT OR IGNORE INTO scopes (tenant, agent)
+            SELECT tenant, agent FROM events UNION SELECT tenant, agent FROM memories
+            UNION SELECT tenant, agent FROM documents ORDER BY 1, 2;"""]
+    for ft in FULL_TEXT:
+        script.append(_table_sql(ft, tokenizer))
+    return "\n".join(script)
+
+
+def _table_sql(ft: FullText, tokenizer: str) -> str:
+    t, fts, cols = ft.table, f"{ft.table}_fts", ", ".join(ft.columns)
+    new = ", ".join(f"new.{c}" for c in ft.columns)
+    old = ", ".join(f"old.{c}" for c in ft.columns)
+    delete = (f"INSERT INTO {fts} ({fts}, rowid, {cols}) "
+              f"VALUES ('delete', {_rowid('old', ft.key)}, {old});")
+    insert = f"INSERT INTO {fts} (rowid, {cols}) VALUES ({_rowid('new', ft.key)}, {new});"
+    numbered = ("INSERT OR IGNORE INTO scopes (tenant, agent) "
+                "VALUES (new.tenant, new.agent);")
+    sql = f"""
+        DROP TRIGGER IF EXISTS {t}_ai; DROP TRIGGER IF EXISTS {t}_ad;
+        DROP TRIGGER IF EXISTS {t}_au; DROP TABLE {fts};
+        CREATE VIEW {fts}_rows AS
+            SELECT (s.no << {SCOPE_SHIFT}) | x.{ft.key} AS fts_rowid,
+                   {", ".join(f"x.{c}" for c in ft.columns)}
+            FROM {t} x JOIN scopes s ON s.tenant = x.tenant AND s.agent = x.agent;
+        CREATE VIRTUAL TABLE {fts} USING fts5(
+            {cols}, content='{fts}_rows', content_rowid='fts_rowid', tokenize='{tokenizer}');
+        INSERT INTO {fts} ({fts}) VALUES ('rebuild');
+        INSERT INTO {fts} ({fts}) VALUES ('optimize');
+        CREATE TRIGGER {t}_ad AFTER DELETE ON {t} BEGIN {delete} END;
+        CREATE TRIGGER {t}_au AFTER UPDATE OF {cols} ON {t} BEGIN {delete} {insert} END;"""
+    if ft.rank:
+        sql += f"\n        INSERT INTO {fts} ({fts}, rank) VALUES ('rank', '{ft.rank}');"
+    if ft.insert_trigger:
+        sql += (f"\n        CREATE TRIGGER {t}_ai AFTER INSERT ON {t} BEGIN {numbered} "
+                f"{insert} END;")
+    return sql

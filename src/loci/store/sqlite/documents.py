@@ -9,8 +9,45 @@ from dataclasses import replace
 from loci.models import Document, DocumentVersion, Scope
 from loci.store.codec import dump_json, dump_tags, from_micros, load_json, load_tags, to_micros
 from loci.store.rows import in_order, to_document
-from loci.store.sqlite_base import SQLiteBase
-from loci.store.sqlite_rows import DOCUMENT_COLUMNS
+from loci.store.sqlite.base import SQLiteBase
+from loci.store.sqlite.rows import DOCUMENT_COLUMNS
+
+
+def upsert_document(db: sqlite3.Connection, scope: Scope, document: Document) -> Document:
+    """Insert, or keep the stored version in ``document_versions`` and replace it
+    with the next version number; identical content, tags and metadata: no-op."""
+    key = (scope.tenant, scope.agent, document.path)
+    tags, metadata = dump_tags(document.tags), dump_json(document.metadata)
+    old = db.execute(
+        "SELECT version, content, tags, metadata, created, updated FROM documents "
+        "WHERE tenant = ? AND agent = ? AND path = ?", key).fetchone()
+    if old is None:
+        db.execute(
+            "INSERT INTO documents (tenant, agent, path, content, tags, version, "
+            "created, updated, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
+            (*key, document.content, tags, document.version,
+             to_micros(document.created_at), to_micros(document.updated_at), metadata),
+        )
+        return document
+    if (old[1], old[2], old[3]) == (document.content, tags, metadata):
+        return replace(document, version=old[0], created_at=from_micros(old[4]),
+                       updated_at=from_micros(old[5]))
+    db.execute(
+        "INSERT OR REPLACE INTO document_versions (tenant, agent, path, version, content, "
+        "tags, created, updated, metadata, superseded) SELECT tenant, agent, path, "
+        "version, content, tags, created, updated, metadata, ? FROM documents "
+        "WHERE tenant = ? AND agent = ? AND path = ?",
+        (to_micros(document.updated_at), *key),
+    )
+    version = max(document.version, old[0] + 1)
+    db.execute(
+        "UPDATE documents SET embedding = CASE WHEN content = ? THEN embedding END, "
+        "content = ?, tags = ?, version = ?, updated = ?, metadata = ? "
+        "WHERE tenant = ? AND agent = ? AND path = ?",
+        (document.content, document.content, tags, version,
+         to_micros(document.updated_at), metadata, *key),
+    )
+    return replace(document, version=version, created_at=from_micros(old[4]))
 
 
 class SQLiteDocuments(SQLiteBase):
@@ -21,44 +58,7 @@ class SQLiteDocuments(SQLiteBase):
 
     def put_documents(self, scope: Scope, documents: Sequence[Document]) -> list[Document]:
         with self._write() as db:
-            return [self._upsert_document(db, scope, d) for d in documents]
-
-    @staticmethod
-    def _upsert_document(db: sqlite3.Connection, scope: Scope, document: Document) -> Document:
-        """Insert, or keep the stored version in ``document_versions`` and replace it
-        with the next version number; identical content, tags and metadata: no-op."""
-        key = (scope.tenant, scope.agent, document.path)
-        tags, metadata = dump_tags(document.tags), dump_json(document.metadata)
-        old = db.execute(
-            "SELECT version, content, tags, metadata, created, updated FROM documents "
-            "WHERE tenant = ? AND agent = ? AND path = ?", key).fetchone()
-        if old is None:
-            db.execute(
-                "INSERT INTO documents (tenant, agent, path, content, tags, version, "
-                "created, updated, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
-                (*key, document.content, tags, document.version,
-                 to_micros(document.created_at), to_micros(document.updated_at), metadata),
-            )
-            return document
-        if (old[1], old[2], old[3]) == (document.content, tags, metadata):
-            return replace(document, version=old[0], created_at=from_micros(old[4]),
-                           updated_at=from_micros(old[5]))
-        db.execute(
-            "INSERT OR REPLACE INTO document_versions (tenant, agent, path, version, content, "
-            "tags, created, updated, metadata, superseded) SELECT tenant, agent, path, "
-            "version, content, tags, created, updated, metadata, ? FROM documents "
-            "WHERE tenant = ? AND agent = ? AND path = ?",
-            (to_micros(document.updated_at), *key),
-        )
-        version = max(document.version, old[0] + 1)
-        db.execute(
-            "UPDATE documents SET embedding = CASE WHEN content = ? THEN embedding END, "
-            "content = ?, tags = ?, version = ?, updated = ?, metadata = ? "
-            "WHERE tenant = ? AND agent = ? AND path = ?",
-            (document.content, document.content, tags, version,
-             to_micros(document.updated_at), metadata, *key),
-        )
-        return replace(document, version=version, created_at=from_micros(old[4]))
+            return [upsert_document(db, scope, d) for d in documents]
 
     def get_document(self, scope: Scope, path: str) -> Document | None:
         rows = self._query(

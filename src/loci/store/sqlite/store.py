@@ -1,0 +1,96 @@
+"""The SQLite backend: the embedded default.
+
+One connection per store, shared by threads under a lock; WAL journal so readers in
+other processes never block; every write in an explicit ``BEGIN IMMEDIATE``
+transaction so a killed process leaves nothing half-written. Full-text search uses FTS5
+external-content tables kept in sync by triggers.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from loci.errors import ConfigError, StoreError
+from loci.store.codec import to_micros
+from loci.store.sqlite.documents import SQLiteDocuments
+from loci.store.sqlite.events import SQLiteEvents
+from loci.store.sqlite.keywords import SQLiteKeywords
+from loci.store.sqlite.memories import SQLiteMemories
+from loci.store.sqlite.records import SQLiteRecords
+from loci.store.sqlite.schema import migrate
+from loci.store.sqlite.transfer import SQLiteTransfer
+from loci.store.sqlite.vectors import SQLiteVectors
+from loci.timeutil import utc_now
+
+
+def sqlite_path(url: str) -> str:
+    """The file path of a ``sqlite:///path`` URL (``sqlite:///:memory:`` for memory)."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or len(url) == len(prefix):
+        raise ConfigError(f"not a SQLite URL: {url!r} (expected sqlite:///path/to/loci.db)")
+    return url[len(prefix) :]
+
+
+def _wal(db: sqlite3.Connection, timeout: float = 30.0) -> None:
+    """Switch to WAL. The switch of a new file takes an exclusive lock without waiting
+    on the busy handler, so processes opening a new store together retry it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, SQLiteDocuments,
+                  SQLiteRecords, SQLiteTransfer):
+    """Storage in one SQLite file (or in memory for ``sqlite:///:memory:``)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        path = sqlite_path(url)
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            _wal(self._db)
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            # A 64 MB page cache and memory-mapped reads: hot rows and indexes stay in
+            # memory instead of costing a system call per page.
+            self._db.execute("PRAGMA cache_size=-65536")
+            self._db.execute("PRAGMA mmap_size=268435456")
+            migrate(self._db, to_micros(utc_now()))
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
+        self._lock = threading.RLock()
+        self._fts_due = {}
+        self._scope_bases = {}
+        self._indexes = {}
+        self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
+
+    def close(self) -> None:
+        with self._lock:
+            self.persist_indexes()
+            self._db.close()
+
+    # -- meta ---------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )

@@ -1,0 +1,69 @@
+"""Whole-scope export and import in the SQLite backend (``loci migrate``): the shared
+``store.transfer`` in SQLite's dialect, plus its vectors and full-text rows."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loci.models import ApiKey, Scope
+from loci.store import transfer
+from loci.store.base import ScopeData, Vectors
+from loci.store.codec import dump_json, dump_tags
+from loci.store.sqlite.base import SQLiteBase
+from loci.store.sqlite.rows import (
+    COMPACTION_COLUMNS,
+    DOCUMENT_COLUMNS,
+    EVENT_COLUMNS,
+    KINDS,
+    MEMORY_COLUMNS,
+    scope_base,
+)
+
+DIALECT = transfer.Dialect(
+    mark="?", events=EVENT_COLUMNS, memories=MEMORY_COLUMNS, documents=DOCUMENT_COLUMNS,
+    compactions=COMPACTION_COLUMNS, seq="rowid", read_tags=str, read_json=str,
+    bytewise=str,  # SQLite compares text byte by byte already
+    tags=dump_tags, json=dump_json,
+)
+
+
+class SQLiteTransfer(SQLiteBase):
+    """Scopes, meta and keys listed; scopes exported and imported whole."""
+
+    def list_scopes(self) -> list[Scope]:
+        return transfer.list_scopes(self._query, DIALECT)
+
+    def list_meta(self) -> dict[str, str]:
+        return transfer.list_meta(self._query)
+
+    def export_api_keys(self) -> list[tuple[ApiKey, str]]:
+        return transfer.export_api_keys(self._query, DIALECT)
+
+    def export_scope(self, scope: Scope) -> ScopeData:
+        vectors = {kind: self._export_vectors(kind, scope) for kind in KINDS}
+        return transfer.export_scope(self._query, DIALECT, scope, vectors)
+
+    def _export_vectors(self, kind: str, scope: Scope) -> tuple[list[str], Vectors]:
+        k = KINDS[kind]
+        rows = self._query(
+            f"SELECT {k.public}, embedding FROM {k.table} WHERE tenant = ? AND agent = ? "
+            f"AND embedding IS NOT NULL AND length(embedding) > 0 ORDER BY {k.key}",
+            (scope.tenant, scope.agent))
+        if not rows:
+            return [], np.zeros((0, 0), np.float32)
+        vectors = np.stack([np.frombuffer(r[1], np.float32) for r in rows])
+        return [str(r[0]) for r in rows], vectors
+
+    def import_scope(self, data: ScopeData) -> None:
+        scope = data.scope
+        with self._write() as db:
+            transfer.import_events(db, DIALECT, scope, data.events)
+            db.execute(
+                "INSERT INTO events_fts (rowid, content, search_extra, search_context) "
+                "SELECT ? | id, content, search_extra, search_context FROM events "
+                "WHERE tenant = ? AND agent = ?",
+                (scope_base(db, scope), scope.tenant, scope.agent))
+            transfer.import_rows(db, DIALECT, data)
+        for kind, (ids, vectors) in data.vectors.items():
+            if ids:
+                self.set_embeddings(scope, kind, ids, vectors)

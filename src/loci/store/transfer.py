@@ -1,0 +1,195 @@
+"""Whole-scope export and import (``loci migrate``), written once for both backends over
+a small :class:`Dialect`; each backend adds its vectors and its own bookkeeping."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Any, Protocol
+
+from loci.models import ApiKey, Event, Scope
+from loci.search import conversation
+from loci.store.base import ScopeData, Vectors
+from loci.store.codec import to_micros
+from loci.store.rows import (
+    API_KEY_COLUMNS,
+    to_api_key,
+    to_compaction,
+    to_document,
+    to_document_version,
+    to_event,
+    to_memory,
+    to_state,
+    to_version,
+)
+
+Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+
+SCOPED_TABLES = ("events", "memories", "memory_versions", "state", "documents",
+                 "document_versions", "compactions")
+
+
+class Executor(Protocol):
+    """What a write transaction hands out: a SQLite connection or a psycopg cursor."""
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> object: ...
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How a backend spells what export and import need."""
+
+    #: The parameter marker (``?`` or ``%s``).
+    mark: str
+    #: The columns selected for events, memories, documents and compactions, in the
+    #: order ``store.rows`` reads them.
+    events: str
+    memories: str
+    documents: str
+    compactions: str
+    #: Insertion order of memories and documents (it breaks ties in listings).
+    seq: str
+    #: SQL reading a stored tags column as space-joined words, and JSON as text.
+    read_tags: Callable[[str], str]
+    read_json: Callable[[str], str]
+    #: Byte order for a text column in ORDER BY.
+    bytewise: Callable[[str], str]
+    #: Values as the database takes them.
+    tags: Callable[[tuple[str, ...]], Any]
+    json: Callable[[Any], Any]
+    #: Casts after the marker of a JSON parameter (e.g. ``::jsonb``).
+    json_cast: str = ""
+    #: Refuses text the database cannot store (before anything is written).
+    check: Callable[..., None] = lambda *texts: None
+    #: A derived document column: (name, cast, value from the path), or None.
+    document_key: tuple[str, str, Callable[[str], Any]] | None = None
+
+    def values(self, *casts: str) -> str:
+        """``VALUES (...)`` with one marker per column, each followed by its cast."""
+        return f"VALUES ({', '.join(self.mark + cast for cast in casts)})"
+
+
+def list_scopes(query: Query, d: Dialect) -> list[Scope]:
+    union = " UNION ".join(f"SELECT tenant, agent FROM {t}" for t in SCOPED_TABLES)
+    rows = query(f"SELECT tenant, agent FROM ({union}) s "
+                 f"ORDER BY {d.bytewise('tenant')}, {d.bytewise('agent')}", ())
+    return [Scope(r[0], r[1]) for r in rows]
+
+
+def list_meta(query: Query) -> dict[str, str]:
+    return {r[0]: r[1] for r in query("SELECT key, value FROM meta", ())}
+
+
+def export_api_keys(query: Query, d: Dialect) -> list[tuple[ApiKey, str]]:
+    rows = query(f"SELECT {API_KEY_COLUMNS}, secret_hash FROM api_keys "
+                 f"ORDER BY created, {d.bytewise('id')}", ())
+    return [(to_api_key(r[:-1]), r[-1]) for r in rows]
+
+
+def export_scope(
+    query: Query, d: Dialect, scope: Scope, vectors: dict[str, tuple[list[str], Vectors]]
+) -> ScopeData:
+    """Everything ``scope`` holds; ``vectors`` come from the backend."""
+    s = (scope.tenant, scope.agent)
+    where = f"WHERE tenant = {d.mark} AND agent = {d.mark}"
+    return ScopeData(
+        scope=scope,
+        events=tuple(to_event(r) for r in query(
+            f"SELECT {d.events} FROM events {where} ORDER BY id", s)),
+        memories=tuple(to_memory(r) for r in query(
+            f"SELECT {d.memories} FROM memories {where} ORDER BY {d.seq}", s)),
+        memory_versions=tuple((to_version(r[:-1]), r[-1]) for r in query(
+            f"SELECT memory_id, version, type, content, {d.read_tags('tags')}, created, "
+            f"updated, expires, superseded, reason, source FROM memory_versions {where} "
+            f"ORDER BY {d.bytewise('memory_id')}, version", s)),
+        state=tuple(to_state(r) for r in query(
+            f"SELECT key, value, updated FROM state {where} ORDER BY {d.bytewise('key')}",
+            s)),
+        documents=tuple(to_document(r) for r in query(
+            f"SELECT {d.documents} FROM documents {where} ORDER BY {d.seq}", s)),
+        document_versions=tuple(to_document_version(r) for r in query(
+            f"SELECT path, version, content, {d.read_tags('tags')}, created, updated, "
+            f"superseded, {d.read_json('metadata')} FROM document_versions {where} "
+            f"ORDER BY {d.bytewise('path')}, version", s)),
+        compactions=tuple(to_compaction(r) for r in query(
+            f"SELECT {d.compactions} FROM compactions {where} ORDER BY id", s)),
+        vectors=vectors,
+    )
+
+
+def import_events(db: Executor, d: Dialect, scope: Scope, events: Sequence[Event]) -> None:
+    """Insert events with their ids; search columns are derived per session, in order,
+    as appending them would have (``search.conversation``)."""
+    rows = []
+    ordered = sorted(events, key=lambda e: (e.session, e.id))
+    for session, group in groupby(ordered, key=lambda e: e.session):
+        batch = list(group)
+        columns = conversation.index_columns(batch, [])
+        for e, (extra, ctx) in zip(batch, columns, strict=True):
+            d.check(session, e.type, e.role, e.content, e.tool_name, e.tool_call_id,
+                    e.masked, extra, ctx)
+            rows.append((e.id, scope.tenant, scope.agent, session, e.type, e.role, e.content,
+                         to_micros(e.timestamp), e.tokens, e.tool_name, e.tool_call_id,
+                         d.json(e.args), d.json(e.metadata), e.archived, e.masked, extra,
+                         ctx))
+    j = d.json_cast
+    db.executemany(
+        "INSERT INTO events (id, tenant, agent, session, type, role, content, ts, tokens, "
+        "tool_name, tool_call_id, args, metadata, archived, masked, search_extra, "
+        f"search_context) {d.values(*[''] * 11, j, j, *[''] * 4)}", rows)
+
+
+def import_rows(db: Executor, d: Dialect, data: ScopeData) -> None:
+    """Memories (and history), state, documents (and history) and compactions."""
+    s = (data.scope.tenant, data.scope.agent)
+    j = d.json_cast
+    for m in data.memories:
+        d.check(m.id, m.type, m.content, m.source, *m.tags)
+    db.executemany(
+        "INSERT INTO memories (id, tenant, agent, type, content, tags, created, updated, "
+        f"expires, source, metadata) {d.values(*[''] * 10, j)}",
+        [(m.id, *s, m.type, m.content, d.tags(m.tags), to_micros(m.created_at),
+          to_micros(m.updated_at), _micros(m.expires_at), m.source, d.json(m.metadata))
+         for m in data.memories])
+    db.executemany(
+        "INSERT INTO memory_versions (memory_id, tenant, agent, version, type, content, "
+        f"tags, created, updated, expires, source, superseded, reason) {d.values(*[''] * 13)}",
+        [(v.memory_id, *s, v.version, v.type, v.content, d.tags(v.tags),
+          to_micros(v.created_at), to_micros(v.updated_at), _micros(v.expires_at), source,
+          to_micros(v.superseded_at), v.reason) for v, source in data.memory_versions])
+    db.executemany(
+        f"INSERT INTO state (tenant, agent, key, value, updated) {d.values(*[''] * 5)}",
+        [(*s, i.key, i.value, to_micros(i.updated_at)) for i in data.state])
+    _import_documents(db, d, data)
+    db.executemany(
+        "INSERT INTO compactions (id, tenant, agent, session, strategy, first_event_id, "
+        "last_event_id, summary_event_id, summary, tokens_before, tokens_after, created) "
+        f"{d.values(*[''] * 12)}",
+        [(c.id, *s, c.session, c.strategy, c.first_event_id, c.last_event_id,
+          c.summary_event_id, c.summary, c.tokens_before, c.tokens_after,
+          to_micros(c.created_at)) for c in data.compactions])
+
+
+def _import_documents(db: Executor, d: Dialect, data: ScopeData) -> None:
+    s = (data.scope.tenant, data.scope.agent)
+    j = d.json_cast
+    key_column, key_cast, key = d.document_key or ("", "", None)
+    columns = ["tenant", "agent", "path", *([key_column] if key else []), "content", "tags",
+               "version", "created", "updated", "metadata"]
+    casts = ["", "", "", *([key_cast] if key else []), "", "", "", "", "", j]
+    db.executemany(
+        f"INSERT INTO documents ({', '.join(columns)}) {d.values(*casts)}",
+        [(*s, doc.path, *([key(doc.path)] if key else []), doc.content, d.tags(doc.tags),
+          doc.version, to_micros(doc.created_at), to_micros(doc.updated_at),
+          d.json(doc.metadata)) for doc in data.documents])
+    db.executemany(
+        "INSERT INTO document_versions (tenant, agent, path, version, content, tags, "
+        f"created, updated, metadata, superseded) {d.values(*[''] * 8, j, '')}",
+        [(*s, v.path, v.version, v.content, d.tags(v.tags), to_micros(v.created_at),
+          to_micros(v.updated_at), d.json(v.metadata), to_micros(v.superseded_at))
+         for v in data.document_versions])
+
+
+def _micros(value: Any) -> int | None:
+    return None if value is None else to_micros(value)
