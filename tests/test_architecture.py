@@ -117,3 +117,12 @@ def test_the_backends_mirror_each_other_and_neither_imports_the_other() -> None:
             assert not crossing, f"{path.relative_to(PACKAGE)} imports {crossing}"
             # A part calls another through the contract its base extends, never a stub.
             assert "NotImplementedError" not in path.read_text(encoding="utf-8"), path.name
+
+
+def test_the_faces_reach_storage_only_through_the_public_api() -> None:
+    reaching = []
+    for face in ("server", "cli"):
+        for path in (PACKAGE / face).rglob("*.py"):
+            reaching += [f"{path.relative_to(PACKAGE)} imports {m}" for m in imports(path)
+                         if m.startswith(("loci.store", "loci.llm._http"))]
+    assert not reaching, "\n".join(reaching)

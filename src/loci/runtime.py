@@ -9,6 +9,7 @@ request.
 
 from __future__ import annotations
 
+import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,11 @@ class Runtime:
         from loci.engine import Loci
 
         return Loci(runtime=self, user=user, agent=agent)
+
+    def local_lock(self) -> threading.RLock | None:
+        """The lock calls take while they compute in this process (SQLite, whose one
+        connection serializes them), or None when the store computes elsewhere."""
+        return self.store.local_lock()
 
     # -- API keys: each serves one user (tenant) of the whole store ------------------
     def create_key(self, user: str, label: str = "") -> tuple[ApiKey, str]:

@@ -16,7 +16,6 @@ import pytest
 import uvicorn
 from starlette.types import ASGIApp
 
-from loci.keys import create_key
 from loci.server.hub import Hub
 from loci.server.workers import UVICORN_OPTIONS
 
@@ -59,6 +58,6 @@ def live_server() -> Iterator[LiveServer]:
 
 def make_key(hub: Hub, tenant: str) -> str:
     """A fresh API key for ``tenant`` (the hub re-checks for keys at once)."""
-    _, key = create_key(hub.store, tenant, hub.base.clock())
+    _, key = hub.runtime.create_key(tenant)
     hub._keys_checked = 0.0  # keys_required() caches its answer for a few seconds
     return key

@@ -19,7 +19,6 @@ from fastapi import FastAPI
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from loci import load_settings
-from loci.keys import create_key
 from loci.server.app import create_app
 from loci.server.dashboard import STATIC_DIR
 from tests.server._live import LiveServer
@@ -324,7 +323,7 @@ def test_user_selector_switches_scope_in_open_mode(site: Site, page: Page) -> No
 def test_api_key_flow(tmp_path: Path, page: Page) -> None:
     """With a key in the store the page shows the server's 401 until the key is given."""
     app = make_app(tmp_path)
-    key = create_key(app.state.hub.store, "maya", datetime.now(UTC), "test")[1]
+    key = app.state.hub.runtime.create_key("maya", "test")[1]
     with LiveServer(app) as server:
         auth = {"Authorization": f"Bearer {key}"}
         assert httpx.post(f"{server.url}/api/memories", headers=auth, json={

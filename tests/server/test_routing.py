@@ -135,7 +135,7 @@ def test_sqlite_searches_run_on_the_event_loop_unless_the_store_is_busy(
     assert most == 1 and threads == {threading.main_thread()}
     # Another thread holds the store (a long write): searches go to at most two
     # threads rather than stall the event loop.
-    store_lock = app.state.hub.store.local_lock()
+    store_lock = app.state.hub.runtime.local_lock()
     held, release = threading.Event(), threading.Event()
 
     def writer() -> None:

@@ -9,11 +9,11 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
+from loci import SearchFilters
 from loci.memory.tools import MemoryPage, MemorySummary
 from loci.models import Memory, MemoryVersion, StateItem
 from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute
-from loci.store import SearchFilters
 
 router = APIRouter(tags=["memories"], route_class=JSONRoute)
 

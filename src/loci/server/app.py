@@ -13,7 +13,7 @@ from fastapi.telemetry import TelemetryConfig
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from loci import __version__
+from loci import Store, __version__
 from loci.server import errors
 from loci.server.api_dashboard import router as dashboard_router
 from loci.server.api_knowledge import router as knowledge_router
@@ -26,7 +26,6 @@ from loci.server.hub import Hub
 from loci.server.mcp import build_mcp, http_app
 from loci.server.proxy import router as proxy_router
 from loci.settings import Settings, load_settings
-from loci.store import Store
 from loci.timeutil import Clock, utc_now
 
 #: Seconds a request may take between two parts of its body.

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
+from loci import Store
 from loci.checks import check_name
 from loci.embeddings import IN_PROCESS
 from loci.engine import Loci
@@ -28,7 +29,6 @@ from loci.models import ApiKey, Scope
 from loci.runtime import Runtime
 from loci.server.guard import is_loopback
 from loci.settings import Settings
-from loci.store import Store
 from loci.timeutil import Clock, utc_now
 
 #: How long the server trusts what the store said about keys (are there any? is this
@@ -60,7 +60,6 @@ class Hub:
         self.runtime = Runtime(settings, store=store, clock=clock)
         self.base = self.runtime.scope()
         self.settings = self.runtime.settings
-        self.store = self.runtime.store
         self._engines: OrderedDict[Scope, Loci] = OrderedDict()
         self._lock = threading.Lock()
         self._keys_checked = 0.0
@@ -134,7 +133,7 @@ class Hub:
         one connection serialize the work anyway. Otherwise it runs in a thread: at most
         ``_LOCAL_SEARCHES`` at once on a local store, as many as the thread pool allows
         on PostgreSQL, whose queries wait on its server."""
-        lock = self.store.local_lock()
+        lock = self.runtime.local_lock()
         if lock is None:
             return await run_in_threadpool(search)
         if self._inline and lock.acquire(blocking=False):

@@ -37,12 +37,11 @@ from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from loci import __version__
+from loci import SearchFilters, __version__
 from loci.engine import Loci
 from loci.errors import LociError
 from loci.server.errors import error_response
 from loci.server.hub import Hub, Principal
-from loci.store import SearchFilters
 
 #: Where :class:`ScopedMCP` leaves the authenticated principal in the ASGI scope.
 PRINCIPAL_KEY = "loci.principal"

@@ -7,10 +7,10 @@ from typing import Any
 
 import click
 
+from loci import SearchFilters
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
 from loci.engine import Loci
 from loci.memory.types import check_type
-from loci.store import SearchFilters
 from loci.timeutil import format_timestamp
 
 

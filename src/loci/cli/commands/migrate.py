@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import click
 
+from loci import Store, open_store
 from loci.cli.app import cli
 from loci.errors import ValidationError
-from loci.store import Store, open_store
 
 
 def copy_store(
