@@ -14,10 +14,10 @@ def test_public_api_is_pinned() -> None:
         "ForbiddenError", "KnowledgeBase", "LayerReport", "Loci", "LociError", "Memory",
         "MemoryPage", "MemorySummary", "MemoryVersion", "NewDocument", "Node",
         "NotFoundError", "ProviderError", "PutResult", "ReplyResult", "Runtime", "SaveResult",
-        "Scope", "SearchFilters", "SearchHit", "SessionInfo", "SessionKnowledge", "Settings",
-        "Skill", "StateItem", "Store", "StoreError", "SyncReport", "TokenCounter",
-        "ValidationError", "Workspace", "__version__", "context_window", "load_settings",
-        "open_store", "token_counter",
+        "Scope", "SearchFilters", "SearchHit", "SessionErasure", "SessionInfo",
+        "SessionKnowledge", "Settings", "Skill", "StateItem", "Store", "StoreError",
+        "SyncReport", "TokenCounter", "UserErasure", "ValidationError", "Workspace",
+        "__version__", "context_window", "load_settings", "open_store", "token_counter",
     ])
     for name in loci.__all__:
         assert hasattr(loci, name), name

@@ -9,6 +9,7 @@ from loci.context.focus import Focus
 from loci.context.workspace import Workspace
 from loci.embeddings.base import Embedder
 from loci.engine import Loci, ReplyResult
+from loci.erasure import SessionErasure, UserErasure
 from loci.errors import (
     AuthError,
     BudgetExceededError,
@@ -90,6 +91,7 @@ __all__ = [
     "Scope",
     "SearchFilters",
     "SearchHit",
+    "SessionErasure",
     "SessionInfo",
     "SessionKnowledge",
     "Settings",
@@ -99,6 +101,7 @@ __all__ = [
     "StoreError",
     "SyncReport",
     "TokenCounter",
+    "UserErasure",
     "ValidationError",
     "Workspace",
     "__version__",

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from loci.checks import check_name, check_text, check_window
-from loci.compaction.compactor import STRATEGIES, CompactionResult
+from loci.compaction.compactor import CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService
 from loci.context.compiled import CompiledContext
@@ -27,6 +27,7 @@ from loci.context.focus import Focus
 from loci.context.layers import configure
 from loci.context.sources import BuildContext, agent_spec, skill_items
 from loci.context.workspace import Workspace
+from loci.erasure import SessionEraser, SessionErasure
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import dump_jsonl, new_event, parse_jsonl
 from loci.indexing import Indexer
@@ -120,15 +121,14 @@ class Loci:
     @cached_property
     def _compaction(self) -> CompactionService:
         return CompactionService(self.store, self.scope, self.settings, self._now,
-                                 self._flush, self.chat)
+                                 lambda events: len(self._consolidate(events)), self.chat)
 
     @cached_property
     def _memories(self) -> MemoryService:
-        mirror_root = self.settings.workspace or self.settings.home
-        return MemoryService(
-            self.store, self.scope, self.indexer, self._now, self.settings.memory_types,
-            Mirror(mirror_root, self.scope) if self.settings.memory_mirror else None,
-        )
+        mirror = Mirror(self.settings.memory_root, self.scope) if (
+            self.settings.memory_mirror) else None
+        return MemoryService(self.store, self.scope, self.indexer, self._now,
+                             self.settings.memory_types, mirror)
 
     @classmethod
     def open(cls, *, clock: Clock = utc_now, **settings: Any) -> Loci:
@@ -207,6 +207,15 @@ class Loci:
 
     def export_jsonl(self, session: str) -> Iterator[str]:
         return dump_jsonl(self.events(session))
+
+    def erase_session(self, session: str, *, keep_derived: bool = False,
+                      dry_run: bool = False) -> SessionErasure:
+        """Erase a session (events, compactions, their index entries) and, unless
+        ``keep_derived``, the memories and documents derived from it; ``dry_run`` lists."""
+        eraser = SessionEraser(self.store, self.scope, self._memories, self.knowledge,
+                               self.runtime.live_events)
+        return eraser.erase(check_text("session", session), keep_derived=keep_derived,
+                            dry_run=dry_run)
 
     # -- memories -----------------------------------------------------------------
     def remember(
@@ -460,8 +469,6 @@ class Loci:
         """Compact ``session`` now: mask old tool outputs, save facts to memory,
         summarize and archive the oldest span (nothing is deleted)."""
         self.session(session)
-        if strategy not in STRATEGIES:
-            raise ValidationError(f"unknown strategy {strategy!r}; use one of {STRATEGIES}")
         return self._compaction.compact(session, model=model, strategy=strategy,
                                        instructions=instructions, dry_run=dry_run)
 
@@ -478,9 +485,6 @@ class Loci:
                       ) -> CompactionResult | None:
         """Compact if the policy's thresholds say so (also checks idle sessions)."""
         return self._compaction.maybe_compact(session, model=model)[1]
-
-    def _flush(self, events: Sequence[Event]) -> int:
-        return len(self._consolidate(events))
 
     def _consolidate(self, events: Sequence[Event]) -> list[SaveResult]:
         extractor = LLMExtractor(self.chat) if self.chat is not None else None

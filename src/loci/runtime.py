@@ -9,7 +9,7 @@ request.
 
 from __future__ import annotations
 
-import threading
+import _thread
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from loci.compaction.service import chat_model_from
 from loci.context.history import LiveEvents
 from loci.embeddings import make_embedder
 from loci.embeddings.base import Embedder
+from loci.erasure import UserErasure, erase_user
 from loci.indexing import Indexer
 from loci.keys import check_key, create_key, revoke_key
 from loci.llm.base import ChatModel
@@ -72,7 +73,7 @@ class Runtime:
 
         return Loci(runtime=self, user=user, agent=agent)
 
-    def local_lock(self) -> threading.RLock | None:
+    def local_lock(self) -> _thread.RLock | None:
         """The lock calls take while they compute in this process (SQLite, whose one
         connection serializes them), or None when the store computes elsewhere."""
         return self.store.local_lock()
@@ -93,6 +94,17 @@ class Runtime:
 
     def revoke_key(self, key_id: str) -> None:
         revoke_key(self.store, key_id)
+
+    def agents(self, user: str) -> list[str]:
+        """The agents that hold anything of ``user``, by name."""
+        return sorted({s.agent for s in self.store.list_scopes() if s.tenant == user})
+
+    def erase_user(self, user: str) -> UserErasure:
+        """Erase everything of ``user``, every agent of theirs: events, memories with their
+        history and markdown files, state, documents with their versions, API keys, index
+        entries and vector files. Nothing of another user changes."""
+        root = self.settings.memory_root if self.settings.memory_mirror else None
+        return erase_user(self.store, check_name("user", user), root, self.live_events)
 
     def close(self) -> None:
         """Close the chat model's and the embedder's clients and the store this runtime

@@ -206,6 +206,11 @@ class Settings:
         return self.store or f"sqlite:///{self.home / 'loci.db'}"
 
     @property
+    def memory_root(self) -> Path:
+        """Where the markdown mirror's ``memory/`` directory lives."""
+        return self.workspace or self.home
+
+    @property
     def model_cache(self) -> Path:
         """Where the bundled embedding model's int8 build is kept."""
         return Path(self.embedding.cache).expanduser() if self.embedding.cache \

@@ -175,3 +175,25 @@ def test_console_entry_point_runs_as_a_process(home: Path) -> None:
                           text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.startswith("error: no session 'ghost'") and "Traceback" not in done.stderr
+
+
+def test_session_rm_lists_then_erases_and_user_erase(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "add", "s1", "user", "My kayak is red.")
+    run(capsys, "add", "s1", "assistant", "Noted. [MEMORY:fact] The kayak is red. [/MEMORY]")
+    run(capsys, "add", "s2", "user", "Other things.")
+    code, out, err = run(capsys, "session", "rm", "s1")  # no --yes and no answer: aborted
+    assert code != 0 and "2 events" in out and "The kayak is red." in out
+    assert "Erase all of this?" in err
+    assert run(capsys, "log", "s1")[1].count("\n") == 2
+    code, out, _ = run(capsys, "session", "rm", "s1", "--yes")
+    assert code == 0 and "erased 2 events, 1 memories and 0 documents of s1" in out
+    assert run(capsys, "memories")[1].strip() == ""
+    assert run(capsys, "session", "rm", "s1", "--yes")[0] == 2  # no such session
+    run(capsys, "add", "s9", "user", "Alice's turn.", "--user", "alice")
+    code, out, _ = run(capsys, "user", "erase", "alice", "--yes", "--json")
+    assert code == 0 and json.loads(out)["agents"] == ["default"]
+    assert run(capsys, "sessions", "--user", "alice")[1] == ""
+    assert "s2" in run(capsys, "sessions")[1]  # the default user is untouched
+    assert run(capsys, "user", "erase", "nobody", "--yes")[0] == 2

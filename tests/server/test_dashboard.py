@@ -344,3 +344,25 @@ def test_api_key_flow(tmp_path: Path, page: Page) -> None:
         shoot(page, "api-key-ok")
         page.close()
 
+
+
+def test_erasing_a_session_asks_first_and_lists_what_came_from_it(
+        site: Site, page: Page) -> None:
+    assert site.http.post("/api/sessions/scratch/events",
+                          json={"role": "user", "content": "My kayak is red."}).status_code == 201
+    reply = site.http.post("/api/sessions/scratch/reply", json={
+        "content": "Noted. [MEMORY:fact] The kayak is red. [/MEMORY]"}).json()
+    derived = reply["saved"][0]["memory"]["id"]
+    page.goto(f"{site.url}/#sessions/scratch")
+    messages: list[str] = []
+    page.once("dialog", lambda dialog: (messages.append(dialog.message), dialog.dismiss()))
+    page.locator("#erase-session").click()
+    expect(page.locator("#events tr.event")).to_have_count(2)  # dismissed: nothing erased
+    assert "2 events" in messages[0] and f"memory {derived}" in messages[0]
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator("#erase-session").click()
+    expect(page).to_have_url(f"{site.url}/#sessions")
+    expect(page.locator("a[data-session='scratch']")).to_have_count(0)
+    expect(page.locator("a[data-session='deploy']")).to_have_count(1)
+    assert site.http.get("/api/sessions/scratch").status_code == 404
+    assert site.http.get(f"/api/memories/{derived}").status_code == 404

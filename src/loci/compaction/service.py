@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import cached_property
 
-from loci.compaction.compactor import CompactionResult, Compactor
+from loci.compaction.compactor import STRATEGIES, CompactionResult, Compactor
 from loci.compaction.policy import COMPACTING, Decision, decide
 from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summarizer
 from loci.context.layers import PRESERVE_SHARE, SUMMARY_SHARE, configure, history_budget
+from loci.errors import ValidationError
 from loci.llm import ExtractiveSummarizer, make_chat_model
 from loci.llm.base import ChatModel
 from loci.models import Event, Scope
@@ -61,6 +62,8 @@ class CompactionService:
         self, session: str, *, model: str | None = None, strategy: str = "full",
         instructions: str | None = None, dry_run: bool = False, window: int | None = None,
     ) -> CompactionResult:
+        if strategy not in STRATEGIES:
+            raise ValidationError(f"unknown strategy {strategy!r}; use one of {STRATEGIES}")
         model = model or self.settings.model
         history = self.history_budget(model, window)
         compactor = Compactor(

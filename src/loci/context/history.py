@@ -158,6 +158,13 @@ class LiveEvents:
         # store is read outside the lock.
         self._lock = threading.Lock()
 
+    def drop(self, tenant: str, agent: str | None = None, session: str | None = None) -> None:
+        """Forget the entries of an erased tenant, or of one of its agents' sessions."""
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == tenant and (
+                    agent is None or k[1:] == (agent, session))]:
+                del self._entries[key]
+
     def get(self, store: Store, scope: Scope, session: str, compactions: int) -> list[Event]:
         key = (scope.tenant, scope.agent, session)
         with self._lock:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from loci.errors import ValidationError
@@ -24,6 +25,7 @@ class Mirror:
     ``memory/{tenant}/{agent}/`` for scopes other than the default one)."""
 
     def __init__(self, root: Path, scope: Scope) -> None:
+        self.root = root
         base = root / "memory"
         self.directory = base if scope == Scope() else base / scope.tenant / scope.agent
         if scope != Scope() and not _safe_parts(scope):
@@ -42,12 +44,29 @@ class Mirror:
         """Write the memory's file; returns False when unsynced edits were kept."""
         if previous is not None and self.has_unsynced_edits(previous):
             return False
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self._make_directory()
         _atomic_write(self.path(memory.id), render(memory))
         return True
 
     def remove(self, memory_id: str) -> None:
         self.path(memory_id).unlink(missing_ok=True)
+
+    def remove_all(self, memory_ids: Iterable[str]) -> None:
+        """Remove the files of ``memory_ids``, then this scope's directories if empty."""
+        for memory_id in memory_ids:
+            self.remove(memory_id)
+        directory = self.directory
+        while directory != self.root and directory.is_dir() and not any(directory.iterdir()):
+            directory.rmdir()
+            directory = directory.parent
+
+    def _make_directory(self) -> None:
+        """The scope's directory and those above it up to ``root``, private to the
+        owner when created (they are named after users and agents)."""
+        missing = [d for d in (self.directory, *self.directory.parents) if not d.exists()]
+        self.root.mkdir(parents=True, exist_ok=True)
+        for directory in reversed(missing):
+            directory.mkdir(mode=0o700, exist_ok=True)
 
     def has_unsynced_edits(self, stored: Memory) -> bool:
         """True when the file differs from ``stored`` (the version it was written from)."""

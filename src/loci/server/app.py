@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from loci import Store, __version__
 from loci.server import errors
 from loci.server.api_dashboard import router as dashboard_router
+from loci.server.api_erasure import router as erasure_router
 from loci.server.api_knowledge import router as knowledge_router
 from loci.server.api_memory import router as memory_router
 from loci.server.api_sessions import router as sessions_router
@@ -146,7 +147,8 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
 
     # Requests try routes in order, and with FastAPI's included routers each miss costs
     # time: the routers with the busiest routes (search, events, context) go first.
-    for router in (memory_router, sessions_router, knowledge_router, dashboard_router):
+    for router in (memory_router, sessions_router, knowledge_router, erasure_router,
+                   dashboard_router):
         app.include_router(router, prefix="/api")
     app.include_router(proxy_router, prefix="/v1")
     document_auth(app)

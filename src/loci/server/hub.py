@@ -23,6 +23,7 @@ from loci import Store
 from loci.checks import check_name
 from loci.embeddings import IN_PROCESS
 from loci.engine import Loci
+from loci.erasure import UserErasure
 from loci.errors import AuthError, ForbiddenError, ValidationError
 from loci.keys import hash_key
 from loci.models import ApiKey, Scope
@@ -84,6 +85,15 @@ class Hub:
             while len(self._engines) > self.settings.server.cache_scopes:
                 self._engines.popitem(last=False)
         return engine
+
+    def erase_user(self, user: str) -> UserErasure:
+        """Erase ``user`` (``Runtime.erase_user``); their keys stop working at once."""
+        erased = self.runtime.erase_user(user)
+        with self._lock:
+            self._checked.clear()
+            for scope in [s for s in self._engines if s.tenant == user]:
+                del self._engines[scope]
+        return erased
 
     def keys_required(self) -> bool:
         """True on a host other than loopback, and from the moment the store holds an

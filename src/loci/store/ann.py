@@ -112,12 +112,14 @@ class AnnIndex:
         """Write the graph and its ``max_seq`` (call under ``graph_lock``)."""
         if self.path is None or not self.dirty:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = self.path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
         self._index.save(str(tmp))
+        tmp.chmod(0o600)
         tmp.replace(self.path)
         meta = self.path.with_suffix(".json")
         tmp.write_text(json.dumps({"dim": self.dim, "max_seq": self.max_seq}))
+        tmp.chmod(0o600)
         tmp.replace(meta)
         self.dirty = 0
 
@@ -128,7 +130,7 @@ def graph_lock(path: Path | None) -> Iterator[None]:
     if path is None or fcntl is None:
         yield
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with open(path.with_suffix(".lock"), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

@@ -216,7 +216,8 @@ class Store(ABC):
 
     @abstractmethod
     def delete_memory(self, scope: Scope, memory_id: str) -> bool:
-        """Hard-delete a memory and its history (an explicit forget)."""
+        """Hard-delete a memory and its history (an explicit forget), leaving nothing of
+        them in the store's files (full-text index, vectors, journal)."""
 
     @abstractmethod
     def supersede_memory(self, scope: Scope, memory: Memory, reason: str, now: datetime) -> int:
@@ -278,7 +279,8 @@ class Store(ABC):
 
     @abstractmethod
     def delete_document(self, scope: Scope, path: str) -> bool:
-        """Hard-delete a document and its history (an explicit removal)."""
+        """Hard-delete a document and its history (an explicit removal), leaving nothing
+        of them in the store's files."""
 
     @abstractmethod
     def document_history(self, scope: Scope, path: str) -> list[DocumentVersion]:
@@ -314,6 +316,18 @@ class Store(ABC):
 
     @abstractmethod
     def revoke_api_key(self, key_id: str) -> bool: ...
+
+    # -- erasure: nothing of what is erased stays in the store's files -------------------
+    @abstractmethod
+    def erase_session(self, scope: Scope, session: str) -> int:
+        """Delete a session's events and compactions, with their index entries and
+        vectors; the number of events erased."""
+
+    @abstractmethod
+    def erase_tenant(self, tenant: str) -> int:
+        """Delete everything of ``tenant``: every agent's events, memories with their
+        history, state, documents with their versions, compactions, API keys, index
+        entries and vector files; the number of rows erased. Other tenants are untouched."""
 
     # -- whole-store copies (``loci migrate``) --------------------------------------
     @abstractmethod

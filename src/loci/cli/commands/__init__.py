@@ -4,6 +4,7 @@ from loci.cli.commands import (
     compaction,
     context,
     demo,
+    erasure,
     knowledge,
     mcp,
     memory,
@@ -13,5 +14,5 @@ from loci.cli.commands import (
     workspace,
 )
 
-__all__ = ["compaction", "context", "demo", "knowledge", "mcp", "memory", "migrate", "server",
-           "sessions", "workspace"]
+__all__ = ["compaction", "context", "demo", "erasure", "knowledge", "mcp", "memory", "migrate",
+           "server", "sessions", "workspace"]

@@ -164,7 +164,7 @@ def kb_history(loci: Loci, path: str, as_json: bool) -> None:
 
 @cli.group()
 def session() -> None:
-    """One session: end it (the librarian files it into the knowledge base)."""
+    """One session: end it (the librarian files it into the knowledge base) or erase it."""
 
 
 @session.command(name="end")

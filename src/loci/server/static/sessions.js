@@ -55,14 +55,28 @@ function compactionItem(c) {
     c.summary ? el('pre', {class: 'content'}, c.summary) : empty('(masking only, no summary)'));
 }
 
-async function showSession(id) {
+async function eraseSession(id, app) {
+  const plan = await api(`/api/sessions/${seg(id)}`, {method: 'DELETE', query: {dry_run: true}});
+  const derived = [...plan.memories.map((m) => `memory ${m}`), ...plan.documents];
+  const list = derived.length ? `\n\nWith what came from it:\n${derived.join('\n')}` : '';
+  if (!confirm(`Erase session “${id}”: ${plan.events} events?${list}\n\nThis cannot be undone.`)) {
+    return;
+  }
+  await api(`/api/sessions/${seg(id)}`, {method: 'DELETE'});
+  location.hash = '#sessions';
+  await app.refreshOverview();
+}
+
+async function showSession(id, app) {
   const [events, compactions] = await Promise.all([
     api(`/api/sessions/${seg(id)}/events`, {query: {limit: 10000}}),
     api(`/api/sessions/${seg(id)}/compactions`)]);
   $('#session-detail').replaceChildren(
     el('h2', {}, 'Session ', el('code', {}, id), ' ',
       el('a', {href: `#context/${seg(id)}`, class: 'small', id: 'inspect-context'},
-        'inspect its context →')),
+        'inspect its context →'), ' ',
+      el('button', {class: 'danger small', id: 'erase-session',
+        onclick: app.guard(() => eraseSession(id, app))}, 'Erase…')),
     el('h3', {}, 'Compactions ', el('span', {class: 'count'}, compactions.length)),
     compactions.length ? el('ol', {class: 'cards', id: 'compactions'}, compactions.map(compactionItem))
       : empty('Never compacted.'),
@@ -74,6 +88,6 @@ export async function showSessions(app, [selected]) {
   const sessions = await api('/api/sessions');
   $('#session-list').replaceChildren(el('h2', {}, 'Sessions'),
     ...(sessions.length ? sessions.map((s) => sessionLink(s, selected)) : [empty('No sessions yet.')]));
-  if (selected) await showSession(selected);
+  if (selected) await showSession(selected, app);
   else $('#session-detail').replaceChildren(empty('Pick a session to see its events.'));
 }

@@ -26,6 +26,7 @@ from loci.errors import ConfigError
 from loci.store.codec import to_micros
 from loci.store.postgres.base import translated_errors
 from loci.store.postgres.documents import PostgresDocuments
+from loci.store.postgres.erasure import PostgresErasure
 from loci.store.postgres.events import PostgresEvents
 from loci.store.postgres.keywords import PostgresKeywords
 from loci.store.postgres.memories import PostgresMemories
@@ -44,7 +45,7 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
 
 
 class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, PostgresDocuments,
-                    PostgresRecords, PostgresTransfer):
+                    PostgresRecords, PostgresErasure, PostgresTransfer):
     """Storage in one PostgreSQL database (``postgresql://user@host/db``)."""
 
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:

@@ -3,15 +3,19 @@ transaction (which keeps the full-text indexes merged) and plain queries."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from loci.models import Scope
+from loci.store.ann import graph_lock
 from loci.store.base import Store
 from loci.store.sqlite.rows import FULL_TEXT
+from loci.store.vector_index import VectorIndex
 
 #: Full-text tables by content table. Every write transaction adds segments to their
 #: indexes, and a query reads each segment, so searches slow down as writes pile up
@@ -37,6 +41,9 @@ class SQLiteBase(Store):
     _fts_due: dict[str, int]
     #: Scopes' lowest full-text rowids (``rows.scope_base``), by scope.
     _scope_bases: dict[Scope, int]
+    #: Vector indexes by (kind, tenant, agent), and where their graphs are saved.
+    _indexes: dict[tuple[str, str, str], VectorIndex]
+    _ann_dir: Path | None
 
     def local_lock(self) -> threading.RLock:
         return self._lock
@@ -85,6 +92,40 @@ class SQLiteBase(Store):
         self._db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
                          "DO UPDATE SET value = excluded.value", (key, str(size)))
         return size
+
+    def _ann_path(self, kind: str, scope: Scope) -> Path | None:
+        if self._ann_dir is None:
+            return None
+        name = hashlib.sha256(f"{kind}\0{scope.tenant}\0{scope.agent}".encode()).hexdigest()
+        return self._ann_dir / f"{kind}-{name[:24]}.usearch"
+
+    def _forget_vectors(self, scope: Scope, kinds: Iterable[str]) -> None:
+        """Drop the scope's vector indexes of ``kinds`` and their saved graphs: a graph
+        keeps every vector it was given, deleted rows' too. The next search rebuilds
+        them from the database."""
+        with self._lock:
+            for kind in kinds:
+                index = self._indexes.pop((kind, scope.tenant, scope.agent), None)
+                if index is not None:
+                    index.wait_for_build()  # a build in progress would save its graph
+                path = self._ann_path(kind, scope)
+                if path is not None and path.parent.exists():
+                    with graph_lock(path):
+                        path.unlink(missing_ok=True)
+                        path.with_suffix(".json").unlink(missing_ok=True)
+                    path.with_suffix(".lock").unlink(missing_ok=True)
+
+    def _scrub(self, tables: Iterable[str]) -> None:
+        """Purge deleted rows from the full-text indexes of ``tables`` and from the
+        journal. FTS5 keeps a deleted row's words in its index segments until they are
+        merged, and the WAL keeps old pages until a checkpoint; with ``secure_delete``
+        the pages freed are zeroed."""
+        with self._lock:
+            with self._transaction():
+                for table in tables:
+                    fts = FTS_TABLES[table]
+                    self._db.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:

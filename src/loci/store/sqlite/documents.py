@@ -94,7 +94,10 @@ class SQLiteDocuments(SQLiteBase):
             )
             db.execute("DELETE FROM document_versions WHERE tenant = ? AND agent = ? "
                        "AND path = ?", (scope.tenant, scope.agent, path))
-            return cursor.rowcount > 0
+        if cursor.rowcount:
+            self._forget_vectors(scope, ["document"])
+            self._scrub(["documents"])
+        return cursor.rowcount > 0
 
     def document_history(self, scope: Scope, path: str) -> list[DocumentVersion]:
         rows = self._query(

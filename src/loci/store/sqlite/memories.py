@@ -99,7 +99,10 @@ class SQLiteMemories(SQLiteBase):
             if cursor.rowcount:
                 db.execute("DELETE FROM memory_versions WHERE memory_id = ? AND tenant = ? "
                            "AND agent = ?", (memory_id, scope.tenant, scope.agent))
-            return cursor.rowcount > 0
+        if cursor.rowcount:
+            self._forget_vectors(scope, ["memory"])
+            self._scrub(["memories"])
+        return cursor.rowcount > 0
 
     def supersede_memory(self, scope: Scope, memory: Memory, reason: str, now: datetime) -> int:
         with self._write() as db:

@@ -8,6 +8,7 @@ external-content tables kept in sync by triggers.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 from loci.errors import ConfigError, StoreError
 from loci.store.codec import to_micros
 from loci.store.sqlite.documents import SQLiteDocuments
+from loci.store.sqlite.erasure import SQLiteErasure
 from loci.store.sqlite.events import SQLiteEvents
 from loci.store.sqlite.keywords import SQLiteKeywords
 from loci.store.sqlite.memories import SQLiteMemories
@@ -34,6 +36,17 @@ def sqlite_path(url: str) -> str:
     return url[len(prefix) :]
 
 
+def private_file(path: Path) -> None:
+    """Create ``path`` (and missing parents) readable by its owner only; SQLite gives
+    its journal files the database file's permissions."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        os.chmod(path, 0o600)  # a file made before Loci made files private
+    except PermissionError:
+        pass  # someone else's file that we may still read: SQLite will say
+
+
 def _wal(db: sqlite3.Connection, timeout: float = 30.0) -> None:
     """Switch to WAL. The switch of a new file takes an exclusive lock without waiting
     on the busy handler, so processes opening a new store together retry it."""
@@ -49,14 +62,14 @@ def _wal(db: sqlite3.Connection, timeout: float = 30.0) -> None:
 
 
 class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, SQLiteDocuments,
-                  SQLiteRecords, SQLiteTransfer):
+                  SQLiteRecords, SQLiteErasure, SQLiteTransfer):
     """Storage in one SQLite file (or in memory for ``sqlite:///:memory:``)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         path = sqlite_path(url)
         if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            private_file(Path(path))
         try:
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=30.0
@@ -64,6 +77,8 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
             _wal(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
+            # Deleted content is overwritten with zeros, not left in free pages.
+            self._db.execute("PRAGMA secure_delete=ON")
             # A 64 MB page cache and memory-mapped reads: hot rows and indexes stay in
             # memory instead of costing a system call per page.
             self._db.execute("PRAGMA cache_size=-65536")

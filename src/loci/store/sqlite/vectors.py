@@ -7,10 +7,7 @@ writes are seen without reloading everything.
 
 from __future__ import annotations
 
-import hashlib
-import threading
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,11 +28,6 @@ _TEXT = {"event": "content", "memory": "content", "document": "path || ' ' || co
 
 class SQLiteVectors(SQLiteBase):
     """Mixed into :class:`SQLiteStore`; uses its ``_query``, ``_write`` and ``_lock``."""
-
-    _lock: threading.RLock
-    _indexes: dict[tuple[str, str, str], VectorIndex]
-    _ann_dir: Path | None
-
 
     def unembedded(
         self, kind: str, limit: int, scope: Scope | None = None
@@ -140,12 +132,6 @@ class SQLiteVectors(SQLiteBase):
         if latest is not None and latest > index.max_seq:
             index.update(self._vector_rows(k.table, k.key, scope, index.max_seq))
         return index
-
-    def _ann_path(self, kind: str, scope: Scope) -> Path | None:
-        if self._ann_dir is None:
-            return None
-        name = hashlib.sha256(f"{kind}\0{scope.tenant}\0{scope.agent}".encode()).hexdigest()
-        return self._ann_dir / f"{kind}-{name[:24]}.usearch"
 
     def persist_indexes(self) -> None:
         with self._lock:

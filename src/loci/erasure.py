@@ -1,0 +1,95 @@
+"""Erasure of a session with what was derived from it, and of a whole user.
+
+A session's derived items are the memories saved from it (a reply's tags carry
+``session:<id>``, facts extracted from its events ``event:<id>``), its knowledge-base
+conversation document (``metadata.session``) and the artifacts its masked tool outputs
+became. The user's profile document merges facts of many sessions and is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from loci.compaction.masking import artifact_path
+from loci.context.history import LiveEvents
+from loci.errors import ValidationError
+from loci.knowledge import KnowledgeBase
+from loci.memory.mirror import Mirror
+from loci.memory.service import MemoryService
+from loci.models import Scope
+from loci.store.base import Store
+
+
+@dataclass(frozen=True)
+class SessionErasure:
+    """What erasing a session removed (or, with ``dry_run``, would remove)."""
+
+    session: str
+    events: int
+    #: Memories and documents derived from the session (kept with ``keep_derived``).
+    memories: tuple[str, ...]
+    documents: tuple[str, ...]
+    keep_derived: bool = False
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class UserErasure:
+    """What erasing a user removed: the agents (scopes) and rows of every table."""
+
+    user: str
+    agents: tuple[str, ...]
+    rows: int
+
+
+class SessionEraser:
+    """Erases the sessions of one scope."""
+
+    def __init__(self, store: Store, scope: Scope, memories: MemoryService,
+                 knowledge: KnowledgeBase, live: LiveEvents) -> None:
+        self.store, self.scope, self.memories = store, scope, memories
+        self.knowledge, self.live = knowledge, live
+
+    def derived(self, session: str) -> tuple[list[str], list[str]]:
+        """Ids of the memories and paths of the documents derived from ``session``."""
+        ids = [e.id for e in self.store.list_events(self.scope, session)]
+        sources = {f"session:{session}", *(f"event:{i}" for i in ids)}
+        memories = [m.id for m in self.store.list_memories(self.scope)
+                    if m.source in sources]
+        artifacts = {artifact_path(session, i) for i in ids}
+        documents = [d.path for d in self.store.list_documents(self.scope, "/")
+                     if d.path in artifacts or d.metadata.get("session") == session]
+        return memories, documents
+
+    def erase(self, session: str, *, keep_derived: bool = False,
+              dry_run: bool = False) -> SessionErasure:
+        memories, documents = ([], []) if keep_derived else self.derived(session)
+        if dry_run:
+            events = len(self.store.list_events(self.scope, session))
+        else:
+            for memory_id in memories:
+                self.memories.forget(memory_id)
+            for path in documents:
+                self.knowledge.rm(path)
+            events = self.store.erase_session(self.scope, session)
+            self.live.drop(self.scope.tenant, self.scope.agent, session)
+        return SessionErasure(session, events, tuple(memories), tuple(documents),
+                              keep_derived, dry_run)
+
+
+def erase_user(store: Store, user: str, mirror_root: Path | None,
+               live: LiveEvents) -> UserErasure:
+    """Erase everything of ``user``: every agent's rows, index entries and vector files
+    (``Store.erase_tenant``), and their memories' markdown files under ``mirror_root``."""
+    scopes = [s for s in store.list_scopes() if s.tenant == user]
+    if mirror_root is not None:
+        for scope in scopes:
+            try:
+                mirror = Mirror(mirror_root, scope)
+            except ValidationError:
+                continue  # a name no mirror file could have been written under
+            mirror.remove_all(m.id for m in store.list_memories(scope))
+    rows = store.erase_tenant(user)
+    live.drop(user)
+    return UserErasure(user, tuple(s.agent for s in scopes), rows)

@@ -1,0 +1,36 @@
+"""Erasure in the SQLite backend: rows deleted, then nothing of them left in the file's
+full-text segments, freed pages, journal or saved vector graphs."""
+
+from __future__ import annotations
+
+from loci.models import Scope
+from loci.store.sqlite.base import SQLiteBase
+from loci.store.sqlite.rows import FULL_TEXT, KINDS
+from loci.store.transfer import SCOPED_TABLES
+
+
+class SQLiteErasure(SQLiteBase):
+    """Sessions and tenants erased."""
+
+    def erase_session(self, scope: Scope, session: str) -> int:
+        where = "WHERE tenant = ? AND agent = ? AND session = ?"
+        key = (scope.tenant, scope.agent, session)
+        with self._write() as db:
+            erased = db.execute(f"DELETE FROM events {where}", key).rowcount
+            db.execute(f"DELETE FROM compactions {where}", key)
+        self._forget_vectors(scope, ["event"])
+        self._scrub(["events"])
+        return int(erased)
+
+    def erase_tenant(self, tenant: str) -> int:
+        scopes = [s for s in self.list_scopes() if s.tenant == tenant]
+        erased = 0
+        with self._write() as db:
+            for table in (*SCOPED_TABLES, "api_keys", "scopes"):
+                erased += db.execute(f"DELETE FROM {table} WHERE tenant = ?",
+                                     (tenant,)).rowcount
+        for scope in scopes:
+            self._forget_vectors(scope, KINDS)
+            self._scope_bases.pop(scope, None)
+        self._scrub(ft.table for ft in FULL_TEXT)
+        return erased

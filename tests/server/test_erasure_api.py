@@ -1,0 +1,67 @@
+"""Erasure over REST, through the real ASGI app: a session (listed, then erased with
+what was derived from it) and the caller's own user, never another user's data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from loci import load_settings
+from loci.server import create_app
+from tests.conftest import FakeClock
+from tests.server.conftest import LOCAL, make_key
+
+ALICE, BOB = {"X-Loci-User": "alice"}, {"X-Loci-User": "bob"}
+
+
+@pytest.fixture
+def client(home: Path, clock: FakeClock) -> Iterator[TestClient]:
+    settings = load_settings(store=f"sqlite:///{home / 'loci.db'}", embedding_provider="hash")
+    with TestClient(create_app(settings, clock=clock), base_url=LOCAL) as c:
+        yield c
+
+
+def fill(client: TestClient, headers: dict[str, str]) -> None:
+    client.post("/api/sessions/s1/events", headers=headers,
+                json={"role": "user", "content": "My kayak is red."})
+    client.post("/api/sessions/s1/reply", headers=headers,
+                json={"content": "Noted. [MEMORY:fact] The kayak is red. [/MEMORY]"})
+    client.post("/api/sessions/s2/events", headers=headers,
+                json={"role": "user", "content": "Something else."})
+
+
+def test_erase_a_session_over_rest(client: TestClient) -> None:
+    fill(client, ALICE)
+    fill(client, BOB)
+    plan = client.delete("/api/sessions/s1", params={"dry_run": "true"}, headers=ALICE)
+    assert plan.status_code == 200, plan.text
+    listed = plan.json()
+    assert listed["events"] == 2 and len(listed["memories"]) == 1 and listed["dry_run"]
+    assert len(client.get("/api/sessions/s1/events", headers=ALICE).json()) == 2
+    done = client.delete("/api/sessions/s1", headers=ALICE).json()
+    assert done["events"] == 2 and done["memories"] == listed["memories"]
+    assert client.get("/api/sessions/s1/events", headers=ALICE).status_code == 404
+    assert client.get(f"/api/memories/{listed['memories'][0]}", headers=ALICE).status_code == 404
+    assert client.delete("/api/sessions/s1", headers=ALICE).status_code == 404
+    assert len(client.get("/api/sessions/s1/events", headers=BOB).json()) == 2
+
+
+def test_a_user_erases_only_themselves(client: TestClient) -> None:
+    fill(client, ALICE)
+    fill(client, BOB)
+    hub = client.app.state.hub  # type: ignore[attr-defined]
+    alice_key, bob_key = make_key(hub, "alice"), make_key(hub, "bob")
+    as_alice = {"Authorization": f"Bearer {alice_key}"}
+    refused = client.delete("/api/user", params={"confirm": "bob"}, headers=as_alice)
+    assert refused.status_code == 422 and "alice" in refused.text
+    done = client.delete("/api/user", params={"confirm": "alice"}, headers=as_alice)
+    assert done.status_code == 200, done.text
+    assert done.json()["user"] == "alice" and done.json()["rows"] > 3
+    # Her key went with her; bob's data and key did not.
+    assert client.get("/api/sessions", headers=as_alice).status_code == 401
+    as_bob = {"Authorization": f"Bearer {bob_key}"}
+    assert [s["id"] for s in client.get("/api/sessions", headers=as_bob).json()] == [
+        "s2", "s1"]

@@ -1,0 +1,115 @@
+"""Erasure through the library, measured on the bytes it leaves: after erasing a user,
+forgetting a memory or removing a document, no distinctive word of theirs is in any file
+under ``$LOCI_HOME``; other users are untouched."""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loci import Loci, Runtime, Scope
+
+#: Words that occur nowhere else, one set per user.
+ALICE_WORDS = ("zanzibarquux", "xylofrobnic", "quuxwobble", "glorptoken", "vexilloid")
+BOB_WORDS = ("bobbinhaddock", "marzipanflux")
+
+
+def residue(home: Path, words: tuple[str, ...]) -> dict[str, list[str]]:
+    """Files under ``home`` whose bytes contain each word (``grep -a``)."""
+    found: dict[str, list[str]] = {}
+    for path in home.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes().lower()
+            for word in words:
+                if word.encode() in data:
+                    found.setdefault(word, []).append(path.name)
+    return found
+
+
+@pytest.fixture
+def runtime(home: Path) -> Iterator[Runtime]:
+    instance = Runtime.open(store=f"sqlite:///{home / 'loci.db'}", embedding_provider="hash")
+    yield instance
+    instance.close()
+
+
+def fill(loci: Loci, words: tuple[str, ...]) -> None:
+    first, second, third, fourth, fifth, *_ = words * 3
+    for n in range(30):
+        loci.add("s1", "user", f"Turn {n}: my {first} is in the {second} drawer.")
+    loci.add_reply("s1", f"Noted. [MEMORY:fact] The {third} lives in Porto. [/MEMORY]")
+    loci.remember(f"The user collects {fourth} stamps.", "preference")
+    loci.knowledge.put(f"/notes/{first}.md", f"# {second}\nAll about {third}.")
+    loci.state_set("pet", fifth)
+    loci.sync()
+
+
+def test_erasing_a_user_leaves_no_byte_of_theirs(home: Path, runtime: Runtime) -> None:
+    for agent in ("helper", "coder"):
+        fill(runtime.scope("alice", agent), ALICE_WORDS)
+    bob = runtime.scope("bob", "helper")
+    fill(bob, BOB_WORDS)
+    runtime.create_key("alice")
+    bob_before = runtime.store.export_scope(bob.scope)
+    assert set(residue(home, ALICE_WORDS)) == set(ALICE_WORDS)  # the scan sees them
+    erased = runtime.erase_user("alice")
+    assert sorted(erased.agents) == ["coder", "helper"] and erased.rows > 60
+    assert runtime.api_keys("alice") == [] and runtime.scope("alice", "helper").sessions() == []
+    runtime.store.persist_indexes()
+    assert residue(home, ALICE_WORDS) == {}
+    assert set(residue(home, BOB_WORDS)) == set(BOB_WORDS)
+    after = runtime.store.export_scope(bob.scope)
+    assert after.events == bob_before.events and after.memories == bob_before.memories
+    assert bob.search("marzipanflux", limit=3)
+
+
+def test_forget_and_kb_rm_leave_no_byte_of_the_text(home: Path, runtime: Runtime) -> None:
+    loci = runtime.scope("alice", "helper")
+    kept = loci.remember("The user's favourite tree is the baobab.", "preference")
+    gone = loci.remember("The user's locker code is vexilloid.", "preference")
+    loci.knowledge.put("/notes/secret.md", "The quuxwobble plan.")
+    loci.search("vexilloid quuxwobble", limit=3)  # vectors loaded into the index
+    loci.forget(gone.id)
+    loci.knowledge.rm("/notes/secret.md")
+    runtime.store.persist_indexes()
+    assert residue(home, ("vexilloid", "quuxwobble")) == {}
+    assert residue(home, ("baobab",)) and loci.memory(kept.id).content.endswith("baobab.")
+
+
+def test_erasing_a_session_takes_what_came_from_it_unless_kept(runtime: Runtime) -> None:
+    loci = runtime.scope("alice", "helper")
+    fill(loci, ALICE_WORDS)
+    loci.add("s2", "user", "Another session about kayaks.")
+    from_reply = [m for m in loci.memories() if m.source == "session:s1"]
+    assert len(from_reply) == 1
+    plan = loci.erase_session("s1", dry_run=True)
+    assert plan.events == 31 and plan.memories == (from_reply[0].id,) and plan.dry_run
+    assert len(loci.events("s1")) == 31  # nothing erased yet
+    kept = loci.erase_session("s1", keep_derived=True)
+    assert kept.events == 31 and kept.memories == ()
+    assert loci.memory(from_reply[0].id)  # derived, kept
+    loci.add("s3", "user", "Turn: my zanzibarquux again.")
+    loci.end_session("s3")  # files a conversation document for s3
+    documents = [d.path for d in loci.knowledge.ls("/conversations/")]
+    erased = loci.erase_session("s3")
+    assert erased.documents == tuple(documents) and erased.events == 1
+    assert loci.knowledge.ls("/conversations/") == []
+    assert [s.id for s in loci.sessions()] == ["s2"]
+    assert loci.compile("s3", "hello").to_openai()[:-1] == [
+        m for m in loci.compile("s3", "hello").to_openai()[:-1] if "zanzibarquux" not in
+        str(m.get("content"))]
+
+
+def test_files_are_private(home: Path, runtime: Runtime) -> None:
+    loci = runtime.scope("alice", "helper")
+    loci.remember("A private fact.", "fact")
+    for name in ("loci.db", "loci.db-wal", "loci.db-shm"):
+        path = home / name
+        if path.exists():
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, name
+    directory = home / "memory" / "alice"
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert Scope("alice", "helper") == loci.scope
