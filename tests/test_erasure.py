@@ -4,13 +4,17 @@ under ``$LOCI_HOME``; other users are untouched."""
 
 from __future__ import annotations
 
+import io
 import stat
+import zipfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from loci import Loci, Runtime, Scope
+from loci import ConflictError, Loci, Runtime, Scope, ValidationError, load_settings
+from tests.conftest import FakeClock
 
 #: Words that occur nowhere else, one set per user.
 ALICE_WORDS = ("zanzibarquux", "xylofrobnic", "quuxwobble", "glorptoken", "vexilloid")
@@ -113,3 +117,52 @@ def test_files_are_private(home: Path, runtime: Runtime) -> None:
     directory = home / "memory" / "alice"
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
     assert Scope("alice", "helper") == loci.scope
+
+
+def test_a_user_exports_and_comes_back_whole(home: Path, runtime: Runtime) -> None:
+    for agent in ("helper", "coder"):
+        fill(runtime.scope("alice", agent), ALICE_WORDS)
+    loci = runtime.scope("alice", "helper")
+    loci.compact("s1")
+    before = {a: runtime.store.export_scope(Scope("alice", a)) for a in ("helper", "coder")}
+    archive = runtime.export_user("alice")
+    with zipfile.ZipFile(io.BytesIO(archive)) as opened:
+        names = opened.namelist()
+        session = opened.read("agents/0/sessions/0.jsonl").decode()
+    assert "manifest.json" in names and len(session.splitlines()) >= 31
+    with pytest.raises(ConflictError, match="erase it first"):
+        runtime.import_user(archive)  # the store still holds alice
+    runtime.erase_user("alice")
+    assert sorted(s.agent for s in runtime.import_user(archive)) == ["coder", "helper"]
+    for agent, data in before.items():
+        again = runtime.store.export_scope(Scope("alice", agent))
+        assert replace(again, vectors={}) == replace(data, vectors={}), agent
+    assert loci.search("xylofrobnic", limit=3)
+    with pytest.raises(ValidationError, match="cannot read the archive"):
+        runtime.import_user(b"not a zip")
+
+
+def test_retention_erases_or_archives_old_sessions_of_every_user(home: Path) -> None:
+    clock = FakeClock()
+    runtime = Runtime(load_settings(store=f"sqlite:///{home / 'loci.db'}",
+                                    embedding_provider="hash"), clock=clock)
+    try:
+        for user in ("alice", "bob"):
+            loci = runtime.scope(user, "helper")
+            loci.add("old", "user", "An old conversation.")
+            loci.add_reply("old", "Sure. [MEMORY:sticky] The user rows on lakes. [/MEMORY]")
+        clock.advance(days=40)
+        runtime.scope("alice", "helper").add("new", "user", "A fresh one.")
+        assert runtime.apply_retention().sessions == 0  # off by default
+        done = runtime.apply_retention(30, "archive")
+        assert (done.sessions, done.events) == (2, 4)
+        alice = runtime.scope("alice", "helper")
+        assert all(e.archived for e in alice.events("old"))
+        assert runtime.apply_retention(30, "archive").sessions == 0  # nothing live left
+        done = runtime.apply_retention(30)
+        assert (done.action, done.sessions, done.events) == ("erase", 2, 4)
+        assert [s.id for s in alice.sessions()] == ["new"]
+        assert runtime.scope("bob", "helper").sessions() == []
+        assert any("lakes" in m.content for m in alice.memories())  # memories stay
+    finally:
+        runtime.close()

@@ -9,7 +9,7 @@ from loci.context.focus import Focus
 from loci.context.workspace import Workspace
 from loci.embeddings.base import Embedder
 from loci.engine import Loci, ReplyResult
-from loci.erasure import SessionErasure, UserErasure
+from loci.erasure import RetentionReport, SessionErasure, UserErasure
 from loci.errors import (
     AuthError,
     BudgetExceededError,
@@ -86,6 +86,7 @@ __all__ = [
     "ProviderError",
     "PutResult",
     "ReplyResult",
+    "RetentionReport",
     "Runtime",
     "SaveResult",
     "Scope",

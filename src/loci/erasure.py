@@ -9,6 +9,7 @@ became. The user's profile document merges facts of many sessions and is kept.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from loci.compaction.masking import artifact_path
@@ -32,6 +33,16 @@ class SessionErasure:
     documents: tuple[str, ...]
     keep_derived: bool = False
     dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class RetentionReport:
+    """Sessions older than the cutoff, and what was done with them."""
+
+    action: str
+    cutoff: datetime
+    sessions: int
+    events: int
 
 
 @dataclass(frozen=True)
@@ -93,3 +104,25 @@ def erase_user(store: Store, user: str, mirror_root: Path | None,
     rows = store.erase_tenant(user)
     live.drop(user)
     return UserErasure(user, tuple(s.agent for s in scopes), rows)
+
+
+def apply_retention(store: Store, cutoff: datetime, action: str,
+                    live: LiveEvents) -> RetentionReport:
+    """Erase (or archive) every session of every user whose last event is older than
+    ``cutoff``; memories learned from them stay."""
+    sessions = events = 0
+    for scope in store.list_scopes():
+        for info in store.list_sessions(scope):
+            if info.updated_at >= cutoff:
+                continue
+            if action == "archive":
+                live_ids = [e.id for e in store.list_events(scope, info.id,
+                                                            include_archived=False)]
+                if not live_ids:
+                    continue
+                events += store.set_archived(scope, info.id, live_ids)
+            else:
+                events += store.erase_session(scope, info.id)
+                live.drop(scope.tenant, scope.agent, info.id)
+            sessions += 1
+    return RetentionReport(action, cutoff, sessions, events)

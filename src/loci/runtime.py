@@ -10,6 +10,7 @@ request.
 from __future__ import annotations
 
 import _thread
+from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +19,15 @@ from loci.compaction.service import chat_model_from
 from loci.context.history import LiveEvents
 from loci.embeddings import make_embedder
 from loci.embeddings.base import Embedder
-from loci.erasure import UserErasure, erase_user
+from loci.erasure import RetentionReport, UserErasure, apply_retention, erase_user
+from loci.errors import ValidationError
 from loci.indexing import Indexer
 from loci.keys import check_key, create_key, revoke_key
 from loci.llm.base import ChatModel
-from loci.models import ApiKey
+from loci.models import ApiKey, Scope
+from loci.portability import export_user, import_user
 from loci.retriever import Retriever
-from loci.settings import Settings, load_settings
+from loci.settings import RETENTION_ACTIONS, Settings, load_settings
 from loci.store import Store, open_store
 from loci.timeutil import Clock, utc_now
 
@@ -105,6 +108,35 @@ class Runtime:
         entries and vector files. Nothing of another user changes."""
         root = self.settings.memory_root if self.settings.memory_mirror else None
         return erase_user(self.store, check_name("user", user), root, self.live_events)
+
+    def apply_retention(self, days: float | None = None,
+                        action: str | None = None) -> RetentionReport:
+        """Erase or archive the sessions untouched for ``days`` (default: the
+        ``[retention]`` settings; with 0 days, nothing is done)."""
+        policy = self.settings.retention
+        days = policy.days if days is None else days
+        action = action or policy.action
+        if action not in RETENTION_ACTIONS or days < 0:
+            raise ValidationError("retention needs days >= 0 and an action in "
+                                  f"{RETENTION_ACTIONS}")
+        cutoff = self.clock() - timedelta(days=days)
+        if days == 0:
+            return RetentionReport(action, cutoff, 0, 0)
+        return apply_retention(self.store, cutoff, action, self.live_events)
+
+    def export_user(self, user: str) -> bytes:
+        """Everything of ``user`` as one zip archive (see ``loci.portability``)."""
+        return export_user(self.store, check_name("user", user), self.clock())
+
+    def import_user(self, archive: bytes) -> list[Scope]:
+        """Write an exported user into this store (which must hold nothing of theirs);
+        the items are embedded with this runtime's model."""
+        scopes = import_user(self.store, archive)
+        if self.indexer is not None:
+            for scope in scopes:
+                for kind in ("event", "memory", "document"):
+                    self.indexer.embed_pending(kind, scope)
+        return scopes
 
     def close(self) -> None:
         """Close the chat model's and the embedder's clients and the store this runtime

@@ -13,15 +13,16 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 from loci.errors import ConfigError
 
 SETTINGS_FILE = "loci.toml"
 _TABLE_FIELDS = ("models", "memory_types")
 FUSION_METHODS = ("weighted", "rrf")
+RETENTION_ACTIONS = ("erase", "archive")
 
 
 def _fraction(section: str, **shares: float) -> None:
@@ -123,6 +124,22 @@ class CompactionSettings:
 
 
 @dataclass(frozen=True)
+class RetentionSettings:
+    """``[retention]``: sessions left untouched for ``days`` are erased (their events,
+    compactions and index entries; memories learned from them stay) or archived (out
+    of live history, still searchable), by ``loci purge --older-than`` and by the
+    server once a day. 0 days: kept forever."""
+
+    days: float = 0.0
+    action: str = "erase"
+
+    def __post_init__(self) -> None:
+        if self.action not in RETENTION_ACTIONS:
+            raise ConfigError(f"[retention] action must be one of "
+                              f"{', '.join(RETENTION_ACTIONS)} (got {self.action!r})")
+
+
+@dataclass(frozen=True)
 class LLMSettings:
     """``[llm]``: the chat model for summaries and memory extraction."""
 
@@ -197,6 +214,7 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     context: ContextSettings = field(default_factory=ContextSettings)
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     proxy: ProxySettings = field(default_factory=ProxySettings)
@@ -309,21 +327,17 @@ def _flat_fields() -> dict[str, tuple[str | None, str, str]]:
     """Flat name (``compaction_sleep``: TOML key, ``LOCI_*`` variable and keyword) →
     (section or None, field, type)."""
     found: dict[str, tuple[str | None, str, str]] = {}
+    sections = get_type_hints(Settings)
     for f in fields(Settings):
-        kind = str(f.type)
-        if kind.endswith("Settings"):
-            for sub in fields(_SECTIONS[f.name]):
+        section = sections[f.name]
+        if is_dataclass(section):
+            for sub in fields(section):
                 found[f"{f.name}_{sub.name}"] = (f.name, sub.name, str(sub.type))
         else:
-            found[f.name] = (None, f.name, kind)
+            found[f.name] = (None, f.name, str(f.type))
     return found
 
 
-_SECTIONS: dict[str, type[Any]] = {
-    "embedding": EmbeddingSettings, "search": SearchSettings, "context": ContextSettings,
-    "compaction": CompactionSettings, "llm": LLMSettings, "server": ServerSettings,
-    "proxy": ProxySettings,
-}
 _FIELDS = _flat_fields()
 
 

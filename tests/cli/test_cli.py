@@ -197,3 +197,30 @@ def test_session_rm_lists_then_erases_and_user_erase(
     assert run(capsys, "sessions", "--user", "alice")[1] == ""
     assert "s2" in run(capsys, "sessions")[1]  # the default user is untouched
     assert run(capsys, "user", "erase", "nobody", "--yes")[0] == 2
+
+
+def test_user_export_then_import_after_erasure(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "add", "s1", "user", "My kayak is red.", "--user", "maya")
+    run(capsys, "remember", "Maya paddles on Sundays.", "--user", "maya")
+    archive = tmp_path / "maya.zip"
+    code, out, _ = run(capsys, "user", "export", "maya", "-o", str(archive))
+    assert code == 0 and archive.stat().st_size > 0 and "wrote" in out
+    assert run(capsys, "user", "import", str(archive))[0] == 2  # maya is still here
+    assert run(capsys, "user", "erase", "maya", "--yes")[0] == 0
+    code, out, _ = run(capsys, "user", "import", str(archive))
+    assert code == 0 and "imported user maya: agents default" in out
+    assert "Sundays" in run(capsys, "memories", "--user", "maya")[1]
+    assert "kayak" in run(capsys, "log", "s1", "--user", "maya")[1]
+
+
+def test_purge_needs_a_target_and_retention_spares_fresh_sessions(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "add", "s1", "user", "Fresh.")
+    assert run(capsys, "purge")[0] == 2
+    code, out, _ = run(capsys, "purge", "--older-than", "1", "--archive")
+    assert code == 0 and out.startswith("archived 0 sessions (0 events) untouched since")
+    assert run(capsys, "purge", "--older-than", "0")[0] == 2  # must be positive
+    assert "Fresh." in run(capsys, "log", "s1")[1]

@@ -357,6 +357,10 @@ def test_erasing_a_session_asks_first_and_lists_what_came_from_it(
     messages: list[str] = []
     page.once("dialog", lambda dialog: (messages.append(dialog.message), dialog.dismiss()))
     page.locator("#erase-session").click()
+    for _ in range(300):  # the dialog opens once the listing came back
+        if messages:
+            break
+        page.wait_for_timeout(100)
     expect(page.locator("#events tr.event")).to_have_count(2)  # dismissed: nothing erased
     assert "2 events" in messages[0] and f"memory {derived}" in messages[0]
     page.once("dialog", lambda dialog: dialog.accept())

@@ -3,6 +3,7 @@ what was derived from it) and the caller's own user, never another user's data."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,3 +66,19 @@ def test_a_user_erases_only_themselves(client: TestClient) -> None:
     as_bob = {"Authorization": f"Bearer {bob_key}"}
     assert [s["id"] for s in client.get("/api/sessions", headers=as_bob).json()] == [
         "s2", "s1"]
+
+
+def test_the_server_applies_retention_when_it_starts(home: Path, clock: FakeClock) -> None:
+    settings = load_settings(store=f"sqlite:///{home / 'loci.db'}", embedding_provider="hash",
+                             retention_days=7)
+    seeding = create_app(settings, clock=clock)
+    with TestClient(seeding, base_url=LOCAL) as c:  # its own first run finds nothing old
+        fill(c, ALICE)
+    clock.advance(days=8)
+    with TestClient(create_app(settings, clock=clock), base_url=LOCAL) as c:
+        for _ in range(100):  # the daily task runs in the background at start-up
+            if c.get("/api/sessions", headers=ALICE).json() == []:
+                break
+            time.sleep(0.05)
+        assert c.get("/api/sessions", headers=ALICE).json() == []
+        assert c.get("/api/memories", headers=ALICE).json()  # memories stay

@@ -195,6 +195,10 @@ _SETTINGS = """\
 # preserve_messages = 20       # the most recent steps are never compacted
 # summary_tokens = 8000          # at most; a quarter of the history budget within that
 
+# [retention]
+# days = 0                     # erase sessions untouched this long (0: keep forever)
+# action = "erase"             # or "archive": out of live history, still searchable
+
 # [models]                     # extra or corrected context windows, in tokens
 # "my-local-model" = 32768
 

@@ -4,6 +4,7 @@ proxy under ``/v1`` and the dashboard at ``/``, all over one :class:`Hub`."""
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -13,7 +14,7 @@ from fastapi.telemetry import TelemetryConfig
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from loci import Store, __version__
+from loci import LociError, Store, __version__
 from loci.server import errors
 from loci.server.api_dashboard import router as dashboard_router
 from loci.server.api_erasure import router as erasure_router
@@ -29,6 +30,9 @@ from loci.server.proxy import router as proxy_router
 from loci.settings import Settings, load_settings
 from loci.timeutil import Clock, utc_now
 
+log = logging.getLogger(__name__)
+#: Seconds between two runs of the ``[retention]`` settings.
+RETENTION_INTERVAL = 24 * 3600
 #: Seconds a request may take between two parts of its body.
 BODY_SECONDS = 30.0
 
@@ -119,6 +123,17 @@ NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": Fal
                                  "operation_spans": False, "auto_configure": False}
 
 
+async def daily_retention(hub: Hub) -> None:
+    """Apply the ``[retention]`` settings now and then once a day."""
+    while True:
+        try:
+            done = await anyio.to_thread.run_sync(hub.runtime.apply_retention)
+            log.info("retention: %s %d sessions", done.action, done.sessions)
+        except LociError as exc:
+            log.warning("retention failed: %s", exc)
+        await anyio.sleep(RETENTION_INTERVAL)
+
+
 def create_app(settings: Settings | None = None, *, store: Store | None = None,
                clock: Clock = utc_now, serving: bool = False) -> FastAPI:
     """The server application over ``store`` (default: the one in ``settings``).
@@ -131,8 +146,11 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
         if serving:
             settle_gc()
         # The MCP session manager's task group lives as long as the app.
-        async with mcp_app.router.lifespan_context(mcp_app):
+        async with mcp_app.router.lifespan_context(mcp_app), anyio.create_task_group() as tasks:
+            if hub.settings.retention.days > 0:
+                tasks.start_soon(daily_retention, hub)
             yield
+            tasks.cancel_scope.cancel()
         hub.close()
 
     app = FastAPI(title="Loci", version=__version__, lifespan=lifespan,

@@ -1,6 +1,9 @@
-"""Erasure commands: `loci session rm` and `loci user erase`."""
+"""A session erased, and a whole user erased, exported and imported: `loci session rm`,
+`loci user erase`, `loci user export`, `loci user import`."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
@@ -70,3 +73,29 @@ def user_erase(loci: Loci, name: str, yes: bool, as_json: bool) -> None:
         print_json(done)
     else:
         click.echo(f"erased user {name}: {len(done.agents)} agents, {done.rows} rows")
+
+
+@user.command(name="export")
+@click.argument("name")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
+              help="The archive to write (a zip file).")
+@scoped
+def user_export(loci: Loci, name: str, output: str) -> None:
+    """Export everything of user NAME, every agent, as one archive: sessions as JSONL,
+    memories with their history, state, documents with their versions."""
+    if not loci.runtime.agents(name):
+        raise click.UsageError(f"no user {name!r} in this store")
+    data = loci.runtime.export_user(name)
+    Path(output).write_bytes(data)
+    click.echo(f"wrote {output} ({len(data):,} bytes)")
+
+
+@user.command(name="import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@scoped
+def user_import(loci: Loci, file: str) -> None:
+    """Import an archive written by `loci user export` into a store that holds nothing
+    of that user (ids and versions are kept)."""
+    scopes = loci.runtime.import_user(Path(file).read_bytes())
+    agents = ", ".join(s.agent for s in scopes)
+    click.echo(f"imported user {scopes[0].tenant if scopes else '-'}: agents {agents or '-'}")

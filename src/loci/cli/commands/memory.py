@@ -57,11 +57,25 @@ def memories(
 
 
 @cli.command()
-@click.option("--expired", is_flag=True, required=True, help="Delete expired memories.")
+@click.option("--expired", is_flag=True, help="Delete expired memories.")
+@click.option("--older-than", "days", type=click.FloatRange(min=0, min_open=True),
+              metavar="DAYS", help="Erase every user's sessions untouched for DAYS.")
+@click.option("--archive", is_flag=True,
+              help="With --older-than: archive those sessions instead of erasing them.")
 @scoped
-def purge(loci: Loci, expired: bool) -> None:
-    """Hard-delete expired memories (nothing else is ever purged)."""
-    click.echo(f"purged {loci.purge_expired()} expired memories")
+def purge(loci: Loci, expired: bool, days: float | None, archive: bool) -> None:
+    """Hard-delete expired memories (--expired) and apply retention (--older-than DAYS:
+    sessions untouched that long are erased, or archived with --archive; memories
+    learned from them stay)."""
+    if not expired and days is None:
+        raise click.UsageError("say what to purge: --expired and/or --older-than DAYS")
+    if expired:
+        click.echo(f"purged {loci.purge_expired()} expired memories")
+    if days is not None:
+        done = loci.runtime.apply_retention(days, "archive" if archive else "erase")
+        verb = "archived" if archive else "erased"
+        click.echo(f"{verb} {done.sessions} sessions ({done.events} events) untouched "
+                   f"since {format_timestamp(done.cutoff)}")
 
 
 @cli.group()
