@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
 
+from loci.store import ann
 from loci.store.vector_index import VectorIndex
 
 
@@ -112,3 +114,26 @@ def test_two_builders_of_one_graph_build_it_once(tmp_path: Path) -> None:
     assert '"max_seq": 3000' in meta
     for build in builds:
         assert build.result is not None and len(build.result) == 3_000
+
+
+def test_builds_stop_and_are_waited_for_when_the_process_exits(tmp_path: Path) -> None:
+    """At exit a build stops after its current chunk and the exit waits for it: the
+    graph library's threads outliving the interpreter aborted the process (exit 134,
+    seen at the end of ``benchmarks/cache_stability.py``)."""
+    vectors = _unit(20_000, 64, 3)
+    ids = np.arange(1, 20_001, dtype=np.int64)
+    original = ann.BUILD_CHUNK
+    ann.BUILD_CHUNK = 500
+    try:
+        build = ann.GraphBuild(64, tmp_path / "g.usearch", ids, ids.copy(), vectors)
+        assert build in ann._RUNNING
+        deadline = time.monotonic() + 30
+        while build.added == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        ann._stop_builds()  # what the interpreter runs at exit
+        assert build.done() and build not in ann._RUNNING
+        assert build.result is None and 0 < build.added < 20_000  # stopped early
+        assert not (tmp_path / "g.usearch").exists()  # nothing half-built was saved
+    finally:
+        ann.BUILD_CHUNK = original
+        ann._EXITING.clear()

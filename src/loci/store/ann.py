@@ -16,6 +16,7 @@ others wait, then load it) and a graph is never paired with another's ``max_seq`
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import importlib.util
 import json
@@ -139,6 +140,20 @@ def graph_lock(path: Path | None) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+#: Builds still running. At exit they stop after their current chunk and are waited for:
+#: the graph library's own threads must not outlive the interpreter (the process would
+#: abort instead of exiting).
+_RUNNING: set[GraphBuild] = set()
+_EXITING = threading.Event()
+
+
+@atexit.register
+def _stop_builds(timeout: float = 30.0) -> None:
+    _EXITING.set()
+    for build in list(_RUNNING):
+        build.wait(timeout)
+
+
 class GraphBuild:
     """Loads (or builds) a graph in a background thread from a snapshot of rows.
 
@@ -153,6 +168,7 @@ class GraphBuild:
         self.error: BaseException | None = None
         self.added = 0  # rows this build added (0 if it loaded a complete saved graph)
         self._done = threading.Event()
+        _RUNNING.add(self)
         self._thread = threading.Thread(
             target=self._run, args=(dim, path, ids, seqs, vectors),
             name="loci-ann-build", daemon=True)
@@ -165,6 +181,8 @@ class GraphBuild:
                 ann = AnnIndex.open(dim, path)
                 newer = np.nonzero(seqs > ann.max_seq)[0]
                 for start in range(0, len(newer), BUILD_CHUNK):
+                    if _EXITING.is_set():
+                        return  # unfinished: the next process builds it
                     at = newer[start : start + BUILD_CHUNK]
                     ann.upsert(ids[at].tolist(), vectors[at], int(seqs[at].max()))
                     self.added += len(at)
@@ -174,6 +192,7 @@ class GraphBuild:
             log.warning("HNSW graph build failed, exact search continues: %s", exc)
             self.error = exc
         finally:
+            _RUNNING.discard(self)
             self._done.set()
 
     def done(self) -> bool:
