@@ -154,10 +154,14 @@ def test_retention_erases_or_archives_old_sessions_of_every_user(home: Path) -> 
         clock.advance(days=40)
         runtime.scope("alice", "helper").add("new", "user", "A fresh one.")
         assert runtime.apply_retention().sessions == 0  # off by default
+        history = runtime.scope("alice", "helper").compile("old", "hi").to_openai()
+        assert any("An old conversation." in str(m["content"]) for m in history)
         done = runtime.apply_retention(30, "archive")
         assert (done.sessions, done.events) == (2, 4)
         alice = runtime.scope("alice", "helper")
         assert all(e.archived for e in alice.events("old"))
+        history = alice.compile("old", "hi").to_openai()  # archived: out of live history
+        assert not any("An old conversation." in str(m["content"]) for m in history)
         assert runtime.apply_retention(30, "archive").sessions == 0  # nothing live left
         done = runtime.apply_retention(30)
         assert (done.action, done.sessions, done.events) == ("erase", 2, 4)

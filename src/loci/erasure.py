@@ -89,11 +89,16 @@ class SessionEraser:
                               keep_derived, dry_run)
 
 
+def scopes_of(store: Store, user: str) -> list[Scope]:
+    """The scopes (one per agent) that hold anything of ``user``."""
+    return [s for s in store.list_scopes() if s.tenant == user]
+
+
 def erase_user(store: Store, user: str, mirror_root: Path | None,
                live: LiveEvents) -> UserErasure:
     """Erase everything of ``user``: every agent's rows, index entries and vector files
     (``Store.erase_tenant``), and their memories' markdown files under ``mirror_root``."""
-    scopes = [s for s in store.list_scopes() if s.tenant == user]
+    scopes = scopes_of(store, user)
     if mirror_root is not None:
         for scope in scopes:
             try:
@@ -123,6 +128,6 @@ def apply_retention(store: Store, cutoff: datetime, action: str,
                 events += store.set_archived(scope, info.id, live_ids)
             else:
                 events += store.erase_session(scope, info.id)
-                live.drop(scope.tenant, scope.agent, info.id)
+            live.drop(scope.tenant, scope.agent, info.id)
             sessions += 1
     return RetentionReport(action, cutoff, sessions, events)

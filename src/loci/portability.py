@@ -17,6 +17,7 @@ from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any, get_type_hints
 
+from loci.erasure import scopes_of
 from loci.errors import ConflictError, ValidationError
 from loci.eventlog import dump_jsonl
 from loci.models import (
@@ -42,7 +43,7 @@ _ROWS: dict[str, type[Any]] = {
 
 def export_user(store: Store, user: str, now: datetime) -> bytes:
     """The archive of everything ``user`` holds, every agent."""
-    scopes = [s for s in store.list_scopes() if s.tenant == user]
+    scopes = scopes_of(store, user)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("manifest.json", json.dumps({
@@ -74,7 +75,7 @@ def import_user(store: Store, archive_bytes: bytes) -> list[Scope]:
     except (zipfile.BadZipFile, KeyError, ValueError, TypeError) as exc:
         raise ValidationError(f"cannot read the archive: {exc}") from exc
     user = manifest["user"]
-    if any(s.tenant == user for s in store.list_scopes()):
+    if scopes_of(store, user):
         raise ConflictError(f"the store already holds data of user {user!r}: erase it first")
     for data in scopes:
         if data.scope.tenant != user:

@@ -19,7 +19,13 @@ from loci.compaction.service import chat_model_from
 from loci.context.history import LiveEvents
 from loci.embeddings import make_embedder
 from loci.embeddings.base import Embedder
-from loci.erasure import RetentionReport, UserErasure, apply_retention, erase_user
+from loci.erasure import (
+    RetentionReport,
+    UserErasure,
+    apply_retention,
+    erase_user,
+    scopes_of,
+)
 from loci.errors import ValidationError
 from loci.indexing import Indexer
 from loci.keys import check_key, create_key, revoke_key
@@ -100,7 +106,7 @@ class Runtime:
 
     def agents(self, user: str) -> list[str]:
         """The agents that hold anything of ``user``, by name."""
-        return sorted({s.agent for s in self.store.list_scopes() if s.tenant == user})
+        return sorted(s.agent for s in scopes_of(self.store, user))
 
     def erase_user(self, user: str) -> UserErasure:
         """Erase everything of ``user``, every agent of theirs: events, memories with their
