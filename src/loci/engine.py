@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from loci.checks import check_name, check_text, check_window
@@ -152,9 +151,7 @@ class Loci:
     def __enter__(self) -> Loci:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- sessions and events ------------------------------------------------------
@@ -396,20 +393,24 @@ class Loci:
 
     def compile(
         self, session: str | None, message: str | None = None, *, model: str | None = None,
-        window: int | None = None,
+        window: int | None = None, guest: bool = False,
     ) -> CompiledContext:
-        """Compile the context for the next LLM call of ``session`` around ``message``
-        (compacting the session first when the policy says so). ``window`` overrides the
-        model's context window for this call."""
-        window = check_window(window)
-        if message is not None:
-            check_text("message", message)
+        """The context for the next LLM call of ``session`` around ``message``, the session
+        compacted first if the policy says so; ``window`` overrides the model's for this
+        call; ``guest`` (someone else's agent: the proxy) adds no built-in persona."""
+        window = self._checked(message, window)
         decision = Decision.NONE
         if session is not None:
             check_name("session", session)
             decision, _ = self._compaction.maybe_compact(session, model=model,
                                                         before_compile=True, window=window)
-        return self._compile(session, message, model, window, flush=decision is Decision.FLUSH)
+        return self._compile(session, message, model, window,
+                             flush=decision is Decision.FLUSH, guest=guest)
+
+    def _checked(self, message: str | None, window: int | None) -> int | None:
+        if message is not None:
+            check_text("message", message)
+        return check_window(window)
 
     def compile_unless_compacting(
         self, session: str, message: str | None = None, *, model: str | None = None,
@@ -419,9 +420,7 @@ class Loci:
         compaction a compile only reads and computes (the server runs it on its event
         loop); compacting writes and may wait on an LLM."""
         check_name("session", session)
-        window = check_window(window)
-        if message is not None:
-            check_text("message", message)
+        window = self._checked(message, window)
         decision = self._compaction.decide(session, model=model, before_compile=True,
                                           window=window)
         if decision in COMPACTING:
@@ -430,7 +429,7 @@ class Loci:
 
     def _compile(
         self, session: str | None, message: str | None, model: str | None,
-        window: int | None, *, flush: bool,
+        window: int | None, *, flush: bool, guest: bool = False,
     ) -> CompiledContext:
         model = model or self.settings.model
         given = window
@@ -445,7 +444,7 @@ class Loci:
             agent=agent_spec(workspace, self.scope.agent),
             skills=skill_items(workspace, message),
             recall_limit=self.settings.recall_limit,
-            reflexion_threshold=self.settings.reflexion_threshold, flush=flush,
+            reflexion_threshold=self.settings.reflexion_threshold, flush=flush, guest=guest,
         )
         compactions = len(self.store.list_compactions(self.scope, session)) if session else 0
         if session is not None:

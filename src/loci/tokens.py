@@ -20,10 +20,14 @@ from loci.errors import ConfigError
 
 #: Context windows (seeds/000) plus common current models. Globs are allowed.
 MODEL_WINDOWS: dict[str, int] = {
+    # Claude 4.x (opus, sonnet, haiku 4-1 to 4-8 and later): 200k tokens by default.
     "claude-sonnet-4-6": 200_000,
     "claude-opus-4-6": 200_000,
     "claude-haiku-4-5": 200_000,
     "claude-*": 200_000,
+    # The gpt-5 family: 400k tokens (272k in, 128k out); its chat model 128k.
+    "gpt-5*": 400_000,
+    "gpt-5-chat*": 128_000,
     "gpt-4.1": 128_000,
     "gpt-4.1-mini": 128_000,
     "gpt-4.1-*": 128_000,

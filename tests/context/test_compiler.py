@@ -357,3 +357,12 @@ def test_a_fact_the_history_already_says_is_not_repeated_as_a_memory(loci: Loci)
     text = after.to_text()  # the summary states the facts now: each is said once
     assert text.count("My sister lives in Porto.") == 1 and text.count("Biscuit") == 1
     assert "[STICKY] Maya works at Tidepool." in text and text.count("[STICKY]") == 1
+
+
+def test_an_agent_id_is_never_used_as_a_name(loci: Loci, tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.toml").write_text(
+        '[agents.default]\npersonality = "Terse."\ndescription = "Answers questions."\n')
+    text = loci.compile(None, "hi").to_text()
+    assert "Terse.\nYour job: Answers questions." in text and "You are default" not in text
+    (tmp_path / "AGENTS.toml").write_text('[agents.default]\nname = "Iris"\n')
+    assert "You are Iris." in loci.compile(None, "hi").to_text()

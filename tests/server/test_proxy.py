@@ -5,232 +5,29 @@ that answers scripted replies and records what it was sent."""
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
-from fastapi import FastAPI
-from openai import OpenAI
 
-from loci import Loci, load_settings
+from loci import load_settings
 from loci.errors import NotFoundError
 from loci.memory.tags import parse_reply
-from loci.models import Scope
 from loci.server import create_app
-from loci.server.hub import Hub, Principal
 from loci.server.proxy_anthropic import tool_choice
 from loci.server.proxy_stream import TagFilter
 from tests.server.conftest import LiveServer, make_key
-
-UPSTREAM_KEY = "sk-upstream-test"
-
-
-@dataclass
-class Upstream:
-    """A scripted chat server: ``replies`` are answered in order (then "ok"); a reply
-    that is a list is tool calls (OpenAI-shaped; an Anthropic-shaped upstream answers
-    them as ``tool_use`` blocks)."""
-
-    url: str
-    replies: list[Any] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def last(self) -> dict[str, Any]:
-        return self.requests[-1]
-
-    def next_reply(self) -> Any:
-        return self.replies.pop(0) if self.replies else "ok"
-
-
-def pieces(text: str, size: int = 4) -> list[str]:
-    """The reply in small pieces, so tags arrive split across chunks."""
-    return [text[i:i + size] for i in range(0, len(text), size)]
-
-
-def openai_events(reply: str) -> list[dict[str, Any]]:
-    head = {"id": "up-1", "object": "chat.completion.chunk", "model": "up"}
-    events = [{**head, "choices": [{"index": 0, "delta": {"content": p},
-                                    "finish_reason": None}]} for p in pieces(reply)]
-    events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-    events.append({**head, "choices": [], "usage": {"prompt_tokens": 11,
-                                                    "completion_tokens": 7}})
-    return events
-
-
-def tool_call_events(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Tool calls as OpenAI streams them: id and name first, arguments in pieces."""
-    head = {"id": "up-1", "object": "chat.completion.chunk", "model": "up"}
-    events = []
-    for index, call in enumerate(calls):
-        first = {"index": index, "id": call["id"], "type": "function",
-                 "function": {"name": call["function"]["name"], "arguments": ""}}
-        events.append({**head, "choices": [{"index": 0, "delta": {"tool_calls": [first]},
-                                            "finish_reason": None}]})
-        events += [{**head, "choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": index, "function": {"arguments": p}}]}, "finish_reason": None}]}
-            for p in pieces(call["function"]["arguments"], 5)]
-    events.append({**head, "choices": [{"index": 0, "delta": {},
-                                        "finish_reason": "tool_calls"}]})
-    return events
-
-
-def anthropic_events(reply: str) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = [
-        {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 13}}},
-        {"type": "content_block_start", "index": 0,
-         "content_block": {"type": "text", "text": ""}}]
-    events += [{"type": "content_block_delta", "index": 0,
-                "delta": {"type": "text_delta", "text": p}} for p in pieces(reply)]
-    events += [{"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                "usage": {"output_tokens": 5}}, {"type": "message_stop"}]
-    return events
-
-
-def anthropic_tool_events(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Tool calls as Anthropic streams them: a text block, then one ``tool_use`` block
-    per call with its input in ``input_json_delta`` pieces."""
-    events: list[dict[str, Any]] = [
-        {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 13}}},
-        {"type": "content_block_start", "index": 0,
-         "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 0,
-         "delta": {"type": "text_delta", "text": "Checking."}},
-        {"type": "content_block_stop", "index": 0}]
-    for index, call in enumerate(calls, start=1):
-        events.append({"type": "content_block_start", "index": index, "content_block": {
-            "type": "tool_use", "id": call["id"], "name": call["function"]["name"],
-            "input": {}}})
-        events += [{"type": "content_block_delta", "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": p}}
-                   for p in pieces(call["function"]["arguments"], 5)]
-        events.append({"type": "content_block_stop", "index": index})
-    return [*events, {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
-                      "usage": {"output_tokens": 9}}, {"type": "message_stop"}]
-
-
-def anthropic_tool_message(calls: list[dict[str, Any]]) -> dict[str, Any]:
-    blocks = [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
-               "input": json.loads(c["function"]["arguments"])} for c in calls]
-    return {"id": "msg_1", "type": "message", "role": "assistant",
-            "content": [{"type": "text", "text": "Checking."}, *blocks],
-            "stop_reason": "tool_use", "usage": {"input_tokens": 13, "output_tokens": 9}}
-
-
-def make_handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            state.requests.append({"path": self.path, "headers": dict(self.headers),
-                                   "body": body})
-            if self.path.startswith("/fail/"):
-                self._json(500, {"error": {"message": "upstream exploded"}})
-                return
-            reply = state.next_reply()
-            anthropic = self.path.startswith("/anthropic/")
-            if isinstance(reply, list) and anthropic:
-                if body.get("stream"):
-                    self._stream(anthropic_tool_events(reply), True)
-                else:
-                    self._json(200, anthropic_tool_message(reply))
-                return
-            if isinstance(reply, list):
-                if body.get("stream"):
-                    self._stream(tool_call_events(reply), False)
-                    return
-                self._json(200, {"id": "up-1", "object": "chat.completion", "model": "up",
-                                 "choices": [{"index": 0, "finish_reason": "tool_calls",
-                                              "message": {"role": "assistant",
-                                                          "content": None,
-                                                          "tool_calls": reply}}]})
-                return
-            if body.get("stream"):
-                events = anthropic_events(reply) if anthropic else openai_events(reply)
-                self._stream(events, anthropic)
-            elif anthropic:
-                self._json(200, {"id": "msg_1", "type": "message", "role": "assistant",
-                                 "content": [{"type": "text", "text": reply}],
-                                 "stop_reason": "end_turn",
-                                 "usage": {"input_tokens": 13, "output_tokens": 5}})
-            else:
-                self._json(200, {"id": "up-1", "object": "chat.completion", "model": "up",
-                                 "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant",
-                                                          "content": reply}}],
-                                 "usage": {"prompt_tokens": 11, "completion_tokens": 7,
-                                           "total_tokens": 18}})
-
-        def _json(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _stream(self, events: list[dict[str, Any]], anthropic: bool) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.end_headers()
-            for event in events:
-                name = f"event: {event['type']}\n" if anthropic else ""
-                self.wfile.write(f"{name}data: {json.dumps(event)}\n\n".encode())
-                self.wfile.flush()
-            if not anthropic:
-                self.wfile.write(b"data: [DONE]\n\n")
-            self.close_connection = True
-
-    return Handler
-
-
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
-    state = Upstream("")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
-    server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield state
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
-
-
-def proxy_app(home: Path, upstream: Upstream, kind: str = "openai", prefix: str = "",
-              **extra: Any) -> FastAPI:
-    """The server with ``kind`` upstream at ``/<prefix>/v1`` (the prefix picks the
-    upstream's behaviour; default: the kind)."""
-    settings = load_settings(
-        store=f"sqlite:///{home / 'proxy.db'}", proxy_provider=kind,
-        proxy_base_url=f"{upstream.url}/{prefix or kind}/v1", proxy_api_key=UPSTREAM_KEY,
-        **extra)
-    return create_app(settings)
-
-
-def engine(app: FastAPI, tenant: str = "default") -> Loci:
-    hub: Hub = app.state.hub
-    return hub.engine(Principal(Scope(tenant, "default")))
-
-
-def client(base: str, key: str = "open") -> OpenAI:
-    return OpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0)
-
-
-def system_text(request: dict[str, Any]) -> str:
-    return "\n".join(m["content"] for m in request["body"]["messages"]
-                     if m["role"] == "system")
-
-
-SESSION = {"X-Loci-Session": "work"}
+from tests.server.fake_upstream import (
+    SESSION,
+    UPSTREAM_KEY,
+    Upstream,
+    client,
+    engine,
+    pieces,
+    proxy_app,
+    system_text,
+)
 
 
 def test_a_turn_gets_context_and_leaves_memory(home: Path, upstream: Upstream,
@@ -566,3 +363,29 @@ def test_tool_results_are_recorded_once_and_must_answer_a_call(
     assert log == [("message", "Weather in Faro?"), ("tool_call", ""),
                    ("tool_result", "windy"), ("message", "first answer"),
                    ("message", "second answer")]
+
+
+def test_the_clients_prompt_is_the_only_identity(home: Path, upstream: Upstream,
+                                                 live_server: LiveServer) -> None:
+    """Loci is a guest in the client's agent: memory and context, no persona of its own
+    and no agent id used as a name; a persona the user configured still comes."""
+    app = proxy_app(home, upstream, workspace=str(home))
+    engine(app).remember("Maya lives in Lisbon", type="sticky")
+    upstream.replies += ["Vous habitez à Lisbonne.", "Oui."]
+    ask = {"role": "user", "content": "Where do I live?"}
+    with client(live_server(app)) as oai:
+        oai.chat.completions.create(model="gpt-test", extra_headers=SESSION, messages=[
+            {"role": "system", "content": "You are CodeBot. Always answer in French."}, ask])
+        system = system_text(upstream.last)
+        assert system.startswith("You are CodeBot. Always answer in French.")
+        assert "Maya lives in Lisbon" in system
+        assert "## Principles" not in system and "You are default" not in system
+        assert "helpful assistant" not in system
+        (home / "SOUL.md").write_text("You are Sol, the user's own assistant.\n")
+        oai.chat.completions.create(model="gpt-test", extra_headers=SESSION,
+                                    messages=[ask])
+        assert "You are Sol, the user's own assistant." in system_text(upstream.last)
+    # The library's own compile keeps its defaults.
+    (home / "SOUL.md").unlink()
+    own = engine(app).compile("work", "hi").to_openai()[0]["content"]
+    assert "## Principles" in own

@@ -61,6 +61,8 @@ class BuildContext:
     reflexion_threshold: int = 3
     events: Sequence[Event] = ()
     flush: bool = False
+    #: In someone else's agent: no built-in persona or principles, only configured ones.
+    guest: bool = False
     included: set[str] = field(default_factory=set)
     #: The compaction summary shown, lower-cased: facts it states are not repeated.
     summary_text: str = ""
@@ -78,7 +80,8 @@ def _file(ctx: BuildContext, *names: str, title: str | None = None) -> list[Item
 
 
 def principles(ctx: BuildContext) -> list[Item]:
-    return _file(ctx, "PRINCIPLES.md") or [Item("built-in principles", PRINCIPLES)]
+    configured = _file(ctx, "PRINCIPLES.md")
+    return configured or ([] if ctx.guest else [Item("built-in principles", PRINCIPLES)])
 
 
 def identity(ctx: BuildContext) -> list[Item]:
@@ -87,10 +90,14 @@ def identity(ctx: BuildContext) -> list[Item]:
         return soul
     agent = ctx.agent
     if agent is not None:
-        lines = [f"You are {agent.name}. {agent.personality}".strip()]
+        named = f"You are {agent.name}." if agent.name != ctx.scope.agent else ""  # not an id
+        lines = [f"{named} {agent.personality}".strip()]
         if agent.description:
             lines.append(f"Your job: {agent.description}")
-        return [Item("AGENTS.toml identity", "\n".join(lines))]
+        if any(lines):
+            return [Item("AGENTS.toml identity", "\n".join(line for line in lines if line))]
+    if ctx.guest:
+        return []
     return [Item("built-in identity", DEFAULT_IDENTITY.format(agent=ctx.scope.agent))]
 
 

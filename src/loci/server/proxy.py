@@ -139,7 +139,7 @@ class Turn:
         else:
             raise ValidationError("the last message must be the user's new message or "
                                   "the results of the assistant's tool calls")
-        context = loci.compile(session, self.message, model=body.model)
+        context = loci.compile(session, self.message, model=body.model, guest=True)
         system = [message_text(m.get("content")) for m in body.messages
                   if m.get("role") in ("system", "developer")]
         self.request = UpstreamRequest(body.model, context, [s for s in system if s],

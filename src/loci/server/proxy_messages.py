@@ -1,0 +1,302 @@
+"""The Anthropic Messages face of the proxy: ``POST /v1/messages`` (streaming and not)
+and ``POST /v1/messages/count_tokens``, for clients of the Messages API (the
+``anthropic`` SDK, ``ANTHROPIC_BASE_URL``).
+
+A Messages request is read as the chat-completions request it means (system text,
+messages with ``tool_use`` / ``tool_result`` blocks as tool calls and tool messages,
+tools and ``tool_choice``) and goes through the same :class:`~loci.server.proxy.Turn`:
+the same session rules, recording, tags and upstreams. The answer comes back in the
+Messages shape: ``text`` and ``tool_use`` blocks, ``stop_reason``, ``usage``; streamed as
+the published event sequence (``message_start``, content blocks with their deltas,
+``message_delta``, ``message_stop``). The session is the ``X-Loci-Session`` header, else
+``metadata.user_id``. Keys come as ``x-api-key`` (the SDK's header) or a bearer token.
+Content other than text and tool blocks (images, documents) is refused for now.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import secrets
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from loci.engine import Loci
+from loci.errors import LociError, ValidationError
+from loci.server.deps import hub_of
+from loci.server.proxy import ChatRequest, Turn
+from loci.server.proxy_stream import TagFilter
+from loci.server.proxy_tools import merge_fragments
+from loci.server.proxy_types import Completion, Delta, Upstream
+from loci.server.proxy_upstream import make_upstream
+
+router = APIRouter(tags=["proxy"])
+#: OpenAI finish reasons as Messages stop reasons.
+_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+#: Request fields read here, not passed on as parameters.
+_OWN = frozenset({"model", "messages", "system", "stream", "metadata", "tools",
+                  "tool_choice", "max_tokens", "stop_sequences"})
+
+
+async def get_messages_engine(request: Request) -> Loci:
+    """The caller's engine: the SDK sends its key as ``x-api-key``; in open mode the
+    key (whatever it holds) is ignored, as for the chat-completions face."""
+    hub, headers = hub_of(request), request.headers
+    key = headers.get("x-api-key")
+    authorization = headers.get("authorization") or (f"Bearer {key}" if key else None)
+    if authorization and not hub.keys_required():
+        authorization = None
+    return hub.engine(hub.authenticate(authorization, headers.get("x-loci-user"),
+                                       headers.get("x-loci-agent")))
+
+
+Engine = Annotated[Loci, Depends(get_messages_engine)]
+
+
+class MessagesRequest(BaseModel):
+    """An Anthropic Messages request; sampling fields Loci does not use pass through."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1)
+    #: Required by ``/messages``, not by ``/messages/count_tokens``.
+    max_tokens: int | None = Field(None, ge=1)
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    system: str | list[dict[str, Any]] | None = None
+    stream: bool = False
+    metadata: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: dict[str, Any] | None = None
+    stop_sequences: list[str] | None = None
+
+    def session(self, header: str | None) -> str:
+        user = (self.metadata or {}).get("user_id")
+        session = header or (user if isinstance(user, str) else None)
+        if not session:
+            raise ValidationError("name the session: send the header 'X-Loci-Session: "
+                                  "<name>' or metadata.user_id")
+        return session
+
+    def as_chat(self) -> ChatRequest:
+        """The chat-completions request this one means."""
+        messages = [{"role": "system", "content": text} for text in _system(self.system)]
+        for message in self.messages:
+            messages += _chat_messages(message)
+        params: dict[str, Any] = {k: v for k, v in (self.model_extra or {}).items()
+                                  if k not in _OWN and v is not None}
+        if self.max_tokens:
+            params["max_tokens"] = self.max_tokens
+        if self.stop_sequences:
+            params["stop"] = self.stop_sequences
+        if self.tools:
+            params["tools"] = [_chat_tool(tool) for tool in self.tools]
+            params.update(_chat_tool_choice(self.tool_choice))
+        return ChatRequest(model=self.model, messages=messages, **params)
+
+
+@router.post("/messages", response_model=None)
+def messages(
+    loci: Engine, body: MessagesRequest,
+    x_loci_session: Annotated[str | None, Header()] = None,
+) -> dict[str, Any] | StreamingResponse:
+    """Anthropic's Messages API, with Loci's context in and memory out."""
+    if body.max_tokens is None:
+        raise ValidationError("max_tokens is required")
+    turn = Turn(loci, body.session(x_loci_session), body.as_chat())
+    upstream = make_upstream(loci.settings)
+    reply_id = f"msg_loci_{secrets.token_hex(12)}"
+    if not body.stream:
+        try:
+            answer = upstream.complete(turn.request)
+            clean = turn.record(answer.content, answer.tool_calls)
+            return _message(reply_id, body.model, clean, answer)
+        finally:
+            upstream.close()
+    try:
+        deltas = upstream.stream(turn.request)
+        first = next(deltas, Delta())  # an upstream that is down is a 502, not a stream
+    except BaseException:
+        upstream.close()
+        raise
+    events = _stream(turn, upstream, itertools.chain([first], deltas), reply_id, body.model)
+    return StreamingResponse(events, media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})
+
+
+@router.post("/messages/count_tokens", response_model=None)
+def count_tokens(
+    loci: Engine, body: MessagesRequest,
+    x_loci_session: Annotated[str | None, Header()] = None,
+) -> dict[str, int]:
+    """The input tokens the call would send: the client's system text and Loci's
+    compiled context around the new message (nothing is recorded)."""
+    chat = body.as_chat()
+    last = chat.messages[-1]
+    message = last["content"] if last.get("role") == "user" else None
+    context = loci.compile(body.session(x_loci_session), message, model=body.model,
+                           guest=True)
+    system = sum(loci.counter.count(m["content"]) for m in chat.messages
+                 if m.get("role") == "system")
+    return {"input_tokens": context.total_tokens + system}
+
+
+def _system(system: str | list[dict[str, Any]] | None) -> list[str]:
+    if system is None:
+        return []
+    if isinstance(system, str):
+        return [system] if system.strip() else []
+    return [text for text in (_block_text(b) for b in system) if text.strip()]
+
+
+def _block_text(block: Any) -> str:
+    if not isinstance(block, Mapping) or block.get("type") != "text":
+        kind = block.get("type") if isinstance(block, Mapping) else type(block).__name__
+        raise ValidationError(f"content blocks of type {kind!r} are not supported by "
+                              "Loci's Messages face yet: send text, tool_use and "
+                              "tool_result blocks")
+    return str(block.get("text") or "")
+
+
+def _chat_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One Messages message as chat-completions messages: tool results become ``tool``
+    messages, an assistant's ``tool_use`` blocks its ``tool_calls``."""
+    role, content = message.get("role"), message.get("content")
+    if role not in ("user", "assistant"):
+        raise ValidationError("each message's role must be 'user' or 'assistant'")
+    if isinstance(content, str):
+        return [{"role": role, "content": content}]
+    if not isinstance(content, list):
+        raise ValidationError("a message's content must be a string or a list of blocks")
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for block in content:
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind == "tool_use" and role == "assistant":
+            calls.append({"id": str(block.get("id") or ""), "type": "function",
+                          "function": {"name": str(block.get("name") or ""),
+                                       "arguments": json.dumps(block.get("input") or {})}})
+        elif kind == "tool_result" and role == "user":
+            results.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id")),
+                            "content": _result_text(block.get("content"))})
+        else:
+            texts.append(_block_text(block))
+    text = "\n".join(t for t in texts if t)
+    if role == "assistant":
+        out: dict[str, Any] = {"role": "assistant", "content": text}
+        return [{**out, "tool_calls": calls}] if calls else [out]
+    return results + ([{"role": "user", "content": text}] if text or not results else [])
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str) or content is None:
+        return content or ""
+    if isinstance(content, list):
+        return "\n".join(_block_text(block) for block in content)
+    raise ValidationError("a tool_result's content must be a string or text blocks")
+
+
+def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(tool.get("name"), str):
+        raise ValidationError("each tool needs a name and an input_schema")
+    function: dict[str, Any] = {"name": tool["name"],
+                                "parameters": tool.get("input_schema") or {"type": "object"}}
+    if tool.get("description"):
+        function["description"] = tool["description"]
+    return {"type": "function", "function": function}
+
+
+def _chat_tool_choice(choice: Mapping[str, Any] | None) -> dict[str, Any]:
+    if not choice:
+        return {}
+    kinds = {"auto": "auto", "any": "required", "none": "none"}
+    kind = choice.get("type")
+    params: dict[str, Any] = {}
+    if kind == "tool" and isinstance(choice.get("name"), str):
+        params["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
+    elif kind in kinds:
+        params["tool_choice"] = kinds[str(kind)]
+    else:
+        raise ValidationError("tool_choice must be {\"type\": \"auto\" | \"any\" | \"none\"} "
+                              "or {\"type\": \"tool\", \"name\": ...}")
+    if choice.get("disable_parallel_tool_use"):
+        params["parallel_tool_calls"] = False
+    return params
+
+
+def _tool_blocks(calls: list[Any] | None) -> list[dict[str, Any]]:
+    blocks = []
+    for call in calls or ():
+        function = call.get("function") or {}
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except ValueError:
+            arguments = {"arguments": function.get("arguments")}
+        blocks.append({"type": "tool_use", "id": call.get("id") or "",
+                       "name": function.get("name") or "", "input": arguments})
+    return blocks
+
+
+def _usage(usage: Mapping[str, int] | None) -> dict[str, int]:
+    usage = usage or {}
+    return {"input_tokens": usage.get("prompt_tokens", 0),
+            "output_tokens": usage.get("completion_tokens", 0)}
+
+
+def _message(reply_id: str, model: str, clean: str, answer: Completion) -> dict[str, Any]:
+    content = ([{"type": "text", "text": clean}] if clean or not answer.tool_calls else [])
+    return {"id": reply_id, "type": "message", "role": "assistant", "model": model,
+            "content": content + _tool_blocks(answer.tool_calls),
+            "stop_reason": _STOP.get(answer.finish_reason, "end_turn"),
+            "stop_sequence": None, "usage": _usage(answer.usage)}
+
+
+def _event(kind: str, data: dict[str, Any]) -> bytes:
+    payload = json.dumps({"type": kind, **data}, ensure_ascii=False)
+    return f"event: {kind}\ndata: {payload}\n\n".encode()
+
+
+def _stream(turn: Turn, upstream: Upstream, deltas: Iterator[Delta], reply_id: str,
+            model: str) -> Iterator[bytes]:
+    """The Messages event sequence: the text block as it arrives (tags held back), then
+    each tool call as a whole ``tool_use`` block, the stop reason and usage."""
+    try:
+        yield _event("message_start", {"message": {
+            "id": reply_id, "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0}}})
+        yield _event("content_block_start", {"index": 0,
+                                             "content_block": {"type": "text", "text": ""}})
+        tags, finish, usage = TagFilter(), "stop", None
+        fragments: list[Any] = []
+        for delta in deltas:
+            if delta.content and (text := tags.feed(delta.content)):
+                yield _event("content_block_delta", {
+                    "index": 0, "delta": {"type": "text_delta", "text": text}})
+            fragments += delta.tool_calls or ()
+            finish = delta.finish_reason or finish
+            usage = delta.usage or usage
+        calls = merge_fragments(fragments) or None
+        clean = turn.record(tags.raw, calls)
+        if rest := tags.finish(clean):
+            yield _event("content_block_delta", {
+                "index": 0, "delta": {"type": "text_delta", "text": rest}})
+        yield _event("content_block_stop", {"index": 0})
+        for index, block in enumerate(_tool_blocks(calls), start=1):
+            yield _event("content_block_start", {"index": index, "content_block": {
+                **block, "input": {}}})
+            yield _event("content_block_delta", {"index": index, "delta": {
+                "type": "input_json_delta", "partial_json": json.dumps(block["input"])}})
+            yield _event("content_block_stop", {"index": index})
+        yield _event("message_delta", {
+            "delta": {"stop_reason": _STOP.get(finish, "end_turn"), "stop_sequence": None},
+            "usage": {"output_tokens": _usage(usage)["output_tokens"]}})
+        yield _event("message_stop", {})
+    except LociError as exc:
+        yield _event("error", {"error": {"type": "api_error", "message": str(exc)}})
+    finally:
+        upstream.close()

@@ -1,0 +1,118 @@
+"""The Anthropic Messages face end to end: the official ``anthropic`` SDK against the
+proxy served by uvicorn, with the scripted upstreams of ``fake_upstream`` (OpenAI- and
+Anthropic-shaped) behind it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+from anthropic import Anthropic
+
+from tests.server.conftest import LiveServer, make_key
+from tests.server.fake_upstream import SESSION, Upstream, engine, proxy_app, system_text
+
+WEATHER = {"name": "weather", "description": "The weather in a city.",
+           "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+
+
+def client(base: str, key: str = "open") -> Anthropic:
+    return Anthropic(base_url=base, api_key=key, max_retries=0)
+
+
+def test_a_message_gets_context_and_leaves_memory(
+        home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream)
+    engine(app).remember("Maya lives in Lisbon", type="sticky")
+    upstream.replies.append("You live in Lisbon. [MEMORY:user_preference] Maya likes "
+                            "short answers [/MEMORY]")
+    with client(live_server(app)) as claude:
+        reply = claude.messages.create(
+            model="claude-test", max_tokens=64, system="You are terse.",
+            extra_headers=SESSION, messages=[{"role": "user", "content": "Where do I live?"}])
+        counted = claude.messages.count_tokens(
+            model="claude-test", system="You are terse.", extra_headers=SESSION,
+            messages=[{"role": "user", "content": "And my name?"}])
+    assert reply.content[0].type == "text" and reply.content[0].text == "You live in Lisbon."
+    assert reply.stop_reason == "end_turn" and reply.role == "assistant"
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (11, 7)
+    sent = upstream.last["body"]
+    assert sent["messages"][0] == {"role": "system", "content": "You are terse."}
+    assert "Maya lives in Lisbon" in system_text(upstream.last)
+    assert sent["max_tokens"] == 64 and sent["model"] == "claude-test"
+    assert "## Principles" not in system_text(upstream.last)  # a guest: no persona
+    loci = engine(app)
+    assert [(e.role, e.content) for e in loci.events("work")] == [
+        ("user", "Where do I live?"), ("assistant", "You live in Lisbon.")]
+    assert [m.content for m in loci.memories("user_preference")] == ["Maya likes short answers"]
+    assert counted.input_tokens > 20
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_streaming_follows_the_published_event_sequence(
+        home: Path, upstream: Upstream, live_server: LiveServer, kind: str) -> None:
+    app = proxy_app(home, upstream, kind)
+    upstream.replies.append("Lisbon, by the river. [MEMORY:fact] Maya likes rivers "
+                            "[/MEMORY]")
+    with client(live_server(app)) as claude, claude.messages.stream(
+            model="claude-test", max_tokens=64, extra_headers=SESSION,
+            messages=[{"role": "user", "content": "Where?"}]) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_message()
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    assert "content_block_start" in kinds and "message_delta" in kinds
+    assert final.content[0].text == "Lisbon, by the river." and final.stop_reason == "end_turn"
+    assert "MEMORY" not in "".join(b.text for b in final.content if b.type == "text")
+    assert [e.content for e in engine(app).events("work")] == [
+        "Where?", "Lisbon, by the river."]
+
+
+def test_a_two_tool_loop(home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream)
+    call = [{"id": "call_1", "type": "function",
+             "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}]
+    upstream.replies += [call, "Sunny in Lisbon."]
+    question: dict[str, Any] = {"role": "user", "content": "Weather in Lisbon?"}
+    with client(live_server(app)) as claude:
+        first = claude.messages.create(model="claude-test", max_tokens=64, tools=[WEATHER],
+                                       extra_headers=SESSION, messages=[question])
+        assert first.stop_reason == "tool_use"
+        use = next(block for block in first.content if block.type == "tool_use")
+        assert (use.id, use.name, use.input) == ("call_1", "weather", {"city": "Lisbon"})
+        second = claude.messages.create(
+            model="claude-test", max_tokens=64, tools=[WEATHER], extra_headers=SESSION,
+            messages=[question, {"role": "assistant", "content": first.content},
+                      {"role": "user", "content": [{"type": "tool_result",
+                                                    "tool_use_id": use.id,
+                                                    "content": "22°C and sunny"}]}])
+    assert second.content[0].text == "Sunny in Lisbon."
+    sent = upstream.last["body"]
+    assert sent["tools"][0]["function"]["name"] == "weather"
+    assert {"role": "tool", "tool_call_id": "call_1", "content": "22°C and sunny"} in sent[
+        "messages"]
+    log = [(e.type, e.tool_call_id or e.content) for e in engine(app).events("work")]
+    assert log == [("message", "Weather in Lisbon?"), ("tool_call", "call_1"),
+                   ("tool_result", "call_1"), ("message", "Sunny in Lisbon.")]
+
+
+def test_keys_and_refusals(home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream)
+    key = make_key(app.state.hub, "maya")
+    base = live_server(app)
+    with client(base, "wrong") as claude, pytest.raises(anthropic.AuthenticationError):
+        claude.messages.create(model="m", max_tokens=8, extra_headers=SESSION,
+                               messages=[{"role": "user", "content": "hi"}])
+    with client(base, key) as claude:
+        assert claude.messages.create(
+            model="m", max_tokens=8, metadata={"user_id": "by-metadata"},
+            messages=[{"role": "user", "content": "hi"}]).content[0].text == "ok"
+        with pytest.raises(anthropic.UnprocessableEntityError, match="not supported"):
+            claude.messages.create(model="m", max_tokens=8, extra_headers=SESSION, messages=[
+                {"role": "user", "content": [{"type": "image", "source": {
+                    "type": "base64", "media_type": "image/png", "data": "AAAA"}}]}])
+        with pytest.raises(anthropic.UnprocessableEntityError, match="session"):
+            claude.messages.create(model="m", max_tokens=8,
+                                   messages=[{"role": "user", "content": "hi"}])
+    assert [e.content for e in engine(app, "maya").events("by-metadata")] == ["hi", "ok"]
