@@ -13,6 +13,7 @@ import pytest
 
 from loci import Loci, Store, load_settings, open_store
 from tests.pg import PgTemplate, pg_server
+from tests.server.fake_upstream import upstream  # noqa: F401 - a fixture for every test
 
 # Tests never read the developer's ~/.loci or environment settings.
 for _name in [n for n in os.environ if n.startswith("LOCI_")]:

@@ -18,7 +18,6 @@ from starlette.types import ASGIApp
 
 from loci.server.hub import Hub
 from loci.server.workers import UVICORN_OPTIONS
-from tests.server.fake_upstream import upstream  # noqa: F401 - a fixture
 
 LiveServer = Callable[[ASGIApp], str]
 #: In-process clients call the app as a local program would (open mode answers

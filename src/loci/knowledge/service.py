@@ -69,14 +69,16 @@ class KnowledgeBase:
     # -- writing ------------------------------------------------------------------
     def put(
         self, path: str, content: str, tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None, *, allow_empty: bool = False,
     ) -> PutResult:
         """Create the document at ``path`` or write its next version; ``None`` tags or
-        metadata keep the stored ones."""
-        return self.put_many([NewDocument(path, content, tags, metadata)])[0]
+        metadata keep the stored ones. Empty content is refused unless ``allow_empty``
+        (an empty file of the memory tool)."""
+        return self.put_many([NewDocument(path, content, tags, metadata)],
+                             allow_empty=allow_empty)[0]
 
-    def put_many(self, documents: Sequence[NewDocument], *, embed: bool = True
-                 ) -> list[PutResult]:
+    def put_many(self, documents: Sequence[NewDocument], *, embed: bool = True,
+                 allow_empty: bool = False) -> list[PutResult]:
         """Write several documents in one transaction: all are validated first, so a
         bad one stores nothing. ``embed=False`` leaves embedding to a later call of
         :meth:`embed_pending` (bulk imports embed once per batch)."""
@@ -85,7 +87,7 @@ class KnowledgeBase:
         before = {path: self.store.get_document(self.scope, path) for path, _ in checked}
         drafts: dict[str, Document] = {}
         for path, new in checked:
-            content = _check_content(path, new.content)
+            content = _check_content(path, new.content, allow_empty)
             old = before[path]
             tags = clean_tags(new.tags) if new.tags is not None else old.tags if old else ()
             if new.metadata is not None:
@@ -182,9 +184,9 @@ class KnowledgeBase:
         return page(self.get(path), offset, limit)
 
 
-def _check_content(path: str, content: object) -> str:
+def _check_content(path: str, content: object, allow_empty: bool = False) -> str:
     text = check_text(f"{path}: content", content)
-    if not text.strip():
+    if not text.strip() and not allow_empty:
         raise ValidationError(f"{path}: a document needs some content")
     if len(text) > MAX_DOCUMENT_CHARS:
         raise ValidationError(f"{path}: longer than {MAX_DOCUMENT_CHARS:,} characters; "
