@@ -29,7 +29,9 @@ from tests.server.conftest import LiveServer, make_key
 
 pytestmark = pytest.mark.anyio
 TOOLS = {"memory_search", "memory_read", "memory_write", "search_conversation",
-         "search_knowledge", "read_document", "state_get", "state_set"}
+         "search_knowledge", "read_document", "state_get", "state_set", "memories_view",
+         "memories_create", "memories_str_replace", "memories_insert", "memories_delete",
+         "memories_rename"}
 
 
 @pytest.fixture
@@ -202,3 +204,32 @@ async def test_stdio(home: Path, tmp_path: Path) -> None:
     with loci.Loci.open(store=url, user="maya") as engine:
         assert [m.content for m in engine.memories()] == ["Maya owns a cat"]
     assert json.dumps(saved)  # the result was plain JSON
+
+
+async def test_the_memory_tool_commands_as_mcp_tools(hub: Hub) -> None:
+    maya = Principal(Scope("maya", "helper"))
+    async with Client(build_mcp(hub, maya)) as client:
+        async def text(tool: str, **arguments: Any) -> str:
+            result = await client.call_tool(tool, arguments)
+            return " ".join(getattr(part, "text", "") for part in result.content)
+
+        assert await text("memories_create", path="/memories/todo.md",
+                          file_text="buy tea\n") == (
+            "File created successfully at: /memories/todo.md")
+        assert "buy green tea" in await text("memories_str_replace", path="/memories/todo.md",
+                                             old_str="buy tea", new_str="buy green tea")
+        await text("memories_insert", path="/memories/todo.md", insert_line=0,
+                   insert_text="call Rui")
+        assert await text("memories_view", path="/memories/todo.md") == (
+            "Here's the content of /memories/todo.md with line numbers:\n"
+            "     1\tcall Rui\n     2\tbuy green tea\n     3\t")
+        await text("memories_rename", old_path="/memories/todo.md",
+                   new_path="/memories/done.md")
+        listing = await text("memories_view")
+        assert listing.endswith("\t/memories/done.md") and "todo" not in listing
+        refused = await client.call_tool("memories_create", {"path": "/memories/../x.md",
+                                                             "file_text": "x"})
+        assert refused.is_error and "would escape /memories" in error_text(refused)
+        assert await text("memories_delete", path="/memories/done.md") == (
+            "Successfully deleted /memories/done.md")
+    assert hub.engine(maya).knowledge.ls("/memories/") == []

@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from loci import SearchFilters, __version__
 from loci.engine import Loci
 from loci.errors import LociError
+from loci.knowledge.memory_files import ROOT, MemoryFiles
 from loci.server.errors import error_response
 from loci.server.hub import Hub, Principal
 
@@ -198,7 +199,76 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
         """Set a key/value state item, overwriting its previous value."""
         return _json(engine(ctx).state_set(key, value))
 
+    _memory_file_tools(server, engine)
     return server
+
+
+MemoryPath = Annotated[str, Field(description="A path under /memories, e.g. "
+                                               "/memories/notes.md.")]
+
+
+def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci]) -> None:
+    """The six commands of Anthropic's memory tool as MCP tools, on the same files
+    (``knowledge.memory_files``): results and errors in the same words."""
+
+    def files(ctx: Context) -> MemoryFiles:
+        return MemoryFiles(engine(ctx).knowledge)
+
+    @server.tool()
+    @_tool_errors
+    def memories_view(
+        ctx: Context, path: MemoryPath = ROOT,
+        view_range: Annotated[list[int] | None, Field(
+            min_length=2, max_length=2, description="[first line, last line or -1].")] = None,
+    ) -> str:
+        """List a /memories directory (two levels deep) or show a file with line
+        numbers; check your memory directory before starting a task."""
+        return files(ctx).view(path, view_range)
+
+    @server.tool()
+    @_tool_errors
+    def memories_create(
+        ctx: Context, path: MemoryPath,
+        file_text: Annotated[str, Field(description="The whole content of the new file.")],
+    ) -> str:
+        """Create a new file under /memories (refused if it exists)."""
+        return files(ctx).create(path, file_text)
+
+    @server.tool()
+    @_tool_errors
+    def memories_str_replace(
+        ctx: Context, path: MemoryPath,
+        old_str: Annotated[str, Field(description="Text that occurs exactly once.")],
+        new_str: Annotated[str, Field(description="What replaces it.")],
+    ) -> str:
+        """Replace text that occurs exactly once in a /memories file."""
+        return files(ctx).str_replace(path, old_str, new_str)
+
+    @server.tool()
+    @_tool_errors
+    def memories_insert(
+        ctx: Context, path: MemoryPath,
+        insert_line: Annotated[int, Field(ge=0, description="Insert after this line "
+                                                            "(0: at the top).")],
+        insert_text: Annotated[str, Field(description="The text to insert.")],
+    ) -> str:
+        """Insert text at a line of a /memories file."""
+        return files(ctx).insert(path, insert_line, insert_text)
+
+    @server.tool()
+    @_tool_errors
+    def memories_delete(ctx: Context, path: MemoryPath) -> str:
+        """Delete a /memories file or directory."""
+        return files(ctx).delete(path)
+
+    @server.tool()
+    @_tool_errors
+    def memories_rename(
+        ctx: Context, old_path: MemoryPath,
+        new_path: Annotated[str, Field(description="Where it goes, under /memories.")],
+    ) -> str:
+        """Rename or move a /memories file or directory."""
+        return files(ctx).rename(old_path, new_path)
 
 
 class ScopedMCP:
