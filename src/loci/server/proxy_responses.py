@@ -1,0 +1,290 @@
+"""The OpenAI Responses face of the proxy: ``POST /v1/responses`` (streaming and not),
+for clients of the Responses API (the ``openai`` SDK's ``responses.create``, agents
+built on it).
+
+A Responses request is read as the chat-completions request it means (``instructions``
+and the input items: messages, ``function_call`` and ``function_call_output``) and goes
+through the same :class:`~loci.server.proxy.Turn`. The answer is a ``response`` object
+whose output holds a ``message`` item and one ``function_call`` item per tool call;
+streamed as the published events (``response.created``, output items and content parts
+with their deltas, ``response.completed``). The session is the ``X-Loci-Session``
+header, else the ``user`` field. Loci's event log is the conversation, so
+``previous_response_id`` needs nothing more: the session already holds what came
+before. Reasoning items and input other than text are refused for now.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import secrets
+import time
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from loci.engine import Loci
+from loci.errors import LociError, NotFoundError, ValidationError
+from loci.server.proxy import ChatRequest, Engine, Turn
+from loci.server.proxy_stream import TagFilter
+from loci.server.proxy_tools import merge_fragments
+from loci.server.proxy_types import Delta, Upstream
+from loci.server.proxy_upstream import make_upstream
+
+router = APIRouter(tags=["proxy"])
+#: How far back the log is searched for the calls a client's outputs answer.
+RECENT_CALLS = 200
+#: Request fields read here, not passed on as parameters.
+_OWN = frozenset({"model", "input", "instructions", "stream", "user", "tools",
+                  "tool_choice", "max_output_tokens", "previous_response_id", "store",
+                  "metadata", "parallel_tool_calls", "text", "reasoning", "include",
+                  "truncation"})
+
+
+class ResponsesRequest(BaseModel):
+    """An OpenAI Responses request; sampling fields Loci does not use pass through."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1)
+    input: str | list[dict[str, Any]]
+    instructions: str | None = None
+    stream: bool = False
+    user: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    max_output_tokens: int | None = Field(None, ge=1)
+
+    def as_chat(self) -> ChatRequest:
+        """The chat-completions request this one means."""
+        messages: list[dict[str, Any]] = []
+        if self.instructions:
+            messages.append({"role": "system", "content": self.instructions})
+        items = ([{"role": "user", "content": self.input}] if isinstance(self.input, str)
+                 else self.input)
+        for item in items:
+            _add_item(messages, item)
+        if not messages or messages[-1].get("role") == "system":
+            raise ValidationError("input holds no message")
+        params: dict[str, Any] = {k: v for k, v in (self.model_extra or {}).items()
+                                  if k not in _OWN and v is not None}
+        if self.max_output_tokens:
+            params["max_tokens"] = self.max_output_tokens
+        if self.tools:
+            params["tools"] = [_chat_tool(tool) for tool in self.tools]
+            if self.tool_choice is not None:
+                params["tool_choice"] = _chat_tool_choice(self.tool_choice)
+            if self.parallel_tool_calls is not None:
+                params["parallel_tool_calls"] = self.parallel_tool_calls
+        return ChatRequest(model=self.model, messages=messages, **params)
+
+
+@router.post("/responses", response_model=None)
+def responses(
+    loci: Engine, body: ResponsesRequest,
+    x_loci_session: Annotated[str | None, Header()] = None,
+) -> dict[str, Any] | StreamingResponse:
+    """OpenAI's Responses API, with Loci's context in and memory out."""
+    session = x_loci_session or body.user
+    if not session:
+        raise ValidationError("name the session: send the header 'X-Loci-Session: "
+                              "<name>' or the request's 'user' field")
+    turn = Turn(loci, session, _with_recorded_calls(loci, session, body.as_chat()))
+    upstream = make_upstream(loci.settings)
+    shell = _Shell(body.model)
+    if not body.stream:
+        try:
+            answer = upstream.complete(turn.request)
+            clean = turn.record(answer.content, answer.tool_calls)
+            return shell.done(clean, answer.tool_calls, answer.usage)
+        finally:
+            upstream.close()
+    try:
+        deltas = upstream.stream(turn.request)
+        first = next(deltas, Delta())  # an upstream that is down is a 502, not a stream
+    except BaseException:
+        upstream.close()
+        raise
+    events = _stream(turn, upstream, itertools.chain([first], deltas), shell)
+    return StreamingResponse(events, media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})
+
+
+def _with_recorded_calls(loci: Loci, session: str, chat: ChatRequest) -> ChatRequest:
+    """With ``previous_response_id`` a client sends only the outputs of the calls the
+    last response asked for: those calls are in the session's log, and go before them."""
+    first = next((i for i, m in enumerate(chat.messages) if m.get("role") != "system"), 0)
+    if chat.messages[first].get("role") != "tool":
+        return chat
+    wanted = {m.get("tool_call_id") for m in chat.messages[first:] if m.get("role") == "tool"}
+    try:
+        recent = loci.events(session, include_archived=False)[-RECENT_CALLS:]
+    except NotFoundError:
+        recent = []
+    calls = [{"id": e.tool_call_id, "type": "function",
+              "function": {"name": e.tool_name, "arguments": json.dumps(e.args or {})}}
+             for e in recent if e.type == "tool_call" and e.tool_call_id in wanted]
+    if not calls:
+        return chat
+    asked = {"role": "assistant", "content": "", "tool_calls": calls}
+    messages = [*chat.messages[:first], asked, *chat.messages[first:]]
+    return chat.model_copy(update={"messages": messages})
+
+
+def _add_item(messages: list[dict[str, Any]], item: Mapping[str, Any]) -> None:
+    """One input item as chat messages: function calls join the assistant message
+    before them, their outputs become ``tool`` messages."""
+    kind = item.get("type", "message")
+    if kind == "message":
+        role = item.get("role")
+        if role not in ("user", "assistant", "system", "developer"):
+            raise ValidationError(f"unknown message role {role!r}")
+        messages.append({"role": "system" if role == "developer" else role,
+                         "content": _content_text(item.get("content"))})
+    elif kind == "function_call":
+        call = {"id": str(item.get("call_id") or ""), "type": "function",
+                "function": {"name": str(item.get("name") or ""),
+                             "arguments": str(item.get("arguments") or "{}")}}
+        last = messages[-1] if messages else None
+        if last is not None and last.get("role") == "assistant" and not _has_results(
+                messages):
+            last.setdefault("tool_calls", []).append(call)
+        else:
+            messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+    elif kind == "function_call_output":
+        output = item.get("output")
+        messages.append({"role": "tool", "tool_call_id": str(item.get("call_id") or ""),
+                         "content": output if isinstance(output, str) else json.dumps(output)})
+    else:
+        raise ValidationError(f"input items of type {kind!r} are not supported by Loci's "
+                              "Responses face yet: send messages, function_call and "
+                              "function_call_output items")
+
+
+def _has_results(messages: list[dict[str, Any]]) -> bool:
+    return bool(messages) and messages[-1].get("role") == "tool"
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ValidationError("a message's content must be text or a list of parts")
+    texts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind not in ("input_text", "output_text", "text"):
+            raise ValidationError(f"content parts of type {kind!r} are not supported by "
+                                  "Loci's Responses face yet: send text")
+        texts.append(str(part.get("text") or ""))
+    return "\n".join(texts)
+
+
+def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    if tool.get("type") != "function" or not isinstance(tool.get("name"), str):
+        raise ValidationError("only function tools ({\"type\": \"function\", \"name\": ..., "
+                              "\"parameters\": {...}}) are supported")
+    function = {k: tool[k] for k in ("name", "description", "parameters", "strict")
+                if tool.get(k) is not None}
+    return {"type": "function", "function": function}
+
+
+def _chat_tool_choice(choice: str | Mapping[str, Any]) -> Any:
+    if isinstance(choice, str):
+        return choice
+    if choice.get("type") == "function" and isinstance(choice.get("name"), str):
+        return {"type": "function", "function": {"name": choice["name"]}}
+    raise ValidationError("tool_choice must be \"auto\", \"required\", \"none\" or "
+                          "{\"type\": \"function\", \"name\": ...}")
+
+
+class _Shell:
+    """The ``response`` object around one answer, and its output items."""
+
+    def __init__(self, model: str) -> None:
+        self.id = f"resp_loci_{secrets.token_hex(12)}"
+        self.message_id = f"msg_loci_{secrets.token_hex(12)}"
+        self.model, self.created = model, int(time.time())
+
+    def response(self, status: str, output: list[dict[str, Any]],
+                 usage: Mapping[str, int] | None = None) -> dict[str, Any]:
+        usage = usage or {}
+        tokens_in, tokens_out = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+        return {
+            "id": self.id, "object": "response", "created_at": self.created,
+            "status": status, "model": self.model, "output": output, "error": None,
+            "incomplete_details": None, "instructions": None, "metadata": {},
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+            "temperature": None, "top_p": None,
+            "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out,
+                      "total_tokens": tokens_in + tokens_out,
+                      "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens_details": {"reasoning_tokens": 0}},
+        }
+
+    def message(self, text: str, status: str = "completed") -> dict[str, Any]:
+        return {"type": "message", "id": self.message_id, "status": status,
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+    def calls(self, tool_calls: list[Any] | None) -> list[dict[str, Any]]:
+        return [{"type": "function_call", "id": f"fc_{call.get('id') or n}",
+                 "call_id": call.get("id") or "", "name": call["function"]["name"],
+                 "arguments": call["function"].get("arguments") or "{}",
+                 "status": "completed"} for n, call in enumerate(tool_calls or ())]
+
+    def done(self, clean: str, tool_calls: list[Any] | None,
+             usage: Mapping[str, int] | None) -> dict[str, Any]:
+        output = [self.message(clean)] if clean or not tool_calls else []
+        return self.response("completed", output + self.calls(tool_calls), usage)
+
+
+def _stream(turn: Turn, upstream: Upstream, deltas: Iterator[Delta],
+            shell: _Shell) -> Iterator[bytes]:
+    """The Responses event sequence: the message item's text as it arrives (tags held
+    back), then each function call as a whole item, then ``response.completed``."""
+    numbers = itertools.count()
+
+    def event(kind: str, **data: Any) -> bytes:
+        payload = json.dumps({"type": kind, "sequence_number": next(numbers), **data},
+                             ensure_ascii=False)
+        return f"event: {kind}\ndata: {payload}\n\n".encode()
+
+    where = {"item_id": shell.message_id, "output_index": 0, "content_index": 0}
+    try:
+        yield event("response.created", response=shell.response("in_progress", []))
+        yield event("response.output_item.added", output_index=0,
+                    item={**shell.message("", "in_progress"), "content": []})
+        yield event("response.content_part.added", part={
+            "type": "output_text", "text": "", "annotations": []}, **where)
+        tags, usage = TagFilter(), None
+        fragments: list[Any] = []
+        for delta in deltas:
+            if delta.content and (text := tags.feed(delta.content)):
+                yield event("response.output_text.delta", delta=text, **where)
+            fragments += delta.tool_calls or ()
+            usage = delta.usage or usage
+        calls = merge_fragments(fragments) or None
+        clean = turn.record(tags.raw, calls)
+        if rest := tags.finish(clean):
+            yield event("response.output_text.delta", delta=rest, **where)
+        part = {"type": "output_text", "text": clean, "annotations": []}
+        yield event("response.output_text.done", text=clean, **where)
+        yield event("response.content_part.done", part=part, **where)
+        yield event("response.output_item.done", output_index=0, item=shell.message(clean))
+        for index, item in enumerate(shell.calls(calls), start=1):
+            yield event("response.output_item.added", output_index=index,
+                        item={**item, "status": "in_progress", "arguments": ""})
+            yield event("response.function_call_arguments.done", item_id=item["id"],
+                        output_index=index, arguments=item["arguments"])
+            yield event("response.output_item.done", output_index=index, item=item)
+        output = [shell.message(clean), *shell.calls(calls)]
+        yield event("response.completed", response=shell.response("completed", output, usage))
+    except LociError as exc:
+        yield event("error", code=type(exc).__name__, message=str(exc), param=None)
+    finally:
+        upstream.close()
