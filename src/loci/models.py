@@ -7,6 +7,7 @@ and every store call takes one.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -161,6 +162,17 @@ class Document:
     created_at: datetime
     updated_at: datetime
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sha256(self) -> str:
+        """The content's SHA-256 (hex): what a writer saw, for a write that must not
+        replace a newer version (``expected_sha256``)."""
+        return content_sha256(self.content)
+
+
+def content_sha256(content: str | None) -> str:
+    """The SHA-256 (hex) of a document's content; "" for no document."""
+    return "" if content is None else hashlib.sha256(content.encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import io
 import json
 import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from loci.cli.app import main
+from loci.timeutil import format_timestamp
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -88,3 +91,22 @@ def test_session_end(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert again["profile"] == {} and again["path"].startswith("/conversations/")
     code, _, err = run(capsys, "session", "end", "ghost")
     assert code == 2 and "no session 'ghost'" in err
+
+
+def test_kb_restore_a_document_and_a_folder(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    note = tmp_path / "note.md"
+    note.write_text("First plan.\n")
+    run(capsys, "kb", "put", "/plans/a.md", str(note))
+    time.sleep(1.1)  # the CLI runs on the wall clock; times are kept to the microsecond
+    middle = format_timestamp(datetime.now(UTC))
+    time.sleep(0.1)
+    note.write_text("Second plan.\n")
+    run(capsys, "kb", "put", "/plans/a.md", str(note))
+    run(capsys, "kb", "put", "/plans/b.md", str(note))  # created after `middle`
+    code, out, _ = run(capsys, "kb", "restore", "/plans/", "--at", middle)
+    assert code == 0 and "/plans/a.md: updated as v3" in out
+    assert "restored 1 of 2 documents" in out
+    assert "First plan." in run(capsys, "kb", "get", "/plans/a.md")[1]
+    assert run(capsys, "kb", "restore", "/plans/b.md", "--at", middle)[0] != 0

@@ -3,6 +3,8 @@ tenant isolation and /profile/ in compiled context."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from loci import Loci, NotFoundError, ValidationError
@@ -175,3 +177,18 @@ def test_profile_documents_are_in_context_under_their_budget(loci: Loci) -> None
     assert "- Sarah Chen: Relationship: cofounder" in dynamic
     assert "Grow the user base" not in dynamic and "Tide tables" not in dynamic
     assert "/profile/goals.md" in compiled.explain()
+
+
+def test_a_document_is_restored_as_it_was(loci: Loci, clock: FakeClock) -> None:
+    loci.knowledge.put("/plans/q1.md", "Ship the tide API.")
+    clock.advance(hours=1)
+    before = clock()
+    clock.advance(hours=1)
+    loci.knowledge.put("/plans/q1.md", "Ship nothing.")
+    assert loci.knowledge.as_of("/plans/q1.md", before).content == "Ship the tide API."  # type: ignore[union-attr]
+    restored = loci.knowledge.restore("/plans/q1.md", before)
+    assert restored.document.version == 3 and restored.document.content == "Ship the tide API."
+    assert [v.content for v in loci.knowledge.history("/plans/q1.md")] == [
+        "Ship the tide API.", "Ship nothing."]
+    with pytest.raises(NotFoundError, match="did not exist"):
+        loci.knowledge.restore("/plans/q1.md", before - timedelta(days=1))

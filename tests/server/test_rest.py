@@ -3,6 +3,7 @@ shape, 413 for large bodies, and hostile input."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -239,3 +240,22 @@ def test_a_session_name_with_slashes_is_reachable(client: TestClient) -> None:
         assert client.get(url).json()["id"] == path
         assert client.post(f"{url}/context", json={"message": "x"}).status_code == 200
     assert {s["id"] for s in client.get("/api/sessions").json()} >= {"team/alpha", "a/b/c"}
+
+
+def test_a_document_write_with_if_match_cannot_clobber(client: TestClient) -> None:
+    where = {"path": "/notes/plan.md"}
+    assert client.put("/api/kb/doc", params=where, headers={"If-Match": '""'},
+                      json={"content": "v1"}).status_code == 200  # created: none was there
+    read = client.get("/api/kb/doc", params=where)
+    etag = read.headers["ETag"]
+    assert etag == f'"{hashlib.sha256(b"v1").hexdigest()}"'
+    ours = client.put("/api/kb/doc", params=where, headers={"If-Match": etag},
+                      json={"content": "v2 (ours)"})
+    assert ours.status_code == 200 and ours.headers["ETag"] != etag
+    theirs = client.put("/api/kb/doc", params=where, headers={"If-Match": etag},
+                        json={"content": "v2 (theirs, from the same read)"})
+    assert theirs.status_code == 409 and "changed since it was read" in error(theirs)
+    stale = client.put("/api/kb/doc", params=where, json={
+        "content": "x", "expected_sha256": etag.strip('"')})
+    assert stale.status_code == 409
+    assert client.get("/api/kb/doc", params=where).json()["content"] == "v2 (ours)"

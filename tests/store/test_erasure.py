@@ -1,5 +1,6 @@
-"""Erasure in the store contract, on every backend: what is erased is gone from every
-read and search, and nothing of anyone else changes."""
+"""Erasure and conditional writes in the store contract, on every backend: what is
+erased is gone from every read and search, nothing of anyone else changes, and a write
+that expected other content replaces nothing."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from dataclasses import fields
 from datetime import UTC, datetime
 
 import numpy as np
+import pytest
 
-from loci import Document, Memory, Scope, SearchFilters, Store
-from loci.models import ApiKey, NewEvent
+from loci import ConflictError, Document, Memory, Scope, SearchFilters, Store
+from loci.models import ApiKey, NewEvent, content_sha256
 from loci.store import NewCompaction, ScopeData
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -74,3 +76,23 @@ def test_erase_a_tenant_erases_every_agent_and_nothing_else(store: Store) -> Non
     fill(store, Scope("alice", "again"), "ibis")
     assert [h.text for h in store.search_memories(
         Scope("alice", "again"), "ibis", limit=5, filters=SearchFilters())] == ["ibis likes coffee"]
+
+
+def test_a_conditional_write_never_replaces_a_newer_version(store: Store) -> None:
+    """``expected``: the content hash the writer read ("" for no document)."""
+    first = Document("/notes/a.md", "one", (), 1, T0, T0)
+    assert store.put_documents(ALICE, [first], {"/notes/a.md": ""})[0].version == 1
+    with pytest.raises(ConflictError, match="changed since it was read"):
+        store.put_documents(ALICE, [first], {"/notes/a.md": ""})  # it exists now
+    seen = content_sha256("one")
+    second = Document("/notes/a.md", "two", (), 1, T0, T0)
+    assert store.put_documents(ALICE, [second], {"/notes/a.md": seen})[0].version == 2
+    stale = Document("/notes/a.md", "three", (), 1, T0, T0)
+    with pytest.raises(ConflictError):
+        store.put_documents(ALICE, [stale, Document("/notes/b.md", "b", (), 1, T0, T0)],
+                            {"/notes/a.md": seen})
+    assert store.get_document(ALICE, "/notes/a.md").content == "two"  # type: ignore[union-attr]
+    assert store.get_document(ALICE, "/notes/b.md") is None  # all or nothing
+    with pytest.raises(ConflictError, match="no longer exists"):
+        store.put_documents(ALICE, [Document("/notes/c.md", "c", (), 1, T0, T0)],
+                            {"/notes/c.md": seen})

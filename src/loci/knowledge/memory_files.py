@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from loci.errors import LociError
+from loci.errors import ConflictError, LociError
 from loci.knowledge.service import KnowledgeBase
 from loci.models import Document
 
@@ -83,12 +83,13 @@ class MemoryFiles:
         path = _file_path(path)
         if self._file(path) is not None or self._below(path):
             raise MemoryToolError(f"File {path} already exists")
-        self._write(path, _text("file_text", file_text))
+        self._write(path, _text("file_text", file_text), expected="")
         return f"File created successfully at: {path}"
 
     def str_replace(self, path: Any, old_str: Any, new_str: Any) -> str:
         path, old, new = _checked(path), _text("old_str", old_str), _text("new_str", new_str)
-        content = self._existing(path).content
+        document = self._existing(path)
+        content = document.content
         count = content.count(old)
         if count == 0:
             raise MemoryToolError(f"No replacement was performed, old_str `{old}` did not "
@@ -100,7 +101,7 @@ class MemoryFiles:
                                   "unique")
         changed = content[:content.find(old)].count("\n")
         updated = content.replace(old, new)
-        self._write(path, updated)
+        self._write(path, updated, expected=document.sha256)
         lines = updated.split("\n")
         first, last = max(0, changed - 2), min(len(lines), changed + 3)
         snippet = [_numbered(n, lines[n - 1]) for n in range(first + 1, last + 1)]
@@ -109,8 +110,8 @@ class MemoryFiles:
 
     def insert(self, path: Any, insert_line: Any, insert_text: Any) -> str:
         path, text = _checked(path), _text("insert_text", insert_text)
-        content = self._existing(path).content
-        lines = content.split("\n")
+        document = self._existing(path)
+        lines = document.content.split("\n")
         if lines[-1] == "":
             lines.pop()
         if not isinstance(insert_line, int) or not 0 <= insert_line <= len(lines):
@@ -118,7 +119,8 @@ class MemoryFiles:
                                   f"should be within the range [0, {len(lines)}].")
         lines.insert(insert_line, text.rstrip("\n"))
         updated = "\n".join(lines)
-        self._write(path, updated if updated.endswith("\n") else updated + "\n")
+        self._write(path, updated if updated.endswith("\n") else updated + "\n",
+                    expected=document.sha256)
         return f"The file {path} has been edited."
 
     def delete(self, path: Any) -> str:
@@ -143,7 +145,7 @@ class MemoryFiles:
         if not moving:
             raise MemoryToolError(f"The path {old} does not exist")
         for document in moving:
-            self._write(new + document.path[len(old):], document.content)
+            self._write(new + document.path[len(old):], document.content, expected="")
             self.kb.rm(document.path)
         return f"Successfully renamed {old} to {new}"
 
@@ -162,8 +164,14 @@ class MemoryFiles:
     def _below(self, path: str) -> list[Document]:
         return self.kb.ls(path.rstrip("/") + "/")
 
-    def _write(self, path: str, content: str) -> None:
-        self.kb.put(path, content, tags=("memory",), allow_empty=True)
+    def _write(self, path: str, content: str, *, expected: str) -> None:
+        """Write unless the file changed since it was read (another writer: the model
+        reads it again), as a new version."""
+        try:
+            self.kb.put(path, content, tags=("memory",), allow_empty=True,
+                        expected_sha256=expected)
+        except ConflictError as exc:
+            raise MemoryToolError(str(exc)) from exc
 
 
 def _checked(path: Any) -> str:

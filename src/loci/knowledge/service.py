@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from loci.checks import check_json, check_text, clean_tags
@@ -27,7 +28,7 @@ from loci.knowledge.tree import Node, build_tree
 from loci.models import Document, DocumentVersion, Scope, SearchHit
 from loci.retriever import Retriever
 from loci.store.base import SearchFilters, Store
-from loci.timeutil import Clock
+from loci.timeutil import Clock, format_timestamp
 
 MAX_DOCUMENT_CHARS = 2_000_000
 MAX_RESULTS = 100
@@ -54,6 +55,9 @@ class NewDocument:
     content: str
     tags: Sequence[str] | None = None
     metadata: Mapping[str, Any] | None = None
+    #: The content SHA-256 the writer last saw ("" for no document): a newer stored
+    #: version is a ``ConflictError`` instead of being replaced.
+    expected_sha256: str | None = None
 
 
 class KnowledgeBase:
@@ -70,12 +74,14 @@ class KnowledgeBase:
     def put(
         self, path: str, content: str, tags: Sequence[str] | None = None,
         metadata: Mapping[str, Any] | None = None, *, allow_empty: bool = False,
+        expected_sha256: str | None = None,
     ) -> PutResult:
         """Create the document at ``path`` or write its next version; ``None`` tags or
         metadata keep the stored ones. Empty content is refused unless ``allow_empty``
-        (an empty file of the memory tool)."""
-        return self.put_many([NewDocument(path, content, tags, metadata)],
-                             allow_empty=allow_empty)[0]
+        (an empty file of the memory tool). With ``expected_sha256`` (``Document.sha256``
+        of what the writer read, "" for none) a newer version is a ``ConflictError``."""
+        new = NewDocument(path, content, tags, metadata, expected_sha256)
+        return self.put_many([new], allow_empty=allow_empty)[0]
 
     def put_many(self, documents: Sequence[NewDocument], *, embed: bool = True,
                  allow_empty: bool = False) -> list[PutResult]:
@@ -95,7 +101,9 @@ class KnowledgeBase:
             metadata = dict(new.metadata if new.metadata is not None
                             else old.metadata if old else {})
             drafts[path] = Document(path, content, tags, 1, now, now, metadata)
-        stored = self.store.put_documents(self.scope, list(drafts.values()))
+        expected = {path: new.expected_sha256 for path, new in checked
+                    if new.expected_sha256 is not None}
+        stored = self.store.put_documents(self.scope, list(drafts.values()), expected)
         if embed:
             self.embed_pending()
         return [PutResult(doc, _status(before[doc.path], doc)) for doc in stored]
@@ -112,7 +120,28 @@ class KnowledgeBase:
         if not self.store.delete_document(self.scope, path):
             raise NotFoundError(f"no document {path!r}; see `loci kb ls`")
 
+    def restore(self, path: str, at: datetime) -> PutResult:
+        """Write the version ``path`` had at ``at`` as its next version (nothing of its
+        history is lost); a ``ConflictError`` if it changes meanwhile."""
+        current = self.get(path)
+        old = self.as_of(path, at)
+        if old is None:
+            raise NotFoundError(f"{path} did not exist at {format_timestamp(at)}")
+        return self.put(path, old.content, old.tags, old.metadata,
+                        expected_sha256=current.sha256)
+
     # -- reading ------------------------------------------------------------------
+    def as_of(self, path: str, at: datetime) -> Document | None:
+        """The document at ``path`` as it was at ``at``, or None if it did not exist
+        then (or has been deleted since, history and all)."""
+        current = self.find(path)
+        if current is None or current.updated_at <= at:
+            return current
+        for version in self.store.document_history(self.scope, check_path(path)):
+            if version.updated_at <= at < version.superseded_at:
+                return _as_document(version)
+        return None
+
     def get(self, path: str, version: int | None = None) -> Document:
         """The latest version of the document at ``path``, or its ``version``."""
         path = check_path(path)

@@ -3,9 +3,9 @@ search) and for the workspace's skills."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
@@ -14,7 +14,7 @@ from loci.knowledge import DocumentPage, DocumentSummary
 from loci.knowledge.tree import Node
 from loci.models import Document, DocumentVersion
 from loci.server.deps import Engine, hub_of
-from loci.server.routing import JSONRoute
+from loci.server.routing import JSONRoute, json_response
 
 router = APIRouter(route_class=JSONRoute)
 
@@ -23,6 +23,8 @@ class DocumentIn(BaseModel):
     content: str
     tags: list[str] | None = None
     metadata: dict[str, Any] | None = None
+    #: The content SHA-256 the writer last saw ("" for no document).
+    expected_sha256: str | None = None
 
 
 class KnowledgeSearchIn(BaseModel):
@@ -36,6 +38,11 @@ class KnowledgeSearchIn(BaseModel):
 
 class SkillMatchIn(BaseModel):
     text: str
+
+
+def _tagged(response: Response, document: Document) -> Response:
+    response.headers["ETag"] = f'"{document.sha256}"'
+    return response
 
 
 def _summary(document: Document) -> dict[str, Any]:
@@ -63,15 +70,24 @@ def document_tree(loci: Engine, prefix: str = "/") -> dict[str, Any]:
 
 
 @router.get("/kb/doc", response_model=None, tags=["knowledge"])
-def get_document(loci: Engine, path: str, version: int | None = None) -> Document:
-    return loci.knowledge.get(path, version)
+def get_document(loci: Engine, path: str, version: int | None = None) -> Response:
+    """A document; its ``ETag`` is its content's SHA-256, for ``If-Match``."""
+    document = loci.knowledge.get(path, version)
+    return _tagged(json_response(document), document)
 
 
 @router.put("/kb/doc", response_model=None, tags=["knowledge"])
-def put_document(loci: Engine, path: str, body: DocumentIn) -> dict[str, Any]:
-    """Create the document at ``path`` or write its next version."""
-    result = loci.knowledge.put(path, body.content, body.tags, body.metadata)
-    return {"status": result.status, "document": result.document}
+def put_document(loci: Engine, path: str, body: DocumentIn,
+                 if_match: Annotated[str | None, Header()] = None) -> Response:
+    """Create the document at ``path`` or write its next version. ``If-Match`` with
+    the ``ETag`` read (or ``expected_sha256``) refuses to replace a newer version: 409."""
+    expected = body.expected_sha256
+    if if_match is not None:
+        expected = "" if if_match.strip() == '""' else if_match.strip().strip('"')
+    result = loci.knowledge.put(path, body.content, body.tags, body.metadata,
+                                expected_sha256=expected)
+    response = json_response({"status": result.status, "document": result.document})
+    return _tagged(response, result.document)
 
 
 @router.delete("/kb/doc", status_code=204, tags=["knowledge"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -263,8 +263,11 @@ class Store(ABC):
         writing what is already stored changes nothing."""
 
     @abstractmethod
-    def put_documents(self, scope: Scope, documents: Sequence[Document]) -> list[Document]:
-        """``put_document`` for many in one transaction (all or nothing)."""
+    def put_documents(self, scope: Scope, documents: Sequence[Document],
+                      expected: Mapping[str, str] | None = None) -> list[Document]:
+        """``put_document`` for many in one transaction (all or nothing). ``expected``:
+        by path, the content SHA-256 the writer last saw ("" for no document); a path
+        whose stored content differs is a ``ConflictError`` and nothing is written."""
 
     @abstractmethod
     def get_document(self, scope: Scope, path: str) -> Document | None: ...

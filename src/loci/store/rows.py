@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from loci.errors import ConflictError
 from loci.models import (
     ApiKey,
     Compaction,
@@ -19,6 +20,7 @@ from loci.models import (
     NewEvent,
     SearchHit,
     StateItem,
+    content_sha256,
 )
 from loci.search import conversation
 from loci.store.codec import canonical_json, from_micros, load_json, load_tags, to_micros
@@ -126,6 +128,18 @@ def to_document_version(r: tuple[Any, ...]) -> DocumentVersion:
         created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
         superseded_at=from_micros(r[6]), metadata=load_json(r[7]) or {},
     )
+
+
+def check_unchanged(path: str, stored: str | None, expected: str | None) -> None:
+    """Refuse a write whose writer saw other content than is stored (``expected``: its
+    SHA-256, "" for no document; None: no condition)."""
+    if expected is None:
+        return
+    actual = content_sha256(stored)
+    if actual != expected:
+        now = f"its content's sha256 is now {actual}" if actual else "it no longer exists"
+        raise ConflictError(f"{path} changed since it was read ({now}): read it again "
+                            "and retry")
 
 
 def in_time_order(events: Sequence[NewEvent], latest: int | None) -> list[NewEvent]:

@@ -14,7 +14,7 @@ from loci.knowledge import import_directory
 from loci.knowledge.paths import parse_tags
 from loci.knowledge.text import parse_front_matter
 from loci.knowledge.tree import render_tree
-from loci.timeutil import format_timestamp
+from loci.timeutil import format_timestamp, parse_timestamp
 
 
 @cli.group()
@@ -118,6 +118,28 @@ def kb_rm(loci: Loci, path: str) -> None:
     """Delete the document at PATH and its history."""
     loci.knowledge.rm(path)
     click.echo(f"removed {path}")
+
+
+@kb.command(name="restore")
+@click.argument("path")
+@click.option("--at", "at", required=True, metavar="TIME",
+              help="ISO 8601 time, e.g. 2026-11-24T09:00:00Z.")
+@scoped
+def kb_restore(loci: Loci, path: str, at: str) -> None:
+    """Write PATH back as it was at TIME (as its next version; its history stays). A
+    folder (PATH ending in /) restores each of its documents that existed then."""
+    when = parse_timestamp(at)
+    paths = [d.path for d in loci.knowledge.ls(path)] if path.endswith("/") else [path]
+    restored = 0
+    for each in paths:
+        if path.endswith("/") and loci.knowledge.as_of(each, when) is None:
+            continue  # created since
+        result = loci.knowledge.restore(each, when)
+        restored += 1
+        click.echo(f"{each}: {result.status} as v{result.document.version}")
+    if path.endswith("/"):
+        click.echo(f"restored {restored} of {len(paths)} documents as of "
+                   f"{format_timestamp(when)}")
 
 
 @kb.command(name="search")

@@ -3,9 +3,10 @@ search."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from loci.errors import ConflictError
 from loci.models import Document, DocumentVersion, Scope
 from loci.store.codec import from_micros, to_micros
 from loci.store.postgres.base import Cursor, PostgresBase
@@ -16,14 +17,21 @@ from loci.store.postgres.rows import (
     path_to_ltree,
     prefix_filter,
 )
-from loci.store.rows import in_order, to_document, to_document_version
+from loci.store.rows import check_unchanged, in_order, to_document, to_document_version
 
 
-def upsert_document(cur: Cursor, scope: Scope, document: Document) -> Document:
+def upsert_document(cur: Cursor, scope: Scope, document: Document,
+                    expected_sha256: str | None = None) -> Document:
     """Insert, or keep the stored version in ``document_versions`` and replace it
-    with the next version number; identical content, tags and metadata: no-op."""
+    with the next version number; identical content, tags and metadata: no-op. With
+    ``expected_sha256``, the stored content must be the one the writer saw."""
     key = (scope.tenant, scope.agent, document.path)
     tags, metadata = list(document.tags), json_value(document.metadata)
+    if expected_sha256:  # the writer saw a version: it must still be there
+        cur.execute("SELECT content FROM documents WHERE tenant = %s AND agent = %s "
+                    "AND path = %s FOR UPDATE", key)
+        row = cur.fetchone()
+        check_unchanged(document.path, row[0] if row else None, expected_sha256)
     # Insert-if-absent first: of two processes creating one path, one inserts and the
     # other falls through to the locked read below (no unique-violation error).
     cur.execute(
@@ -35,6 +43,9 @@ def upsert_document(cur: Cursor, scope: Scope, document: Document) -> Document:
     )
     if cur.rowcount:
         return document
+    if expected_sha256 == "":  # the writer saw no document, and there is one
+        raise ConflictError(f"{document.path} changed since it was read (it exists "
+                            "now): read it again and retry")
     cur.execute(
         "SELECT version, content, tags, metadata = %s::jsonb OR (metadata IS NULL AND "
         "%s::jsonb IS NULL), created, updated FROM documents WHERE tenant = %s "
@@ -72,11 +83,13 @@ class PostgresDocuments(PostgresBase):
     def put_document(self, scope: Scope, document: Document) -> Document:
         return self.put_documents(scope, [document])[0]
 
-    def put_documents(self, scope: Scope, documents: Sequence[Document]) -> list[Document]:
+    def put_documents(self, scope: Scope, documents: Sequence[Document],
+                      expected: Mapping[str, str] | None = None) -> list[Document]:
         for d in documents:
             check_text(d.path, d.content, *d.tags)
+        expected = expected or {}
         with self._write() as cur:
-            return [upsert_document(cur, scope, d) for d in documents]
+            return [upsert_document(cur, scope, d, expected.get(d.path)) for d in documents]
 
     def get_document(self, scope: Scope, path: str) -> Document | None:
         rows = self._query(

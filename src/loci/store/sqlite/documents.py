@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from loci.models import Document, DocumentVersion, Scope
 from loci.store.codec import dump_json, dump_tags, from_micros, load_json, load_tags, to_micros
-from loci.store.rows import in_order, to_document
+from loci.store.rows import check_unchanged, in_order, to_document
 from loci.store.sqlite.base import SQLiteBase
 from loci.store.sqlite.rows import DOCUMENT_COLUMNS
 
 
-def upsert_document(db: sqlite3.Connection, scope: Scope, document: Document) -> Document:
+def upsert_document(db: sqlite3.Connection, scope: Scope, document: Document,
+                    expected_sha256: str | None = None) -> Document:
     """Insert, or keep the stored version in ``document_versions`` and replace it
-    with the next version number; identical content, tags and metadata: no-op."""
+    with the next version number; identical content, tags and metadata: no-op. With
+    ``expected_sha256``, the stored content must be the one the writer saw."""
     key = (scope.tenant, scope.agent, document.path)
     tags, metadata = dump_tags(document.tags), dump_json(document.metadata)
     old = db.execute(
         "SELECT version, content, tags, metadata, created, updated FROM documents "
         "WHERE tenant = ? AND agent = ? AND path = ?", key).fetchone()
+    check_unchanged(document.path, old[1] if old else None, expected_sha256)
     if old is None:
         db.execute(
             "INSERT INTO documents (tenant, agent, path, content, tags, version, "
@@ -56,9 +59,11 @@ class SQLiteDocuments(SQLiteBase):
     def put_document(self, scope: Scope, document: Document) -> Document:
         return self.put_documents(scope, [document])[0]
 
-    def put_documents(self, scope: Scope, documents: Sequence[Document]) -> list[Document]:
+    def put_documents(self, scope: Scope, documents: Sequence[Document],
+                      expected: Mapping[str, str] | None = None) -> list[Document]:
+        expected = expected or {}
         with self._write() as db:
-            return [upsert_document(db, scope, d) for d in documents]
+            return [upsert_document(db, scope, d, expected.get(d.path)) for d in documents]
 
     def get_document(self, scope: Scope, path: str) -> Document | None:
         rows = self._query(
