@@ -29,7 +29,8 @@ from tests.server.conftest import LiveServer, make_key
 
 pytestmark = pytest.mark.anyio
 TOOLS = {"memory_search", "memory_read", "memory_write", "search_conversation",
-         "search_knowledge", "read_document", "state_get", "state_set", "memories_view",
+         "search_knowledge", "read_document", "state_get", "state_set", "memory_list",
+         "memory_forget", "memories_view",
          "memories_create", "memories_str_replace", "memories_insert", "memories_delete",
          "memories_rename"}
 
@@ -233,3 +234,23 @@ async def test_the_memory_tool_commands_as_mcp_tools(hub: Hub) -> None:
         assert await text("memories_delete", path="/memories/done.md") == (
             "Successfully deleted /memories/done.md")
     assert hub.engine(maya).knowledge.ls("/memories/") == []
+
+
+async def test_an_agent_manages_its_own_memories(hub: Hub) -> None:
+    maya = Principal(Scope("maya", "helper"))
+    async with Client(build_mcp(hub, maya)) as client:
+        wrong = data(await client.call_tool("memory_write", {
+            "content": "Maya lives in Porto", "type": "sticky"}))
+        data(await client.call_tool("memory_write", {"content": "Maya drinks tea"}))
+        listed = data(await client.call_tool("memory_list", {"limit": 5}))["results"]
+        assert [m["content"] for m in listed] == ["Maya drinks tea", "Maya lives in Porto"]
+        only = data(await client.call_tool("memory_list", {"type": "sticky"}))["results"]
+        assert [m["id"] for m in only] == [wrong["id"]]
+        assert data(await client.call_tool("memory_forget", {"id": wrong["id"]})) == {
+            "forgotten": wrong["id"]}
+        again = await client.call_tool("memory_forget", {"id": wrong["id"]})
+        assert again.is_error and "no memory" in error_text(again)
+        assert "loci " not in error_text(again)  # written for the model, not a shell
+        missing = await client.call_tool("read_document", {"path": "/nope.md"})
+        assert missing.is_error and "`loci" not in error_text(missing)
+    assert [m.content for m in hub.engine(maya).memories()] == ["Maya drinks tea"]

@@ -118,7 +118,7 @@ class KnowledgeBase:
         """Delete the document at ``path`` and its history."""
         path = check_path(path)
         if not self.store.delete_document(self.scope, path):
-            raise NotFoundError(f"no document {path!r}; see `loci kb ls`")
+            raise NotFoundError(f"no document {path!r} (list the folder to see what exists)")
 
     def restore(self, path: str, at: datetime) -> PutResult:
         """Write the version ``path`` had at ``at`` as its next version (nothing of its
@@ -147,7 +147,7 @@ class KnowledgeBase:
         path = check_path(path)
         document = self.store.get_document(self.scope, path)
         if document is None:
-            raise NotFoundError(f"no document {path!r}; see `loci kb ls`")
+            raise NotFoundError(f"no document {path!r} (list the folder to see what exists)")
         if version is None or version == document.version:
             return document
         for old in self.store.document_history(self.scope, path):

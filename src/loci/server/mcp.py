@@ -51,8 +51,9 @@ INSTRUCTIONS = (
     "Loci keeps this user's long-term memory: typed facts (memories), key/value state, "
     "the log of past conversations and a knowledge base of documents. Search first "
     "(memory_search, search_conversation, search_knowledge), then read what you need "
-    "in full (memory_read, read_document). Save lasting facts with memory_write and "
-    "small current values with state_set."
+    "in full (memory_read, read_document). Save lasting facts with memory_write (with an "
+    "id to correct one), list recent ones with memory_list, delete a wrong one with "
+    "memory_forget, and keep small current values with state_set."
 )
 
 P = ParamSpec("P")
@@ -140,6 +141,28 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
         already known refreshes it instead of duplicating it."""
         memory = engine(ctx).memory_write(type, tags or [], content, id=id)
         return _json(memory)
+
+    @server.tool()
+    @_tool_errors
+    def memory_list(
+        ctx: Context,
+        type: Annotated[str | None, Field(description="Only this memory type.")] = None,
+        limit: Annotated[int, Field(ge=1, le=200, description="Most memories.")] = 20,
+    ) -> dict[str, Any]:
+        """The user's most recent memories (not expired), newest first, with their ids:
+        what you know before you search."""
+        return _json(engine(ctx).memories(type)[:limit])
+
+    @server.tool()
+    @_tool_errors
+    def memory_forget(
+        ctx: Context,
+        id: Annotated[str, Field(description="The id of the memory to delete.")],
+    ) -> dict[str, Any]:
+        """Delete a memory that is wrong or that the user asked you to forget, with its
+        history. To correct a fact instead, call memory_write with its id."""
+        engine(ctx).forget(id)
+        return {"forgotten": id}
 
     @server.tool()
     @_tool_errors
