@@ -25,10 +25,12 @@ def hub_of(request: Request) -> Hub:
 
 
 def principal_of(request: Request, *, bearer_optional: bool = False) -> Principal:
-    """Who sent ``request``. With ``bearer_optional``, a bearer token is ignored while
-    the server is in open mode (OpenAI clients always send one)."""
+    """Who sent ``request``: its key as a bearer token or, as Anthropic's clients send
+    it, ``x-api-key``. With ``bearer_optional``, a key is ignored while the server is in
+    open mode (SDK clients always send one, whatever it holds)."""
     hub, headers = hub_of(request), request.headers
-    authorization = headers.get("authorization")
+    key = headers.get("x-api-key")  # how Anthropic's clients send a key
+    authorization = headers.get("authorization") or (f"Bearer {key}" if key else None)
     if authorization and bearer_optional and not hub.keys_required():
         authorization = None
     return hub.authenticate(authorization, headers.get("x-loci-user"),

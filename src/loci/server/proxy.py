@@ -196,23 +196,44 @@ class Turn:
             upstream.close()
 
     def _relay(self, deltas: Iterator[Delta]) -> Iterator[bytes]:
-        tags = TagFilter()
-        finish, usage = "stop", None
-        tool_calls: list[Any] = []
+        relay = Relay(self)
         for delta in deltas:
-            if delta.content and (text := tags.feed(delta.content)):
+            if text := relay.feed(delta):
                 yield sse(chunk(self.base, {"content": text}))
             if delta.tool_calls:
-                tool_calls += delta.tool_calls
                 yield sse(chunk(self.base, {"tool_calls": delta.tool_calls}))
-            finish = delta.finish_reason or finish
-            usage = delta.usage or usage
-        clean = self.record(tags.raw, merge_fragments(tool_calls) or None)
-        if rest := tags.finish(clean):
+        if rest := relay.end():
             yield sse(chunk(self.base, {"content": rest}))
-        yield sse(chunk(self.base, {}, finish))
-        if usage and (self.body.model_extra or {}).get("stream_options", {}).get(
+        yield sse(chunk(self.base, {}, relay.finish))
+        if relay.usage and (self.body.model_extra or {}).get("stream_options", {}).get(
                 "include_usage"):
             yield sse({**self.base, "object": "chat.completion.chunk", "choices": [],
-                       "usage": usage})
+                       "usage": relay.usage})
         yield sse("[DONE]")
+
+
+class Relay:
+    """One streamed answer as every face relays it: text as soon as it can be shown
+    (tags held back), tool-call pieces, finish reason and usage collected; at the end
+    the turn is recorded and the clean text's rest returned."""
+
+    def __init__(self, turn: Turn) -> None:
+        self.turn, self.tags = turn, TagFilter()
+        self.fragments: list[Any] = []
+        self.finish = "stop"
+        self.usage: dict[str, int] | None = None
+        self.clean = ""
+        self.calls: list[dict[str, Any]] | None = None
+
+    def feed(self, delta: Delta) -> str:
+        """The text of ``delta`` that can be shown now ("" if none)."""
+        self.fragments += delta.tool_calls or ()
+        self.finish = delta.finish_reason or self.finish
+        self.usage = delta.usage or self.usage
+        return self.tags.feed(delta.content) if delta.content else ""
+
+    def end(self) -> str:
+        """Record the turn; the clean text not shown yet."""
+        self.calls = merge_fragments(self.fragments) or None
+        self.clean = self.turn.record(self.tags.raw, self.calls)
+        return self.tags.finish(self.clean)

@@ -21,16 +21,12 @@ import secrets
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from loci.engine import Loci
 from loci.errors import LociError, ValidationError
-from loci.server.deps import hub_of
-from loci.server.proxy import ChatRequest, Turn
-from loci.server.proxy_stream import TagFilter
-from loci.server.proxy_tools import merge_fragments
+from loci.server.proxy import ChatRequest, Engine, Relay, Turn
 from loci.server.proxy_types import Completion, Delta, Upstream
 from loci.server.proxy_upstream import make_upstream
 
@@ -40,21 +36,6 @@ _STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 #: Request fields read here, not passed on as parameters.
 _OWN = frozenset({"model", "messages", "system", "stream", "metadata", "tools",
                   "tool_choice", "max_tokens", "stop_sequences"})
-
-
-async def get_messages_engine(request: Request) -> Loci:
-    """The caller's engine: the SDK sends its key as ``x-api-key``; in open mode the
-    key (whatever it holds) is ignored, as for the chat-completions face."""
-    hub, headers = hub_of(request), request.headers
-    key = headers.get("x-api-key")
-    authorization = headers.get("authorization") or (f"Bearer {key}" if key else None)
-    if authorization and not hub.keys_required():
-        authorization = None
-    return hub.engine(hub.authenticate(authorization, headers.get("x-loci-user"),
-                                       headers.get("x-loci-agent")))
-
-
-Engine = Annotated[Loci, Depends(get_messages_engine)]
 
 
 class MessagesRequest(BaseModel):
@@ -271,30 +252,25 @@ def _stream(turn: Turn, upstream: Upstream, deltas: Iterator[Delta], reply_id: s
             "usage": {"input_tokens": 0, "output_tokens": 0}}})
         yield _event("content_block_start", {"index": 0,
                                              "content_block": {"type": "text", "text": ""}})
-        tags, finish, usage = TagFilter(), "stop", None
-        fragments: list[Any] = []
+        relay = Relay(turn)
         for delta in deltas:
-            if delta.content and (text := tags.feed(delta.content)):
+            if text := relay.feed(delta):
                 yield _event("content_block_delta", {
                     "index": 0, "delta": {"type": "text_delta", "text": text}})
-            fragments += delta.tool_calls or ()
-            finish = delta.finish_reason or finish
-            usage = delta.usage or usage
-        calls = merge_fragments(fragments) or None
-        clean = turn.record(tags.raw, calls)
-        if rest := tags.finish(clean):
+        if rest := relay.end():
             yield _event("content_block_delta", {
                 "index": 0, "delta": {"type": "text_delta", "text": rest}})
         yield _event("content_block_stop", {"index": 0})
-        for index, block in enumerate(_tool_blocks(calls), start=1):
+        for index, block in enumerate(_tool_blocks(relay.calls), start=1):
             yield _event("content_block_start", {"index": index, "content_block": {
                 **block, "input": {}}})
             yield _event("content_block_delta", {"index": index, "delta": {
                 "type": "input_json_delta", "partial_json": json.dumps(block["input"])}})
             yield _event("content_block_stop", {"index": index})
         yield _event("message_delta", {
-            "delta": {"stop_reason": _STOP.get(finish, "end_turn"), "stop_sequence": None},
-            "usage": {"output_tokens": _usage(usage)["output_tokens"]}})
+            "delta": {"stop_reason": _STOP.get(relay.finish, "end_turn"),
+                      "stop_sequence": None},
+            "usage": {"output_tokens": _usage(relay.usage)["output_tokens"]}})
         yield _event("message_stop", {})
     except LociError as exc:
         yield _event("error", {"error": {"type": "api_error", "message": str(exc)}})

@@ -28,9 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
-from loci.server.proxy import ChatRequest, Engine, Turn
-from loci.server.proxy_stream import TagFilter
-from loci.server.proxy_tools import merge_fragments
+from loci.server.proxy import ChatRequest, Engine, Relay, Turn
 from loci.server.proxy_types import Delta, Upstream
 from loci.server.proxy_upstream import make_upstream
 
@@ -261,17 +259,13 @@ def _stream(turn: Turn, upstream: Upstream, deltas: Iterator[Delta],
                     item={**shell.message("", "in_progress"), "content": []})
         yield event("response.content_part.added", part={
             "type": "output_text", "text": "", "annotations": []}, **where)
-        tags, usage = TagFilter(), None
-        fragments: list[Any] = []
+        relay = Relay(turn)
         for delta in deltas:
-            if delta.content and (text := tags.feed(delta.content)):
+            if text := relay.feed(delta):
                 yield event("response.output_text.delta", delta=text, **where)
-            fragments += delta.tool_calls or ()
-            usage = delta.usage or usage
-        calls = merge_fragments(fragments) or None
-        clean = turn.record(tags.raw, calls)
-        if rest := tags.finish(clean):
+        if rest := relay.end():
             yield event("response.output_text.delta", delta=rest, **where)
+        clean, calls, usage = relay.clean, relay.calls, relay.usage
         part = {"type": "output_text", "text": clean, "annotations": []}
         yield event("response.output_text.done", text=clean, **where)
         yield event("response.content_part.done", part=part, **where)
