@@ -224,3 +224,17 @@ def test_purge_needs_a_target_and_retention_spares_fresh_sessions(
     assert code == 0 and out.startswith("archived 0 sessions (0 events) untouched since")
     assert run(capsys, "purge", "--older-than", "0")[0] == 2  # must be positive
     assert "Fresh." in run(capsys, "log", "s1")[1]
+
+
+def test_state_delete_and_tokens_of_a_binary_file(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "state", "set", "topic", "tides")
+    code, out, _ = run(capsys, "state", "delete", "topic")
+    assert code == 0 and out.strip() == "deleted topic"
+    assert run(capsys, "state", "get", "topic")[0] == 2
+    assert run(capsys, "state", "delete", "topic")[0] == 2
+    binary = tmp_path / "image.bin"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    code, _, err = run(capsys, "tokens", str(binary))
+    assert code == 2 and "is not UTF-8 text" in err and "Traceback" not in err

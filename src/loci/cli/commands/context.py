@@ -55,7 +55,11 @@ def context(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def tokens(file: str, model: str, as_json: bool) -> None:
     """Count the tokens of FILE (or stdin) for MODEL, exactly where possible."""
-    text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(f"{file} is not UTF-8 text ({exc.reason} at byte "
+                               f"{exc.start})") from exc
     counter = token_counter(model)
     result = {
         "model": model,

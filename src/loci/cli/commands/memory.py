@@ -242,6 +242,15 @@ def state_get(loci: Loci, key: str, as_json: bool) -> None:
         click.echo(item.value)
 
 
+@state.command(name="delete")
+@click.argument("key")
+@scoped
+def state_delete(loci: Loci, key: str) -> None:
+    """Delete KEY."""
+    loci.state_delete(key)
+    click.echo(f"deleted {key}")
+
+
 @state.command(name="list")
 @json_option
 @scoped
