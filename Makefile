@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+#: What serving needs: the package alone, without the tools for tests.
+SERVE_STAMP := $(VENV)/.installed-serve
 
 .PHONY: serve test demo lint browser typecheck bench bench-locomo clean
 
@@ -10,9 +12,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+$(SERVE_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(SERVE_STAMP)
+
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	touch $(STAMP)
+	touch $(STAMP) $(SERVE_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
@@ -28,10 +34,10 @@ browser:
 test: lint typecheck browser
 	$(BIN)/pytest
 
-serve: $(STAMP)
+serve: $(SERVE_STAMP)
 	$(BIN)/loci serve
 
-demo: $(STAMP)
+demo: $(SERVE_STAMP)
 	$(BIN)/loci demo
 
 bench: $(STAMP)

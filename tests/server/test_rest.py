@@ -259,3 +259,14 @@ def test_a_document_write_with_if_match_cannot_clobber(client: TestClient) -> No
         "content": "x", "expected_sha256": etag.strip('"')})
     assert stale.status_code == 409
     assert client.get("/api/kb/doc", params=where).json()["content"] == "v2 (ours)"
+
+
+def test_the_api_docs_work_offline(client: TestClient) -> None:
+    for page, script in (("/docs", "/docs-assets/swagger-ui-bundle.js"),
+                         ("/redoc", "/docs-assets/redoc.standalone.js")):
+        html = client.get(page)
+        assert html.status_code == 200 and script in html.text, page
+        assert "cdn.jsdelivr" not in html.text and "fonts.googleapis" not in html.text
+        asset = client.get(script)
+        assert asset.status_code == 200 and len(asset.content) > 100_000
+    assert client.get("/docs-assets/swagger-ui.css").status_code == 200

@@ -21,7 +21,7 @@ from loci.server.api_erasure import router as erasure_router
 from loci.server.api_knowledge import router as knowledge_router
 from loci.server.api_memory import router as memory_router
 from loci.server.api_sessions import router as sessions_router
-from loci.server.dashboard import mount_dashboard
+from loci.server.dashboard import mount_dashboard, mount_docs
 from loci.server.deps import document_auth
 from loci.server.guard import Guard
 from loci.server.hub import Hub
@@ -157,7 +157,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
 
     app = FastAPI(title="Loci", version=__version__, lifespan=lifespan,
                   description="Context and memory engine for LLM agents.",
-                  telemetry=NO_TELEMETRY)
+                  telemetry=NO_TELEMETRY, docs_url=None, redoc_url=None)
     app.state.hub = hub
     errors.install(app)
 
@@ -177,6 +177,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
 
     app.router.routes.append(Route("/mcp", mcp_endpoint, include_in_schema=False))
 
+    mount_docs(app)
     # Last: the dashboard's mount at "/" would shadow any route added after it.
     mount_dashboard(app)
     app.add_middleware(BodyLimit, limit=hub.settings.server.max_body)

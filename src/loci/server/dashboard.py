@@ -5,9 +5,12 @@ the browser runs, and it talks to the server only through the REST API under ``/
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import HTMLResponse
 from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
@@ -41,3 +44,30 @@ def mount_dashboard(app: FastAPI) -> None:
     """Serve the dashboard at ``/``. A mount at ``/`` matches every path, so call this
     after every other route is added, or it would shadow them."""
     app.mount("/", DashboardFiles(directory=STATIC_DIR, html=True), name="dashboard")
+
+
+#: Swagger UI and ReDoc, shipped in a package (``fastapi-offline``), so /docs works
+#: offline: FastAPI's own pages load them from a CDN.
+DOCS_ASSETS = "/docs-assets"
+
+
+def mount_docs(app: FastAPI) -> None:
+    """``/docs`` (Swagger UI) and ``/redoc`` with their scripts served from here."""
+    assets = resources.files("fastapi_offline") / "static"
+    app.mount(DOCS_ASSETS, StaticFiles(directory=str(assets)), name="docs-assets")
+    openapi = app.openapi_url or "/openapi.json"
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=openapi, title=f"{app.title} API",
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon.png")
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc() -> HTMLResponse:
+        return get_redoc_html(openapi_url=openapi, title=f"{app.title} API",
+                              redoc_js_url=f"{DOCS_ASSETS}/redoc.standalone.js",
+                              redoc_favicon_url=f"{DOCS_ASSETS}/favicon.png",
+                              with_google_fonts=False)
