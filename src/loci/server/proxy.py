@@ -109,16 +109,23 @@ def chat_completions(
             return turn.complete(upstream)
         finally:
             upstream.close()
+    return event_stream(turn.stream(upstream, started(upstream, turn.request)))
+
+
+def started(upstream: Upstream, request: UpstreamRequest) -> Iterator[Delta]:
+    """The upstream's stream with its first event already read, so that an upstream
+    that is down or refuses the call is still an HTTP 502, not a broken 200 stream."""
     try:
-        deltas = upstream.stream(turn.request)
-        # Wait for the upstream's first event, so that an upstream that is down or
-        # refuses the call is still an HTTP 502, not a broken 200 stream.
+        deltas = upstream.stream(request)
         first = next(deltas, Delta())
     except BaseException:
         upstream.close()
         raise
-    return StreamingResponse(turn.stream(upstream, itertools.chain([first], deltas)),
-                             media_type="text/event-stream",
+    return itertools.chain([first], deltas)
+
+
+def event_stream(events: Iterator[bytes]) -> StreamingResponse:
+    return StreamingResponse(events, media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})
 
 

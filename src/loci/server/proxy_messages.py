@@ -15,7 +15,6 @@ Content other than text and tool blocks (images, documents) is refused for now.
 
 from __future__ import annotations
 
-import itertools
 import json
 import secrets
 from collections.abc import Iterator, Mapping
@@ -26,7 +25,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from loci.errors import LociError, ValidationError
-from loci.server.proxy import ChatRequest, Engine, Relay, Turn
+from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
 from loci.server.proxy_types import Completion, Delta, Upstream
 from loci.server.proxy_upstream import make_upstream
 
@@ -97,15 +96,8 @@ def messages(
             return _message(reply_id, body.model, clean, answer)
         finally:
             upstream.close()
-    try:
-        deltas = upstream.stream(turn.request)
-        first = next(deltas, Delta())  # an upstream that is down is a 502, not a stream
-    except BaseException:
-        upstream.close()
-        raise
-    events = _stream(turn, upstream, itertools.chain([first], deltas), reply_id, body.model)
-    return StreamingResponse(events, media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache"})
+    deltas = started(upstream, turn.request)
+    return event_stream(_stream(turn, upstream, deltas, reply_id, body.model))
 
 
 @router.post("/messages/count_tokens", response_model=None)

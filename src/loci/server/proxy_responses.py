@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
-from loci.server.proxy import ChatRequest, Engine, Relay, Turn
+from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
 from loci.server.proxy_types import Delta, Upstream
 from loci.server.proxy_upstream import make_upstream
 
@@ -101,15 +101,7 @@ def responses(
             return shell.done(clean, answer.tool_calls, answer.usage)
         finally:
             upstream.close()
-    try:
-        deltas = upstream.stream(turn.request)
-        first = next(deltas, Delta())  # an upstream that is down is a 502, not a stream
-    except BaseException:
-        upstream.close()
-        raise
-    events = _stream(turn, upstream, itertools.chain([first], deltas), shell)
-    return StreamingResponse(events, media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache"})
+    return event_stream(_stream(turn, upstream, started(upstream, turn.request), shell))
 
 
 def _with_recorded_calls(loci: Loci, session: str, chat: ChatRequest) -> ChatRequest:
