@@ -83,6 +83,29 @@ def test_forget_and_kb_rm_leave_no_byte_of_the_text(home: Path, runtime: Runtime
     assert residue(home, ("baobab",)) and loci.memory(kept.id).content.endswith("baobab.")
 
 
+def test_forget_with_redact_source_takes_the_tag_out_of_the_raw_reply(
+    home: Path, runtime: Runtime
+) -> None:
+    loci = runtime.scope("alice", "helper")
+    event, result = loci.add_reply("s1", (
+        "Sure. [MEMORY:fact] The user's alarm code is glorptoken. [/MEMORY] "
+        "[MEMORY:fact] The user's cat is called Miso. [/MEMORY] Anything else?"))
+    code = result.saved[0].memory
+    _, other = loci.add_reply("s1", "Noted. [MEMORY:fact] The user likes marzipanflux. "
+                                    "[/MEMORY]")
+    loci.sync()
+    loci.forget(other.saved[0].memory.id)  # the default: the raw reply stays whole
+    assert residue(home, ("marzipanflux",))
+    assert loci.forget(code.id, redact_source=True) == 1
+    runtime.store.persist_indexes()
+    assert residue(home, ("glorptoken",)) == {}
+    reply, noted = [e for e in loci.events("s1") if e.role == "assistant"]
+    assert reply.content == event.content == "Sure. Anything else?"
+    assert reply.metadata["raw"] == ("Sure. [MEMORY:fact] The user's cat is called Miso. "
+                                     "[/MEMORY] Anything else?")
+    assert "marzipanflux" in noted.metadata["raw"]
+
+
 def test_erasing_a_session_takes_what_came_from_it_unless_kept(runtime: Runtime) -> None:
     loci = runtime.scope("alice", "helper")
     fill(loci, ALICE_WORDS)

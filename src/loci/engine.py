@@ -240,9 +240,12 @@ class Loci:
         """Earlier versions of a memory, oldest first."""
         return self._memories.history(check_text("memory id", memory_id))
 
-    def forget(self, memory_id: str) -> None:
-        """Hard-delete a memory, its history and its markdown file."""
-        self._memories.forget(check_text("memory id", memory_id))
+    def forget(self, memory_id: str, *, redact_source: bool = False) -> int:
+        """Hard-delete a memory, its history and its markdown file. With
+        ``redact_source``, the reply tags that wrote it are also removed from the raw
+        replies kept in the log; returns how many replies were redacted."""
+        return self._memories.forget(check_text("memory id", memory_id),
+                                     redact_source=redact_source)
 
     def purge_expired(self) -> int:
         """Hard-delete expired memories; returns how many."""

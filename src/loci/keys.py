@@ -3,7 +3,9 @@
 A key looks like ``loci_<id>_<secret>``. Only the SHA-256 of the whole key is stored,
 so a leaked database does not leak keys; the id part lets ``loci keys revoke`` name a
 key without knowing its secret. Each key is bound to one tenant (a Loci user), and
-the server derives every request's scope from the key, never from the request.
+the server derives every request's scope from the key, never from the request; an
+operator key (bound to ``OPERATOR``, which no user name can be) acts for the user a
+request names, as every request does on a server without keys.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from loci.models import ApiKey
 from loci.store import Store
 
 PREFIX = "loci_"
+#: The tenant of an operator key: any user, named by the request.
+OPERATOR = "*"
 
 
 def hash_key(key: str) -> str:

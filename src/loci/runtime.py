@@ -28,7 +28,7 @@ from loci.erasure import (
 )
 from loci.errors import ValidationError
 from loci.indexing import Indexer
-from loci.keys import check_key, create_key, revoke_key
+from loci.keys import OPERATOR, check_key, create_key, revoke_key
 from loci.llm.base import ChatModel
 from loci.models import ApiKey, Scope
 from loci.portability import export_user, import_user
@@ -88,10 +88,12 @@ class Runtime:
         return self.store.local_lock()
 
     # -- API keys: each serves one user (tenant) of the whole store ------------------
-    def create_key(self, user: str, label: str = "") -> tuple[ApiKey, str]:
-        """A new API key for ``user``: its record, and the key itself (shown once)."""
-
-        return create_key(self.store, check_name("user", user), self.clock(), label)
+    def create_key(self, user: str | None, label: str = "") -> tuple[ApiKey, str]:
+        """A new API key for ``user``, or with None an operator key that acts for any
+        user a request names (``keys.OPERATOR``): its record, and the key itself
+        (shown once)."""
+        tenant = OPERATOR if user is None else check_name("user", user)
+        return create_key(self.store, tenant, self.clock(), label)
 
     def api_keys(self, user: str | None = None) -> list[ApiKey]:
         """Key records (never the keys), of one user or of all."""

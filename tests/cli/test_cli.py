@@ -130,6 +130,13 @@ def test_memory_and_state_commands(home: Path, capsys: pytest.CaptureFixture[str
     assert run(capsys, "memories", "--user", "bob")[1] == ""
     run(capsys, "forget", memory["id"])
     assert run(capsys, "memories")[1] == ""
+    code, out, _ = run(capsys, "add", "s", "assistant",
+                       "Ok. [MEMORY:fact] The user rides a red kayak. [/MEMORY]", "--json")
+    [saved] = json.loads(out)["saved"]  # "<action> <id> [fact]"
+    assert "kayak" in run(capsys, "log", "s", "--json")[1]  # the raw reply
+    code, out, _ = run(capsys, "forget", saved.split()[1], "--redact-source")
+    assert code == 0 and out == f"forgot {saved.split()[1]}; redacted 1 raw reply\n"
+    assert "kayak" not in run(capsys, "log", "s", "--json")[1]
     run(capsys, "state", "set", "last_price", "$142.30")
     assert run(capsys, "state", "get", "last_price")[1] == "$142.30\n"
     assert "last_price = $142.30" in run(capsys, "state", "list")[1]

@@ -187,3 +187,9 @@ def test_keys_cli_create_list_and_secret_never_listed(
     listed = capsys.readouterr().out
     assert "dave" in listed and "ci" in listed and key.split("_", 2)[2] not in listed
     assert main(["keys", "create", "--user", "\x00", "--store", db]) == 2
+    assert main(["keys", "create", "--store", db]) == 2  # neither a user nor --operator
+    assert main(["keys", "create", "--user", "dave", "--operator", "--store", db]) == 2
+    capsys.readouterr()
+    assert main(["keys", "create", "--operator", "--store", db]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("loci_") and "for the operator" in captured.err

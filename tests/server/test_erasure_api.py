@@ -68,6 +68,25 @@ def test_a_user_erases_only_themselves(client: TestClient) -> None:
         "s2", "s1"]
 
 
+def test_an_operator_key_erases_any_user(client: TestClient) -> None:
+    fill(client, ALICE)
+    fill(client, BOB)
+    hub = client.app.state.hub  # type: ignore[attr-defined]
+    bob_key = make_key(hub, "bob")
+    _, operator = hub.runtime.create_key(None, "ops")
+    as_operator = {"Authorization": f"Bearer {operator}"}
+    as_bob = {"Authorization": f"Bearer {bob_key}"}
+    # A user's key acts for its user only; the operator's for the user it names.
+    assert client.get("/api/sessions", headers={**as_bob, **ALICE}).status_code == 403
+    listed = client.get("/api/sessions", headers={**as_operator, **ALICE})
+    assert [s["id"] for s in listed.json()] == ["s2", "s1"]
+    done = client.delete("/api/user", params={"confirm": "bob"}, headers={**as_operator, **BOB})
+    assert done.status_code == 200 and done.json()["user"] == "bob"
+    assert client.get("/api/sessions", headers=as_bob).status_code == 401
+    assert client.get("/api/sessions", headers={**as_operator, **BOB}).json() == []
+    assert len(client.get("/api/sessions", headers={**as_operator, **ALICE}).json()) == 2
+
+
 def test_the_server_applies_retention_when_it_starts(home: Path, clock: FakeClock) -> None:
     settings = load_settings(store=f"sqlite:///{home / 'loci.db'}", embedding_provider="hash",
                              retention_days=7)
@@ -82,3 +101,14 @@ def test_the_server_applies_retention_when_it_starts(home: Path, clock: FakeCloc
             time.sleep(0.05)
         assert c.get("/api/sessions", headers=ALICE).json() == []
         assert c.get("/api/memories", headers=ALICE).json()  # memories stay
+
+
+def test_forget_a_memory_with_its_tag_over_rest(client: TestClient) -> None:
+    fill(client, ALICE)
+    [memory] = client.get("/api/memories", headers=ALICE).json()
+    done = client.delete(f"/api/memories/{memory['id']}", params={"redact_source": "true"},
+                         headers=ALICE)
+    assert done.status_code == 204, done.text
+    events = client.get("/api/sessions/s1/events", headers=ALICE).json()
+    assert [e["content"] for e in events] == ["My kayak is red.", "Noted."]
+    assert all("raw" not in (e["metadata"] or {}) for e in events)

@@ -247,7 +247,7 @@ async def test_an_agent_manages_its_own_memories(hub: Hub) -> None:
         only = data(await client.call_tool("memory_list", {"type": "sticky"}))["results"]
         assert [m["id"] for m in only] == [wrong["id"]]
         assert data(await client.call_tool("memory_forget", {"id": wrong["id"]})) == {
-            "forgotten": wrong["id"]}
+            "forgotten": wrong["id"], "redacted_replies": 0}
         again = await client.call_tool("memory_forget", {"id": wrong["id"]})
         assert again.is_error and "no memory" in error_text(again)
         assert "loci " not in error_text(again)  # written for the model, not a shell

@@ -13,11 +13,10 @@ import pytest
 
 from loci import Document, Memory, Scope
 from loci.models import NewEvent
-from loci.search import bm25_to_score, fts_query
 from loci.store.sqlite import SQLiteStore
 from loci.store.sqlite import keywords as sqlite_keywords
 from loci.store.sqlite import schema as sqlite_schema
-from loci.store.sqlite.rows import KEY_MASK, SCOPE_SHIFT
+from loci.store.sqlite.rows import SCOPE_SHIFT
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE, BOB = Scope("alice", "helper"), Scope("bob", "helper")
@@ -31,21 +30,22 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 
 def test_another_tenants_rows_neither_rank_nor_count(
-    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+    store: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sqlite_keywords, "MATCH_BUDGET", 10)
+    alices = [Memory("a1", "project_context", "kettle zeppelin", (), T0, T0),
+              Memory("a2", "project_context", "warm kettle", (), T0, T0)]
     store.put_memories(BOB, [Memory(f"b{i}", "project_context", f"kettle warm {i}", (),
                                     T0, T0) for i in range(40)])
-    store.put_memories(ALICE, [Memory("a1", "project_context", "kettle zeppelin", (), T0, T0),
-                               Memory("a2", "project_context", "warm kettle", (), T0, T0)])
+    store.put_memories(ALICE, alices)
     hits = store.search_memories(ALICE, "kettle zeppelin warm", limit=5)
-    # Bob's 40 matches would pass the budget: Alice's 2 rows still rank by all words.
-    ranked = store._query(
-        "SELECT m.id, f.rank FROM memories_fts f "
-        f"JOIN memories m ON m.rowid = (f.rowid & {KEY_MASK}) "
-        "WHERE memories_fts MATCH ? AND m.tenant = 'alice' ORDER BY f.rank",
-        (fts_query("kettle zeppelin warm"),))
-    assert [(h.id, h.score) for h in hits] == [(r[0], bm25_to_score(r[1])) for r in ranked]
+    # Bob's 40 matches would pass the budget: Alice's 2 rows still rank by all words,
+    # scored as in a store of Alice's alone.
+    alone = SQLiteStore(f"sqlite:///{tmp_path / 'alone.db'}")
+    alone.put_memories(ALICE, alices)
+    expected = alone.search_memories(ALICE, "kettle zeppelin warm", limit=5)
+    alone.close()
+    assert [(h.id, h.score) for h in hits] == [(h.id, h.score) for h in expected]
     assert {h.id for h in hits} == {"a1", "a2"}
     numbers = dict(store._query("SELECT tenant, no FROM scopes"))
     assert numbers["bob"] != numbers["alice"]
@@ -106,6 +106,10 @@ def test_an_older_store_migrates_with_every_row_searchable(
                 f"m-{scope.tenant}"]
             assert [h.text for h in new.search_documents(scope, "kayak")] == [
                 f"{scope.tenant} kayak log"]
+        # Migration 11 counted each scope's rows and characters.
+        assert new._query("SELECT docs, chars FROM fts_stats f JOIN scopes s "
+                          "ON s.no = f.scope WHERE kind = 'memories' AND tenant = 'alice'"
+                          ) == [(1, len("alice likes kayaks"))]
         new.append_events(ALICE, "s", [NewEvent("message", "user", "kayaking again", T0)])
         assert len(new.search_events(ALICE, "kayaking")) == 2
         assert len(new.search_events(BOB, "kayaking")) == 1
@@ -122,7 +126,7 @@ def test_tool_calls_stored_before_version_10_become_searchable(
 ) -> None:
     path = tmp_path / "old.db"
     monkeypatch.setattr(sqlite_schema, "MIGRATIONS",
-                        {v: m for v, m in sqlite_schema.MIGRATIONS.items() if v < 10})
+                        {v: m for v, m in sqlite_schema.MIGRATIONS.items() if v != 10})
     old = SQLiteStore(f"sqlite:///{path}")
     [call] = old.append_events(ALICE, "s", [NewEvent(
         "tool_call", "assistant", "", T0, tool_name="bash",

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from loci.checks import check_text, clean_tags
 from loci.errors import NotFoundError, ValidationError
 from loci.indexing import Indexer
 from loci.memory.dedup import Match, find_duplicate
 from loci.memory.mirror import Mirror
+from loci.memory.tags import without_memories
 from loci.memory.types import check_type, expiry_for, new_memory_id
 from loci.models import Memory, MemoryVersion, Scope
 from loci.search.query import query_terms
@@ -99,11 +101,34 @@ class MemoryService:
         self.get(memory_id)
         return self.store.memory_history(self.scope, memory_id)
 
-    def forget(self, memory_id: str) -> None:
+    def forget(self, memory_id: str, *, redact_source: bool = False) -> int:
+        texts: set[str] = set()
+        source = None
+        if redact_source:
+            memory = self.get(memory_id)
+            source = memory.source
+            texts = {memory.content, *(v.content for v in self.history(memory_id))}
         if not self.store.delete_memory(self.scope, memory_id):
             raise NotFoundError(f"no memory {memory_id!r}")
         if self.mirror is not None:
             self.mirror.remove(memory_id)
+        return self._redact(source, texts) if redact_source else 0
+
+    def _redact(self, source: str | None, texts: set[str]) -> int:
+        """Remove the tags that wrote ``texts`` from the raw replies of the memory's
+        source session; returns how many replies changed."""
+        if not source or not source.startswith("session:"):
+            return 0
+        session = source.removeprefix("session:")
+        changed: dict[int, dict[str, Any]] = {}
+        for event in self.store.list_events(self.scope, session):
+            raw = event.metadata.get("raw")
+            if isinstance(raw, str) and (redacted := without_memories(raw, texts)) != raw:
+                # Without the tags, nothing separates raw from the content: drop it.
+                keep = redacted != event.content
+                changed[event.id] = ({**event.metadata, "raw": redacted} if keep else
+                                     {k: v for k, v in event.metadata.items() if k != "raw"})
+        return self.store.redact_events(self.scope, session, changed) if changed else 0
 
     def purge_expired(self) -> int:
         expired = self.store.list_memories(self.scope, now=self.clock(), expired_only=True)

@@ -102,6 +102,22 @@ def parse_reply(text: str) -> ParsedReply:
     return ParsedReply(tuple(s for s in segments if s != ""))
 
 
+def without_memories(text: str, bodies: set[str]) -> str:
+    """``text`` without its memory tags whose body is one of ``bodies`` (and the
+    whitespace they leave); every other tag stays as written."""
+    pieces: list[str | Tag] = []
+    for segment in parse_reply(text).segments:
+        if isinstance(segment, Tag) and segment.kind == "memory" and segment.body in bodies:
+            pieces.append(segment)
+            continue
+        plain = segment.raw if isinstance(segment, Tag) else segment
+        if pieces and isinstance(pieces[-1], str):
+            pieces[-1] += plain
+        else:
+            pieces.append(plain)
+    return _join_without_tags(tuple(pieces))
+
+
 def _valid_key(kind: str, key: str) -> bool:
     if kind == "memory":
         return bool(_TYPE.match(key.lower()))

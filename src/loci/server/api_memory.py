@@ -75,8 +75,10 @@ def update_memory(loci: Engine, memory_id: str, body: MemoryIn) -> Memory:
 
 
 @router.delete("/memories/{memory_id}", status_code=204)
-def delete_memory(loci: Engine, memory_id: str) -> Response:
-    loci.forget(memory_id)
+def delete_memory(loci: Engine, memory_id: str, redact_source: bool = False) -> Response:
+    """Delete a memory with its history; ``redact_source`` also removes the reply tag
+    that wrote it from the raw reply in the log."""
+    loci.forget(memory_id, redact_source=redact_source)
     return Response(status_code=204)
 
 

@@ -25,7 +25,7 @@ from loci.embeddings import IN_PROCESS
 from loci.engine import Loci
 from loci.erasure import UserErasure
 from loci.errors import AuthError, ForbiddenError, ValidationError
-from loci.keys import hash_key
+from loci.keys import OPERATOR, hash_key
 from loci.models import ApiKey, Scope
 from loci.runtime import Runtime
 from loci.server.guard import is_loopback
@@ -125,6 +125,9 @@ class Hub:
             key = self._check(token.strip())
             if key is None:
                 raise AuthError("unknown or revoked API key")
+            if key.tenant == OPERATOR:
+                tenant = check_name("user", user) if user else self.settings.user
+                return Principal(Scope(tenant, agent_name), key.id)
             if user and user != key.tenant:
                 raise ForbiddenError("this API key belongs to another user")
             return Principal(Scope(key.tenant, agent_name), key.id)

@@ -158,11 +158,14 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
     def memory_forget(
         ctx: Context,
         id: Annotated[str, Field(description="The id of the memory to delete.")],
+        redact_source: Annotated[bool, Field(
+            description="Also remove the tag that wrote it from your raw reply in the "
+                        "log (when the user wants no trace left).")] = False,
     ) -> dict[str, Any]:
         """Delete a memory that is wrong or that the user asked you to forget, with its
         history. To correct a fact instead, call memory_write with its id."""
-        engine(ctx).forget(id)
-        return {"forgotten": id}
+        redacted = engine(ctx).forget(id, redact_source=redact_source)
+        return {"forgotten": id, "redacted_replies": redacted}
 
     @server.tool()
     @_tool_errors

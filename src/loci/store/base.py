@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -155,6 +156,13 @@ class Store(ABC):
     @abstractmethod
     def set_archived(self, scope: Scope, session: str, ids: Sequence[int]) -> int:
         """Mark events archived (never deleted); returns how many changed."""
+
+    @abstractmethod
+    def redact_events(self, scope: Scope, session: str,
+                      metadata: Mapping[int, Mapping[str, Any]]) -> int:
+        """Replace the metadata of events (the only redaction the append-only log
+        allows: a reply's raw text with a forgotten tag); nothing of the old metadata
+        stays on disk. Returns how many changed."""
 
     @abstractmethod
     def apply_compaction(self, scope: Scope, session: str, plan: CompactionPlan

@@ -121,11 +121,15 @@ def sync_command(loci: Loci, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("memory_id")
+@click.option("--redact-source", is_flag=True,
+              help="Also remove the reply tag that wrote it from the raw reply in the log.")
 @scoped
-def forget(loci: Loci, memory_id: str) -> None:
-    """Delete the memory MEMORY_ID."""
-    loci.forget(memory_id)
-    click.echo(f"forgot {memory_id}")
+def forget(loci: Loci, memory_id: str, redact_source: bool) -> None:
+    """Delete the memory MEMORY_ID with its history."""
+    redacted = loci.forget(memory_id, redact_source=redact_source)
+    click.echo(f"forgot {memory_id}" + (f"; redacted {redacted} raw repl"
+                                        f"{'y' if redacted == 1 else 'ies'}"
+                                        if redact_source else ""))
 
 
 def _filters(memory_type: str | None, tags: str | None, session: str | None = None

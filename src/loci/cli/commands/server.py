@@ -60,16 +60,22 @@ def keys() -> None:
 
 
 @keys.command(name="create")
-@click.option("--user", "tenant", required=True, help="The user (tenant) the key serves.")
+@click.option("--user", "tenant", help="The user (tenant) the key serves.")
+@click.option("--operator", is_flag=True,
+              help="A key that acts for any user named by X-Loci-User (to administer "
+                   "the server: erase a user, read anyone's data). Guard it well.")
 @click.option("--label", default="", help="A note to recognise the key by.")
 @click.option("--store", metavar="URL", help="Store URL (default from settings).")
-def keys_create(tenant: str, label: str, store: str | None) -> None:
-    """Create a key for USER and print it (it is shown only this once)."""
+def keys_create(tenant: str | None, operator: bool, label: str, store: str | None) -> None:
+    """Create a key for USER (or an operator key) and print it (shown only this once)."""
+    if operator == (tenant is not None):
+        raise click.UsageError("give either --user NAME or --operator")
     with Loci.open(store=store) as loci:
         record, key = loci.runtime.create_key(tenant, label)
     click.echo(key)
-    click.echo(f"key id {record.id} for user {record.tenant}: store it now, it is not "
-               "shown again", err=True)
+    whom = "the operator" if operator else f"user {record.tenant}"
+    click.echo(f"key id {record.id} for {whom}: store it now, it is not shown again",
+               err=True)
 
 
 @keys.command(name="list")

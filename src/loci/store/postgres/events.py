@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -152,6 +152,17 @@ class PostgresEvents(PostgresBase):
                 "AND session = %s AND id = ANY(%s) AND NOT archived",
                 (scope.tenant, scope.agent, session, list(ids)),
             )
+            return cur.rowcount
+
+    def redact_events(self, scope: Scope, session: str,
+                      metadata: Mapping[int, Mapping[str, Any]]) -> int:
+        with self._write() as cur:
+            cur.execute(
+                "UPDATE events e SET metadata = v.m::jsonb "
+                "FROM unnest(%s::bigint[], %s::text[]) AS v(id, m) WHERE e.id = v.id "
+                "AND e.tenant = %s AND e.agent = %s AND e.session = %s",
+                (list(metadata), [json_value(dict(m)) for m in metadata.values()],
+                 scope.tenant, scope.agent, session))
             return cur.rowcount
 
     def session_activity(self, scope: Scope, session: str) -> tuple[int, datetime] | None:

@@ -127,6 +127,20 @@ class SQLiteBase(Store):
                     self._db.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """Several reads from one snapshot of the file (another process may write
+        between them otherwise)."""
+        with self._lock:
+            if self._db.in_transaction:
+                yield
+                return
+            self._db.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self._db.execute("COMMIT")
+
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
             return self._db.execute(sql, params).fetchall()

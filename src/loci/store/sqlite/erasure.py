@@ -26,6 +26,8 @@ class SQLiteErasure(SQLiteBase):
         scopes = [s for s in self.list_scopes() if s.tenant == tenant]
         erased = 0
         with self._write() as db:
+            db.execute("DELETE FROM fts_stats WHERE scope IN "
+                       "(SELECT no FROM scopes WHERE tenant = ?)", (tenant,))
             for table in (*SCOPED_TABLES, "api_keys", "scopes"):
                 erased += db.execute(f"DELETE FROM {table} WHERE tenant = ?",
                                      (tenant,)).rowcount

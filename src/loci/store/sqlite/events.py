@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -14,7 +14,12 @@ from loci.store.codec import dump_json, from_micros, to_micros
 from loci.store.rows import in_time_order, to_event
 from loci.store.sqlite.base import SQLiteBase
 from loci.store.sqlite.documents import upsert_document
-from loci.store.sqlite.rows import COMPACTION_COLUMNS, EVENT_COLUMNS, scope_base, search_columns
+from loci.store.sqlite.rows import (
+    COMPACTION_COLUMNS,
+    EVENT_COLUMNS,
+    index_events,
+    search_columns,
+)
 
 
 class SQLiteEvents(SQLiteBase):
@@ -55,12 +60,7 @@ class SQLiteEvents(SQLiteBase):
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
-        # One statement indexes the whole batch: five times faster than a trigger.
-        db.execute(
-            "INSERT INTO events_fts (rowid, content, search_extra, search_context) "
-            "SELECT ? | id, content, search_extra, search_context FROM events WHERE id >= ?",
-            (scope_base(db, scope), first),
-        )
+        index_events(db, scope, "e.id >= ?", (first,))
         return [
             Event(
                 id=first + i, session=session, type=e.type, role=e.role,
@@ -132,6 +132,17 @@ class SQLiteEvents(SQLiteBase):
                 [(scope.tenant, scope.agent, session, i) for i in ids],
             )
             return cursor.rowcount
+
+    def redact_events(self, scope: Scope, session: str,
+                      metadata: Mapping[int, Mapping[str, Any]]) -> int:
+        with self._write() as db:
+            changed = db.executemany(
+                "UPDATE events SET metadata = ? WHERE tenant = ? AND agent = ? "
+                "AND session = ? AND id = ?",
+                [(dump_json(dict(m)), scope.tenant, scope.agent, session, i)
+                 for i, m in metadata.items()]).rowcount
+        self._scrub(())  # the old pages leave the journal (freed ones are zeroed)
+        return changed
 
     def session_activity(self, scope: Scope, session: str) -> tuple[int, datetime] | None:
         rows = self._query(

@@ -40,20 +40,35 @@ class FullText:
     table: str
     key: str
     columns: tuple[str, ...]
-    #: ``bm25`` weights as configured ``rank`` (None: FTS5's default).
-    rank: str | None = None
+    #: BM25 weight of each column (None: 1.0 each).
+    weights: tuple[float, ...] | None = None
     #: Rows are indexed by a trigger (else the code indexes each batch in one statement).
     insert_trigger: bool = True
+
+    @property
+    def rank(self) -> str | None:
+        """The weights as FTS5's configured ``rank`` (None: its default)."""
+        return f"bm25({', '.join(map(str, self.weights))})" if self.weights else None
+
+    def column_weights(self) -> tuple[float, ...]:
+        return self.weights or (1.0,) * len(self.columns)
+
+    def length_sql(self, row: str) -> str:
+        """SQL for the indexed characters of row ``row``: the document length BM25
+        normalizes by (``keywords``), per scope in ``fts_stats``."""
+        return " + ".join(f"coalesce(length({row}.{c}), 0)" for c in self.columns)
 
 
 #: Migration 9 is built from these: a change here needs a migration of its own that
 #: rebuilds the tables it touches.
 FULL_TEXT = (
     FullText("events", "id", ("content", "search_extra", "search_context"),
-             rank="bm25(1.0, 1.0, 0.3)", insert_trigger=False),
+             weights=(1.0, 1.0, 0.3), insert_trigger=False),
     FullText("memories", "rowid", ("content", "tags")),
     FullText("documents", "rowid", ("path", "content")),
 )
+
+FULL_TEXT_OF = {ft.table: ft for ft in FULL_TEXT}
 
 
 def scope_base(db: sqlite3.Connection, scope: Scope) -> int:
@@ -64,6 +79,23 @@ def scope_base(db: sqlite3.Connection, scope: Scope) -> int:
     number = db.execute("SELECT no FROM scopes WHERE tenant = ? AND agent = ?",
                         (scope.tenant, scope.agent)).fetchone()[0]
     return int(number) << SCOPE_SHIFT
+
+
+def index_events(db: sqlite3.Connection, scope: Scope, where: str, params: Sequence[Any]
+                 ) -> None:
+    """Index the events of ``scope`` just inserted (``where`` selects them as ``e``) and
+    count them in ``fts_stats``: one statement each for a whole batch, about five times
+    faster than a per-row trigger."""
+    base = scope_base(db, scope)
+    ft = FULL_TEXT_OF["events"]
+    cols = ", ".join(ft.columns)
+    db.execute(f"INSERT INTO events_fts (rowid, {cols}) SELECT ? | e.id, {cols} "
+               f"FROM events e WHERE {where}", (base, *params))
+    db.execute(f"INSERT INTO fts_stats (kind, scope, docs, chars) SELECT 'events', ?, "
+               f"count(*), coalesce(sum({ft.length_sql('e')}), 0) FROM events e WHERE {where} "
+               "ON CONFLICT (kind, scope) DO UPDATE "
+               "SET docs = docs + excluded.docs, chars = chars + excluded.chars",
+               (base >> SCOPE_SHIFT, *params))
 
 
 @dataclass(frozen=True)

@@ -293,6 +293,12 @@ def _v10_tool_arguments(db: sqlite3.Connection) -> None:
         for key, meta, name, args in rows])
 
 
+def _v11_scope_statistics(db: sqlite3.Connection) -> None:
+    """Keyword statistics per scope, so that BM25 in one scope never counts another
+    tenant's rows (``store.sqlite.keywords``)."""
+    run_script(db, statistics_sql())
+
+
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
     2: ("embeddings in rows", _v2_embeddings),
@@ -304,6 +310,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     8: ("api keys", _v8_api_keys),
     9: ("scoped full-text rowids", _v9_scoped_full_text),
     10: ("tool-call arguments searchable", _v10_tool_arguments),
+    11: ("keyword statistics per scope", _v11_scope_statistics),
 }
 
 
@@ -337,10 +344,14 @@ def migrate(db: sqlite3.Connection, applied_at: int) -> list[int]:
     return applied
 
 
+def _scope_no(row: str) -> str:
+    """SQL for the scope number of trigger row ``row`` (``new`` or ``old``)."""
+    return f"(SELECT no FROM scopes WHERE tenant = {row}.tenant AND agent = {row}.agent)"
+
+
 def _rowid(row: str, key: str) -> str:
-    """SQL for the full-text rowid of trigger row ``row`` (``new`` or ``old``)."""
-    return (f"(((SELECT no FROM scopes WHERE tenant = {row}.tenant AND agent = {row}.agent)"
-            f" << {SCOPE_SHIFT}) | {row}.{key})")
+    """SQL for the full-text rowid of trigger row ``row``."""
+    return f"(({_scope_no(row)} << {SCOPE_SHIFT}) | {row}.{key})"
 
 
 def partition_sql(tokenizer: str) -> str:
@@ -359,15 +370,22 @@ def partition_sql(tokenizer: str) -> str:
     return "\n".join(script)
 
 
-def _table_sql(ft: FullText, tokenizer: str) -> str:
-    t, fts, cols = ft.table, f"{ft.table}_fts", ", ".join(ft.columns)
+def _index_writes(ft: FullText) -> tuple[str, str]:
+    """The statements that drop trigger row ``old`` from the index and add ``new``."""
+    fts, cols = f"{ft.table}_fts", ", ".join(ft.columns)
     new = ", ".join(f"new.{c}" for c in ft.columns)
     old = ", ".join(f"old.{c}" for c in ft.columns)
-    delete = (f"INSERT INTO {fts} ({fts}, rowid, {cols}) "
-              f"VALUES ('delete', {_rowid('old', ft.key)}, {old});")
-    insert = f"INSERT INTO {fts} (rowid, {cols}) VALUES ({_rowid('new', ft.key)}, {new});"
-    numbered = ("INSERT OR IGNORE INTO scopes (tenant, agent) "
-                "VALUES (new.tenant, new.agent);")
+    return (f"INSERT INTO {fts} ({fts}, rowid, {cols}) "
+            f"VALUES ('delete', {_rowid('old', ft.key)}, {old});",
+            f"INSERT INTO {fts} (rowid, {cols}) VALUES ({_rowid('new', ft.key)}, {new});")
+
+
+_NUMBERED = "INSERT OR IGNORE INTO scopes (tenant, agent) VALUES (new.tenant, new.agent);"
+
+
+def _table_sql(ft: FullText, tokenizer: str) -> str:
+    t, fts, cols = ft.table, f"{ft.table}_fts", ", ".join(ft.columns)
+    delete, insert = _index_writes(ft)
     sql = f"""
         DROP TRIGGER IF EXISTS {t}_ai; DROP TRIGGER IF EXISTS {t}_ad;
         DROP TRIGGER IF EXISTS {t}_au; DROP TABLE {fts};
@@ -384,6 +402,41 @@ def _table_sql(ft: FullText, tokenizer: str) -> str:
     if ft.rank:
         sql += f"\n        INSERT INTO {fts} ({fts}, rank) VALUES ('rank', '{ft.rank}');"
     if ft.insert_trigger:
-        sql += (f"\n        CREATE TRIGGER {t}_ai AFTER INSERT ON {t} BEGIN {numbered} "
+        sql += (f"\n        CREATE TRIGGER {t}_ai AFTER INSERT ON {t} BEGIN {_NUMBERED} "
                 f"{insert} END;")
     return sql
+
+
+def statistics_sql() -> str:
+    """Migration 11: per-scope rows and indexed characters of each full-text table
+    (``fts_stats``), counted once and kept by the triggers that index the rows
+    (``events_ai`` does not exist: ``rows.index_events`` counts appended events)."""
+    script = ["""
+        CREATE TABLE fts_stats (
+            kind TEXT NOT NULL, scope INTEGER NOT NULL, docs INTEGER NOT NULL,
+            chars INTEGER NOT NULL, PRIMARY KEY (kind, scope)) WITHOUT ROWID;"""]
+    for ft in FULL_TEXT:
+        t, cols = ft.table, ", ".join(ft.columns)
+        delete, insert = _index_writes(ft)
+        old, new = ft.length_sql("old"), ft.length_sql("new")
+        counted = (f"UPDATE fts_stats SET docs = docs - 1, chars = chars - ({old}) "
+                   f"WHERE kind = '{t}' AND scope = {_scope_no('old')};")
+        recounted = (f"UPDATE fts_stats SET chars = chars + ({new}) - ({old}) "
+                     f"WHERE kind = '{t}' AND scope = {_scope_no('new')};")
+        script.append(f"""
+        INSERT INTO fts_stats (kind, scope, docs, chars)
+            SELECT '{t}', s.no, count(*), sum({ft.length_sql('x')}) FROM {t} x
+            JOIN scopes s ON s.tenant = x.tenant AND s.agent = x.agent GROUP BY s.no;
+        DROP TRIGGER {t}_ad; DROP TRIGGER {t}_au;
+        CREATE TRIGGER {t}_ad AFTER DELETE ON {t} BEGIN {delete} {counted} END;
+        CREATE TRIGGER {t}_au AFTER UPDATE OF {cols} ON {t} BEGIN
+            {delete} {insert} {recounted} END;""")
+        if ft.insert_trigger:
+            script.append(f"""
+        DROP TRIGGER {t}_ai;
+        CREATE TRIGGER {t}_ai AFTER INSERT ON {t} BEGIN {_NUMBERED} {insert}
+            INSERT INTO fts_stats (kind, scope, docs, chars)
+            VALUES ('{t}', {_scope_no('new')}, 1, {new})
+            ON CONFLICT (kind, scope) DO UPDATE
+            SET docs = docs + 1, chars = chars + excluded.chars; END;""")
+    return "\n".join(script)

@@ -16,7 +16,7 @@ from loci.store.sqlite.rows import (
     EVENT_COLUMNS,
     KINDS,
     MEMORY_COLUMNS,
-    scope_base,
+    index_events,
 )
 
 DIALECT = transfer.Dialect(
@@ -58,11 +58,7 @@ class SQLiteTransfer(SQLiteBase):
         scope = data.scope
         with self._write() as db:
             transfer.import_events(db, DIALECT, scope, data.events)
-            db.execute(
-                "INSERT INTO events_fts (rowid, content, search_extra, search_context) "
-                "SELECT ? | id, content, search_extra, search_context FROM events "
-                "WHERE tenant = ? AND agent = ?",
-                (scope_base(db, scope), scope.tenant, scope.agent))
+            index_events(db, scope, "e.tenant = ? AND e.agent = ?", (scope.tenant, scope.agent))
             transfer.import_rows(db, DIALECT, data)
         for kind, (ids, vectors) in data.vectors.items():
             if ids:
