@@ -53,7 +53,7 @@ class SQLiteKeywords(SQLiteBase):
             return []
         fts = KINDS[kind].fts
         with self._snapshot():
-            counts = {t: self._count(fts, t, rowids, MATCH_BUDGET + 1) for t in terms}
+            counts = self._counts(fts, terms, rowids)
             rare = self._rare_terms(fts, counts, rowids)
             scored: list[Scored] = []
             if rare is not None:
@@ -66,56 +66,44 @@ class SQLiteKeywords(SQLiteBase):
                 rowids: tuple[int, int], filters: SearchFilters, limit: int
                 ) -> list[Scored]:
         """The best ``limit`` rows matching any of ``terms`` and the filters, by BM25
-        over the scope's statistics (see the module docstring)."""
+        over the scope's statistics (see the module docstring), in one statement."""
         k = KINDS[kind]
-        ft = FULL_TEXT_OF[k.table]
-        docs, chars = self._scope_stats(k.table, rowids[0] >> SCOPE_SHIFT)
-        table_length = self._average_tokens(k.fts)
+        (docs, chars, averages), = self._query(
+            f"SELECT (SELECT docs FROM fts_stats WHERE kind = ?1 AND scope = ?2), "
+            f"(SELECT chars FROM fts_stats WHERE kind = ?1 AND scope = ?2), "
+            f"(SELECT block FROM {k.fts}_data WHERE id = 1)",
+            (k.table, rowids[0] >> SCOPE_SHIFT))
         where, params = filter_sql(kind, filters)
-        weights = ft.column_weights()
-        sql = (
-            f"SELECT f.rowid & {KEY_MASK}, bm25({k.fts}, {_list(weights)}), "
-            f"bm25({k.fts}, {_list(2 * w for w in weights)}), d.sz, "
-            f"{ft.length_sql(k.alias)} FROM {k.fts} f "
-            f"JOIN {k.fts}_docsize d ON d.id = f.rowid "
-            f"JOIN {k.table} {k.alias} ON {k.alias}.{k.key} = (f.rowid & {KEY_MASK}) "
-            f"WHERE {k.fts} MATCH ? AND f.rowid BETWEEN ? AND ? "
-            f"AND {k.alias}.tenant = ? AND {k.alias}.agent = ?{where}"
-        )
-        totals: dict[int, float] = {}
+        table_length = _average_tokens(averages)
+        blocks: list[str] = []
+        values: list[object] = []
         for term in terms:
             df = counts[term]
             if df > MATCH_BUDGET:
-                df = self._count(k.fts, term, rowids, None)
+                df = self._count(k.fts, [term], rowids, None)
             if not df:
                 continue
-            n = max(docs, df)
-            idf = max(1e-6, math.log((n - df + 0.5) / (df + 0.5)))
-            rows = self._query(sql, (_match([term]), *rowids, scope.tenant, scope.agent,
-                                     *params))
-            for key, once, twice, sizes, length in rows:
-                freq = _frequency(once, twice, sum(_varints(sizes)), table_length)
-                norm = K1 * (1 - B + B * length * docs / chars) if chars > 0 else K1
-                totals[key] = totals.get(key, 0.0) + idf * freq * (K1 + 1) / (freq + norm)
+            n = max(docs or 0, df)
+            idf = max(1e-6, math.log((n - df + 0.5) / (df + 0.5)))  # as FTS5's bm25()
+            blocks.append(_term_sql(k.table, where))
+            values += [idf, B * n / chars if chars else 0.0, B / table_length, _match([term]),
+                       *rowids, scope.tenant, scope.agent, *params]
+        if not blocks:
+            return []
         # Compared to 9 decimals, so that rows scoring alike keep the order of their keys
         # whichever order the terms were added in.
-        best = sorted(totals.items(), key=lambda item: (-round(item[1], 9), item[0]))
-        return [(int(key), bm25_to_score(-score)) for key, score in best[:limit]]
+        rows = self._query(
+            f"SELECT key, round(sum(s), 12) AS total FROM ({' UNION ALL '.join(blocks)}) "
+            "GROUP BY key ORDER BY round(total, 9) DESC, key LIMIT ?", (*values, limit))
+        return [(int(key), bm25_to_score(-score)) for key, score in rows]
 
-    def _scope_stats(self, table: str, number: int) -> tuple[int, int]:
-        """The scope's (rows, indexed characters) in ``table``'s index."""
-        rows = self._query("SELECT docs, chars FROM fts_stats WHERE kind = ? AND scope = ?",
-                           (table, number))
-        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
-
-    def _average_tokens(self, fts: str) -> float:
-        """The whole index's average row length in tokens, as ``bm25()`` uses it: FTS5's
-        averages record holds the row count, then each column's total tokens."""
-        rows = self._query(f"SELECT block FROM {fts}_data WHERE id = 1")
-        if not rows:
-            return 1.0
-        count, *totals = _varints(rows[0][0])
-        return sum(totals) / count if count else 1.0
+    def _counts(self, fts: str, terms: list[str], rowids: tuple[int, int]) -> dict[str, int]:
+        """Each term's rows in the scope, counted up to ``MATCH_BUDGET + 1``, at once."""
+        count = (f"(SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? "
+                 "AND rowid BETWEEN ? AND ? LIMIT ?))")
+        (found,) = self._query("SELECT " + ", ".join([count] * len(terms)), [
+            value for term in terms for value in (_match([term]), *rowids, MATCH_BUDGET + 1)])
+        return dict(zip(terms, map(int, found), strict=True))
 
     def _scope_rowids(self, scope: Scope) -> tuple[int, int] | None:
         """The scope's range of full-text rowids, or None while it has no rows. A
@@ -166,19 +154,72 @@ class SQLiteKeywords(SQLiteBase):
             total += counts[term]
         return kept if len(kept) < len(terms) else None
 
-    def _count(self, fts: str, terms: str | list[str], rowids: tuple[int, int],
+    def _count(self, fts: str, terms: list[str], rowids: tuple[int, int],
                cap: int | None) -> int:
         """The scope's rows matching any of ``terms``, counted up to ``cap`` (FTS5 walks
         the doclists only, without ranking)."""
-        match = _match([terms] if isinstance(terms, str) else terms)
         rows = self._query(f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? "
-                           "AND rowid BETWEEN ? AND ? LIMIT ?)", (match, *rowids, cap or -1))
+                           "AND rowid BETWEEN ? AND ? LIMIT ?)",
+                           (_match(terms), *rowids, cap or -1))
         return int(rows[0][0])
 
 
-def _match(terms: list[str]) -> str:
-    """An FTS5 OR query of quoted terms (``search.fts_query`` for terms already split)."""
-    return " OR ".join(f'"{term}"' for term in terms)
+def _term_sql(table: str, where: str) -> str:
+    """One term's BM25 contribution per matching row of the scope, as ``(key, s)``.
+
+    Parameters: idf, b * N / the scope's characters, the table's average length in
+    tokens, the term's MATCH, the scope's rowid range, tenant, agent, then the filters'.
+    The row's weighted frequency F is read back from FTS5's ``bm25()`` of the term at
+    the column weights and at twice them: bm25 is -idf * F (k1 + 1) / (F + c), with
+    c = k1 (1 - b + b * tokens / the table's average), so their ratio r is
+    2 (F + c) / (2F + c), which gives F = c (2 - r) / 2 (r - 1). F is a sum of column
+    weights (tenths): rounding it drops the last bits that the table's statistics
+    leave, so other tenants' rows never move a score at all. The score is then
+    idf * (k1 + 1) / (1 + k1 (1 - b + b * length / average) / F), lengths in characters.
+    """
+    k, ft = next(k for k in KINDS.values() if k.table == table), FULL_TEXT_OF[table]
+    weights = ft.column_weights()
+    once, twice = _list(weights), _list(2 * w for w in weights)
+    return (
+        f"SELECT key, ? * {K1 + 1} / (1 + {K1} * ({1 - B} + ? * len) / round({K1} * "
+        f"({1 - B} + dl * ?) * (2 - r) / (2 * (r - 1)), 6)) AS s "
+        f"FROM (SELECT f.rowid & {KEY_MASK} AS key, {ft.length_sql(k.alias)} AS len, "
+        f"{_tokens_sql('d.sz', len(ft.columns))} AS dl, "
+        f"bm25({k.fts}, {twice}) / bm25({k.fts}, {once}) AS r FROM {k.fts} f "
+        f"JOIN {k.fts}_docsize d ON d.id = f.rowid "
+        f"JOIN {k.table} {k.alias} ON {k.alias}.{k.key} = (f.rowid & {KEY_MASK}) "
+        f"WHERE {k.fts} MATCH ? AND f.rowid BETWEEN ? AND ? "
+        # LIMIT -1 keeps this subquery whole: flattened into the aggregate above, it
+        # would leave bm25() outside the full-text scan it needs.
+        f"AND {k.alias}.tenant = ? AND {k.alias}.agent = ?{where} LIMIT -1)"
+    )
+
+
+#: Bytes 0 to 127: ``instr`` of one byte in it is the byte's value plus one.
+_BYTES = "X'" + bytes(range(128)).hex() + "'"
+
+
+def _tokens_sql(sizes: str, columns: int) -> str:
+    """SQL for a row's length in tokens from its FTS5 ``docsize`` record (a varint per
+    column): in SQL while each column is under 128 tokens (one byte each), else by
+    ``tokens`` (registered on the connection as ``loci_tokens``)."""
+    small = " + ".join(f"instr({_BYTES}, substr({sizes}, {i + 1}, 1))" for i in range(columns))
+    return (f"(CASE WHEN length({sizes}) = {columns} THEN {small} - {columns} "
+            f"ELSE loci_tokens({sizes}) END)")
+
+
+def tokens(sizes: bytes) -> int:
+    """A row's length in tokens: the sum of its FTS5 ``docsize`` record."""
+    return sum(_varints(sizes))
+
+
+def _average_tokens(averages: bytes | None) -> float:
+    """The whole index's average row length in tokens, as ``bm25()`` uses it, from
+    FTS5's averages record: the row count, then each column's total tokens."""
+    if not averages:
+        return 1.0
+    count, *totals = _varints(averages)
+    return sum(totals) / count if count else 1.0
 
 
 def _list(values: Iterable[float]) -> str:
@@ -200,18 +241,6 @@ def _varints(blob: bytes) -> Iterator[int]:
             value = length = 0
 
 
-def _frequency(once: float, twice: float, tokens: int, table_length: float) -> float:
-    """A row's weighted frequency F of one term, read back from FTS5's ``bm25()`` of
-    that term at the column weights (``once``) and at twice them (``twice``).
-
-    bm25 is -idf * F (k1 + 1) / (F + c), with c = k1 (1 - b + b * tokens / the table's
-    average length): doubling the weights doubles F, so twice / once is
-    2 (F + c) / (2F + c), which gives F.
-    """
-    if once == 0:
-        return 0.0
-    ratio = min(max(twice / once, 1 + 1e-12), 2.0)
-    c = K1 * (1 - B + B * tokens / table_length)
-    # F is a sum of column weights (tenths): rounding drops the last bits that the
-    # table's statistics leave, so other tenants' rows never move a score at all.
-    return round(c * (2 - ratio) / (2 * (ratio - 1)), 6)
+def _match(terms: list[str]) -> str:
+    """An FTS5 OR query of quoted terms (``search.fts_query`` for terms already split)."""
+    return " OR ".join(f'"{term}"' for term in terms)

@@ -19,7 +19,7 @@ from loci.store.codec import to_micros
 from loci.store.sqlite.documents import SQLiteDocuments
 from loci.store.sqlite.erasure import SQLiteErasure
 from loci.store.sqlite.events import SQLiteEvents
-from loci.store.sqlite.keywords import SQLiteKeywords
+from loci.store.sqlite.keywords import SQLiteKeywords, tokens
 from loci.store.sqlite.memories import SQLiteMemories
 from loci.store.sqlite.records import SQLiteRecords
 from loci.store.sqlite.schema import migrate
@@ -83,6 +83,7 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
             # memory instead of costing a system call per page.
             self._db.execute("PRAGMA cache_size=-65536")
             self._db.execute("PRAGMA mmap_size=268435456")
+            self._db.create_function("loci_tokens", 1, tokens, deterministic=True)
             migrate(self._db, to_micros(utc_now()))
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
