@@ -34,16 +34,16 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 def plain(store: SQLiteStore, query: str, limit: int) -> list[tuple[str, float]]:
     """BM25 as the textbook computes it over ``TEXTS`` (k1 = 1.2, b = 0.75, lengths in
-    characters, IDF at least 1e-6), best first: the words here need no stemming."""
+    words, IDF at least 1e-6), best first: the words here need no stemming."""
     n = len(TEXTS)
-    average = sum(map(len, TEXTS.values())) / n
+    average = sum(len(text.split()) for text in TEXTS.values()) / n
     totals: dict[str, float] = {}
     for term in query.split():
         df = sum(term in text.split() for text in TEXTS.values())
         idf = max(1e-6, math.log((n - df + 0.5) / (df + 0.5)))
         for key, text in TEXTS.items():
             if tf := text.split().count(term):
-                norm = 1.2 * (0.25 + 0.75 * len(text) / average)
+                norm = 1.2 * (0.25 + 0.75 * len(text.split()) / average)
                 totals[key] = totals.get(key, 0.0) + idf * tf * 2.2 / (tf + norm)
     ranked = sorted(totals.items(), key=lambda item: (-round(item[1], 9), item[0]))
     return [(key, bm25_to_score(-score)) for key, score in ranked[:limit]]
@@ -57,6 +57,13 @@ def test_small_stores_rank_exactly_as_textbook_bm25(store: SQLiteStore) -> None:
     hits = store.search_memories(ALICE, "kettle zeppelin warm", limit=10)
     assert [(h.id, h.score) for h in hits] == approx(plain(store, "kettle zeppelin warm", 10))
     assert [h.id for h in hits][:2] == ["r1", "r2"]
+    # One scope holds every row: FTS5's own scores, computed over the whole table.
+    ranked = store._query(
+        "SELECT m.id, f.rank FROM memories_fts f JOIN memories m "
+        f"ON m.rowid = (f.rowid & {(1 << 40) - 1}) WHERE memories_fts MATCH ? "
+        "ORDER BY f.rank, m.rowid LIMIT 10", ('"kettle" OR "zeppelin" OR "warm"',))
+    assert [(h.id, h.score) for h in hits] == approx(
+        [(key, bm25_to_score(rank)) for key, rank in ranked])
 
 
 def test_past_the_budget_the_rarest_words_rank(

@@ -106,10 +106,10 @@ def test_an_older_store_migrates_with_every_row_searchable(
                 f"m-{scope.tenant}"]
             assert [h.text for h in new.search_documents(scope, "kayak")] == [
                 f"{scope.tenant} kayak log"]
-        # Migration 11 counted each scope's rows and characters.
-        assert new._query("SELECT docs, chars FROM fts_stats f JOIN scopes s "
+        # Migration 11 counted each scope's rows and tokens.
+        assert new._query("SELECT docs, tokens FROM fts_stats f JOIN scopes s "
                           "ON s.no = f.scope WHERE kind = 'memories' AND tenant = 'alice'"
-                          ) == [(1, len("alice likes kayaks"))]
+                          ) == [(1, 3)]
         new.append_events(ALICE, "s", [NewEvent("message", "user", "kayaking again", T0)])
         assert len(new.search_events(ALICE, "kayaking")) == 2
         assert len(new.search_events(BOB, "kayaking")) == 1

@@ -10,13 +10,13 @@ tenant's matching rows before a join dropped the others'. So:
   ``scopes`` numbering each (tenant, agent) once). A doclist is sorted by rowid, so FTS5
   seeks straight to one scope's ``rowid BETWEEN`` range: matching and counting touch
   the caller's rows only;
-- ``fts_stats`` counts each scope's rows and indexed characters (kept by the triggers
-  that index rows, and by ``rows.index_events``); a term's document frequency is the
-  count of its matches in the scope's range;
+- ``fts_stats`` counts each scope's rows and tokens (kept by the triggers that index
+  rows, and by ``rows.index_events``); a term's document frequency is the count of its
+  matches in the scope's range;
 - a row's term frequency is read back from FTS5's own ``bm25()`` (its tokenizer and
-  stemmer decide what matches), and the score is BM25 again (k1 = 1.2, b = 0.75, idf
-  ln((N - df + 0.5) / (df + 0.5)), at least 1e-6, as FTS5's) over the scope's N and df,
-  with the length measured in indexed characters against the scope's average.
+  stemmer decide what matches), and the score is BM25 again as FTS5 computes it (k1 =
+  1.2, b = 0.75, idf ln((N - df + 0.5) / (df + 0.5)), at least 1e-6), over the scope's
+  N, df and average length: in a store of one scope, exactly FTS5's own scores.
 
 The full-text tables read their content through views that compute these rowids (only
 ``rebuild`` reads them); triggers, and ``index_events`` for events, write them.
@@ -25,14 +25,23 @@ The full-text tables read their content through views that compute these rowids 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from loci.models import Scope, SearchHit
 from loci.search import bm25_to_score, query_terms
 from loci.store.base import Scored, SearchFilters
 from loci.store.rows import ordered_hits
 from loci.store.sqlite.base import SQLiteBase
-from loci.store.sqlite.rows import FULL_TEXT_OF, KEY_MASK, KINDS, SCOPE_SHIFT, filter_sql
+from loci.store.sqlite.rows import (
+    FULL_TEXT_OF,
+    KEY_MASK,
+    KINDS,
+    SCOPE_SHIFT,
+    Kind,
+    filter_sql,
+    varints,
+)
 
 #: Rows an OR query may match before only its rarest words search (``_rare_terms``).
 MATCH_BUDGET = 4_000
@@ -51,45 +60,58 @@ class SQLiteKeywords(SQLiteBase):
         rowids = self._scope_rowids(scope)
         if not terms or rowids is None or limit <= 0:
             return []
-        fts = KINDS[kind].fts
+        k = KINDS[kind]
         with self._snapshot():
-            counts = self._counts(fts, terms, rowids)
-            rare = self._rare_terms(fts, counts, rowids)
+            counts = self._counts(k.fts, terms, rowids)
+            rare = self._rare_terms(k.fts, counts, rowids)
+            (docs, tokens, averages), = self._query(
+                f"SELECT (SELECT docs FROM fts_stats WHERE kind = ?1 AND scope = ?2), "
+                f"(SELECT tokens FROM fts_stats WHERE kind = ?1 AND scope = ?2), "
+                f"(SELECT block FROM {k.fts}_data WHERE id = 1)",
+                (k.table, rowids[0] >> SCOPE_SHIFT))
+            table_rows, table_tokens = _totals(averages)
+            stats = _Statistics(docs or 0, tokens or 0, table_rows == docs,
+                                table_tokens / table_rows if table_rows else 1.0)
             scored: list[Scored] = []
             if rare is not None:
-                scored = self._ranked(scope, kind, rare, counts, rowids, filters, limit)
+                scored = self._ranked(scope, kind, rare, counts, rowids, stats, filters, limit)
             if rare is None or len(scored) < limit:  # the filters wanted common words' rows
-                scored = self._ranked(scope, kind, terms, counts, rowids, filters, limit)
+                scored = self._ranked(scope, kind, terms, counts, rowids, stats, filters,
+                                      limit)
         return scored
 
     def _ranked(self, scope: Scope, kind: str, terms: list[str], counts: dict[str, int],
-                rowids: tuple[int, int], filters: SearchFilters, limit: int
-                ) -> list[Scored]:
+                rowids: tuple[int, int], stats: _Statistics, filters: SearchFilters,
+                limit: int) -> list[Scored]:
         """The best ``limit`` rows matching any of ``terms`` and the filters, by BM25
         over the scope's statistics (see the module docstring), in one statement."""
         k = KINDS[kind]
-        (docs, chars, averages), = self._query(
-            f"SELECT (SELECT docs FROM fts_stats WHERE kind = ?1 AND scope = ?2), "
-            f"(SELECT chars FROM fts_stats WHERE kind = ?1 AND scope = ?2), "
-            f"(SELECT block FROM {k.fts}_data WHERE id = 1)",
-            (k.table, rowids[0] >> SCOPE_SHIFT))
         where, params = filter_sql(kind, filters)
-        table_length = _average_tokens(averages)
+        scoped = (*rowids, scope.tenant, scope.agent, *params)
+        found = [t for t in terms if counts[t]]
+        if not found:
+            return []
+        if stats.alone:  # the scope is the whole table: FTS5's own scores are the scope's
+            rows = self._query(
+                f"SELECT f.rowid & {KEY_MASK}, f.rank FROM {k.fts} f {_scope_join(k, where)} "
+                "ORDER BY f.rank LIMIT ?", (_match(found), *scoped, limit))
+            # Rounded and ordered as the statement below: a scope's scores are the same
+            # whichever way they were computed.
+            scores = [(int(key), round(-rank, 12)) for key, rank in rows]
+            scores.sort(key=lambda item: (-round(item[1], 9), item[0]))
+            return [(key, bm25_to_score(-score)) for key, score in scores]
+        docs, tokens = stats.docs, stats.tokens
         blocks: list[str] = []
         values: list[object] = []
-        for term in terms:
+        for term in found:
             df = counts[term]
             if df > MATCH_BUDGET:
                 df = self._count(k.fts, [term], rowids, None)
-            if not df:
-                continue
             n = max(docs or 0, df)
             idf = max(1e-6, math.log((n - df + 0.5) / (df + 0.5)))  # as FTS5's bm25()
             blocks.append(_term_sql(k.table, where))
-            values += [idf, B * n / chars if chars else 0.0, B / table_length, _match([term]),
-                       *rowids, scope.tenant, scope.agent, *params]
-        if not blocks:
-            return []
+            values += [idf, B * n / tokens if tokens else 0.0, B / stats.table_length,
+                       _match([term]), *scoped]
         # Compared to 9 decimals, so that rows scoring alike keep the order of their keys
         # whichever order the terms were added in.
         rows = self._query(
@@ -167,32 +189,36 @@ class SQLiteKeywords(SQLiteBase):
 def _term_sql(table: str, where: str) -> str:
     """One term's BM25 contribution per matching row of the scope, as ``(key, s)``.
 
-    Parameters: idf, b * N / the scope's characters, the table's average length in
-    tokens, the term's MATCH, the scope's rowid range, tenant, agent, then the filters'.
-    The row's weighted frequency F is read back from FTS5's ``bm25()`` of the term at
-    the column weights and at twice them: bm25 is -idf * F (k1 + 1) / (F + c), with
-    c = k1 (1 - b + b * tokens / the table's average), so their ratio r is
-    2 (F + c) / (2F + c), which gives F = c (2 - r) / 2 (r - 1). F is a sum of column
-    weights (tenths): rounding it drops the last bits that the table's statistics
-    leave, so other tenants' rows never move a score at all. The score is then
-    idf * (k1 + 1) / (1 + k1 (1 - b + b * length / average) / F), lengths in characters.
+    Parameters: idf, b / the scope's average length, b / the whole table's average
+    length (lengths in tokens), the term's MATCH, the scope's rowid range, tenant, agent,
+    then the filters'. The row's weighted frequency F is read back from FTS5's
+    ``bm25()`` of the term at the column weights and at twice them: bm25 is
+    -idf * F (k1 + 1) / (F + c), with c = k1 (1 - b + b * tokens / the table's average),
+    so their ratio r is 2 (F + c) / (2F + c), which gives F = c (2 - r) / 2 (r - 1). F
+    is a sum of column weights (tenths): rounding it drops the last bits that the
+    table's statistics leave, so other tenants' rows never move a score at all. The
+    score is idf * (k1 + 1) / (1 + k1 (1 - b + b * tokens / the scope's average) / F).
     """
     k, ft = next(k for k in KINDS.values() if k.table == table), FULL_TEXT_OF[table]
     weights = ft.column_weights()
     once, twice = _list(weights), _list(2 * w for w in weights)
     return (
-        f"SELECT key, ? * {K1 + 1} / (1 + {K1} * ({1 - B} + ? * len) / round({K1} * "
+        f"SELECT key, ? * {K1 + 1} / (1 + {K1} * ({1 - B} + dl * ?) / round({K1} * "
         f"({1 - B} + dl * ?) * (2 - r) / (2 * (r - 1)), 6)) AS s "
-        f"FROM (SELECT f.rowid & {KEY_MASK} AS key, {ft.length_sql(k.alias)} AS len, "
-        f"{_tokens_sql('d.sz', len(ft.columns))} AS dl, "
-        f"bm25({k.fts}, {twice}) / bm25({k.fts}, {once}) AS r FROM {k.fts} f "
-        f"JOIN {k.fts}_docsize d ON d.id = f.rowid "
-        f"JOIN {k.table} {k.alias} ON {k.alias}.{k.key} = (f.rowid & {KEY_MASK}) "
-        f"WHERE {k.fts} MATCH ? AND f.rowid BETWEEN ? AND ? "
-        # LIMIT -1 keeps this subquery whole: flattened into the aggregate above, it
-        # would leave bm25() outside the full-text scan it needs.
-        f"AND {k.alias}.tenant = ? AND {k.alias}.agent = ?{where} LIMIT -1)"
+        f"FROM (SELECT f.rowid & {KEY_MASK} AS key, {_tokens_sql('d.sz', len(ft.columns))} "
+        f"AS dl, bm25({k.fts}, {twice}) / bm25({k.fts}, {once}) AS r FROM {k.fts} f "
+        f"JOIN {k.fts}_docsize d ON d.id = f.rowid {_scope_join(k, where)} LIMIT -1)"
     )
+
+
+def _scope_join(k: Kind, where: str) -> str:
+    """The content join and conditions of a scope's full-text rows: the term's MATCH,
+    the scope's rowid range, tenant, agent, then the filters' parameters. (The
+    ``LIMIT -1`` after it keeps a subquery whole: flattened into the query above, it
+    would leave ``bm25()`` outside the full-text scan it needs.)"""
+    return (f"JOIN {k.table} {k.alias} ON {k.alias}.{k.key} = (f.rowid & {KEY_MASK}) "
+            f"WHERE {k.fts} MATCH ? AND f.rowid BETWEEN ? AND ? "
+            f"AND {k.alias}.tenant = ? AND {k.alias}.agent = ?{where}")
 
 
 #: Bytes 0 to 127: ``instr`` of one byte in it is the byte's value plus one.
@@ -202,43 +228,34 @@ _BYTES = "X'" + bytes(range(128)).hex() + "'"
 def _tokens_sql(sizes: str, columns: int) -> str:
     """SQL for a row's length in tokens from its FTS5 ``docsize`` record (a varint per
     column): in SQL while each column is under 128 tokens (one byte each), else by
-    ``tokens`` (registered on the connection as ``loci_tokens``)."""
+    ``loci_tokens`` (``rows.tokens``)."""
     small = " + ".join(f"instr({_BYTES}, substr({sizes}, {i + 1}, 1))" for i in range(columns))
     return (f"(CASE WHEN length({sizes}) = {columns} THEN {small} - {columns} "
             f"ELSE loci_tokens({sizes}) END)")
 
 
-def tokens(sizes: bytes) -> int:
-    """A row's length in tokens: the sum of its FTS5 ``docsize`` record."""
-    return sum(_varints(sizes))
+@dataclass(frozen=True)
+class _Statistics:
+    """A scope's rows and tokens, whether they are the whole table's, and the whole
+    table's average length (``bm25()``'s)."""
+
+    docs: int
+    tokens: int
+    alone: bool
+    table_length: float
 
 
-def _average_tokens(averages: bytes | None) -> float:
-    """The whole index's average row length in tokens, as ``bm25()`` uses it, from
-    FTS5's averages record: the row count, then each column's total tokens."""
+def _totals(averages: bytes | None) -> tuple[int, int]:
+    """The whole index's rows and tokens, from FTS5's averages record: the row count,
+    then each column's total tokens."""
     if not averages:
-        return 1.0
-    count, *totals = _varints(averages)
-    return sum(totals) / count if count else 1.0
+        return 0, 0
+    count, *totals = varints(averages)
+    return count, sum(totals)
 
 
 def _list(values: Iterable[float]) -> str:
     return ", ".join(map(str, values))
-
-
-def _varints(blob: bytes) -> Iterator[int]:
-    """The integers of an FTS5 record (SQLite varints: 7 bits a byte, big-endian, the
-    high bit set on all bytes but the last; a ninth byte gives all 8 bits)."""
-    value = length = 0
-    for byte in blob:
-        if length == 8:
-            yield value << 8 | byte
-            value = length = 0
-            continue
-        value, length = value << 7 | byte & 0x7F, length + 1
-        if byte < 0x80:
-            yield value
-            value = length = 0
 
 
 def _match(terms: list[str]) -> str:

@@ -4,7 +4,7 @@ shared by its keyword and vector search paths; rows become models in ``store/row
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,11 +53,6 @@ class FullText:
     def column_weights(self) -> tuple[float, ...]:
         return self.weights or (1.0,) * len(self.columns)
 
-    def length_sql(self, row: str) -> str:
-        """SQL for the indexed characters of row ``row``: the document length BM25
-        normalizes by (``keywords``), per scope in ``fts_stats``."""
-        return " + ".join(f"coalesce(length({row}.{c}), 0)" for c in self.columns)
-
 
 #: Migration 9 is built from these: a change here needs a migration of its own that
 #: rebuilds the tables it touches.
@@ -87,15 +82,37 @@ def index_events(db: sqlite3.Connection, scope: Scope, where: str, params: Seque
     count them in ``fts_stats``: one statement each for a whole batch, about five times
     faster than a per-row trigger."""
     base = scope_base(db, scope)
-    ft = FULL_TEXT_OF["events"]
-    cols = ", ".join(ft.columns)
+    cols = ", ".join(FULL_TEXT_OF["events"].columns)
     db.execute(f"INSERT INTO events_fts (rowid, {cols}) SELECT ? | e.id, {cols} "
                f"FROM events e WHERE {where}", (base, *params))
-    db.execute(f"INSERT INTO fts_stats (kind, scope, docs, chars) SELECT 'events', ?, "
-               f"count(*), coalesce(sum({ft.length_sql('e')}), 0) FROM events e WHERE {where} "
+    db.execute("INSERT INTO fts_stats (kind, scope, docs, tokens) SELECT 'events', ?, "
+               "count(*), coalesce(sum(loci_tokens(d.sz)), 0) FROM events e "
+               f"JOIN events_fts_docsize d ON d.id = (? | e.id) WHERE {where} "
                "ON CONFLICT (kind, scope) DO UPDATE "
-               "SET docs = docs + excluded.docs, chars = chars + excluded.chars",
-               (base >> SCOPE_SHIFT, *params))
+               "SET docs = docs + excluded.docs, tokens = tokens + excluded.tokens",
+               (base >> SCOPE_SHIFT, base, *params))
+
+
+def varints(blob: bytes) -> Iterator[int]:
+    """The integers of an FTS5 record (SQLite varints: 7 bits a byte, big-endian, the
+    high bit set on all bytes but the last; a ninth byte gives all 8 bits)."""
+    value = length = 0
+    for byte in blob:
+        if length == 8:
+            yield value << 8 | byte
+            value = length = 0
+            continue
+        value, length = value << 7 | byte & 0x7F, length + 1
+        if byte < 0x80:
+            yield value
+            value = length = 0
+
+
+def tokens(sizes: bytes | None) -> int:
+    """A row's length in tokens: the sum of its FTS5 ``docsize`` record (its tokens per
+    column). Registered on every connection as ``loci_tokens``, for the triggers that
+    keep ``fts_stats`` and for keyword search."""
+    return sum(varints(sizes)) if sizes else 0
 
 
 @dataclass(frozen=True)

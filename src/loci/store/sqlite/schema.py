@@ -408,35 +408,45 @@ def _table_sql(ft: FullText, tokenizer: str) -> str:
 
 
 def statistics_sql() -> str:
-    """Migration 11: per-scope rows and indexed characters of each full-text table
-    (``fts_stats``), counted once and kept by the triggers that index the rows
-    (``events_ai`` does not exist: ``rows.index_events`` counts appended events)."""
+    """Migration 11: per-scope rows and tokens of each full-text table (``fts_stats``),
+    counted once from FTS5's own ``docsize`` records and kept by the triggers that index
+    rows (``events_ai`` does not exist: ``rows.index_events`` counts appended events).
+    A row's tokens are read from its ``docsize`` after it is indexed and before it is
+    dropped, through ``loci_tokens`` (``rows.tokens``, registered on the connection)."""
     script = ["""
         CREATE TABLE fts_stats (
             kind TEXT NOT NULL, scope INTEGER NOT NULL, docs INTEGER NOT NULL,
-            chars INTEGER NOT NULL, PRIMARY KEY (kind, scope)) WITHOUT ROWID;"""]
+            tokens INTEGER NOT NULL, PRIMARY KEY (kind, scope)) WITHOUT ROWID;"""]
     for ft in FULL_TEXT:
-        t, cols = ft.table, ", ".join(ft.columns)
+        t, fts, cols = ft.table, f"{ft.table}_fts", ", ".join(ft.columns)
         delete, insert = _index_writes(ft)
-        old, new = ft.length_sql("old"), ft.length_sql("new")
-        counted = (f"UPDATE fts_stats SET docs = docs - 1, chars = chars - ({old}) "
-                   f"WHERE kind = '{t}' AND scope = {_scope_no('old')};")
-        recounted = (f"UPDATE fts_stats SET chars = chars + ({new}) - ({old}) "
-                     f"WHERE kind = '{t}' AND scope = {_scope_no('new')};")
+        where = f"WHERE kind = '{t}' AND scope = {_scope_no('old')};"
+        uncounted = (f"UPDATE fts_stats SET docs = docs - 1, "
+                     f"tokens = tokens - {_size(ft, 'old')} ")
         script.append(f"""
-        INSERT INTO fts_stats (kind, scope, docs, chars)
-            SELECT '{t}', s.no, count(*), sum({ft.length_sql('x')}) FROM {t} x
-            JOIN scopes s ON s.tenant = x.tenant AND s.agent = x.agent GROUP BY s.no;
+        INSERT INTO fts_stats (kind, scope, docs, tokens)
+            SELECT '{t}', id >> {SCOPE_SHIFT}, count(*), sum(loci_tokens(sz))
+            FROM {fts}_docsize GROUP BY id >> {SCOPE_SHIFT};
         DROP TRIGGER {t}_ad; DROP TRIGGER {t}_au;
-        CREATE TRIGGER {t}_ad AFTER DELETE ON {t} BEGIN {delete} {counted} END;
-        CREATE TRIGGER {t}_au AFTER UPDATE OF {cols} ON {t} BEGIN
-            {delete} {insert} {recounted} END;""")
+        CREATE TRIGGER {t}_ad AFTER DELETE ON {t} BEGIN {uncounted} {where} {delete} END;
+        CREATE TRIGGER {t}_au AFTER UPDATE OF {cols} ON {t} BEGIN {uncounted} {where}
+            {delete} {insert} {_counted(t, _size(ft, 'new'))} END;""")
         if ft.insert_trigger:
             script.append(f"""
         DROP TRIGGER {t}_ai;
         CREATE TRIGGER {t}_ai AFTER INSERT ON {t} BEGIN {_NUMBERED} {insert}
-            INSERT INTO fts_stats (kind, scope, docs, chars)
-            VALUES ('{t}', {_scope_no('new')}, 1, {new})
-            ON CONFLICT (kind, scope) DO UPDATE
-            SET docs = docs + 1, chars = chars + excluded.chars; END;""")
+            {_counted(t, _size(ft, 'new'))} END;""")
     return "\n".join(script)
+
+
+def _size(ft: FullText, row: str) -> str:
+    """SQL for the tokens of trigger row ``row`` in its full-text index."""
+    return (f"(SELECT loci_tokens(sz) FROM {ft.table}_fts_docsize "
+            f"WHERE id = {_rowid(row, ft.key)})")
+
+
+def _counted(table: str, size: str) -> str:
+    """The statement that counts trigger row ``new`` of ``table`` in ``fts_stats``."""
+    return (f"INSERT INTO fts_stats (kind, scope, docs, tokens) "
+            f"VALUES ('{table}', {_scope_no('new')}, 1, {size}) ON CONFLICT (kind, scope) "
+            "DO UPDATE SET docs = docs + 1, tokens = tokens + excluded.tokens;")

@@ -19,9 +19,10 @@ from loci.store.codec import to_micros
 from loci.store.sqlite.documents import SQLiteDocuments
 from loci.store.sqlite.erasure import SQLiteErasure
 from loci.store.sqlite.events import SQLiteEvents
-from loci.store.sqlite.keywords import SQLiteKeywords, tokens
+from loci.store.sqlite.keywords import SQLiteKeywords
 from loci.store.sqlite.memories import SQLiteMemories
 from loci.store.sqlite.records import SQLiteRecords
+from loci.store.sqlite.rows import tokens
 from loci.store.sqlite.schema import migrate
 from loci.store.sqlite.transfer import SQLiteTransfer
 from loci.store.sqlite.vectors import SQLiteVectors
@@ -74,6 +75,8 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=30.0
             )
+            # Before migrating: the full-text triggers count tokens with it.
+            self._db.create_function("loci_tokens", 1, tokens, deterministic=True)
             _wal(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
@@ -83,7 +86,6 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
             # memory instead of costing a system call per page.
             self._db.execute("PRAGMA cache_size=-65536")
             self._db.execute("PRAGMA mmap_size=268435456")
-            self._db.create_function("loci_tokens", 1, tokens, deterministic=True)
             migrate(self._db, to_micros(utc_now()))
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
