@@ -1,9 +1,16 @@
 """A scripted upstream chat server for the proxy tests (OpenAI- or Anthropic-shaped,
 real HTTP on loopback) that answers scripted replies and records what it was sent, with
-helpers to build the proxy around it."""
+helpers to build the proxy around it.
+
+The Anthropic shape follows Anthropic's rules for extended thinking: with ``thinking``
+enabled, each answer starts with a signed ``thinking`` block; a request whose last user
+turn brings tool results must send the assistant turn they answer starting with its
+thinking block, and every thinking block must come back with its text and signature
+unchanged (else 400, as Anthropic answers)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Iterator
@@ -22,6 +29,38 @@ from loci.server import create_app
 from loci.server.hub import Hub, Principal
 
 UPSTREAM_KEY = "sk-upstream-test"
+
+
+def signature(thinking: str) -> str:
+    """The fake upstream's signature of a thinking text."""
+    return hashlib.sha256(f"fake-upstream|{thinking}".encode()).hexdigest()
+
+
+def thinking_block(number: int) -> dict[str, Any]:
+    text = f"Let me think about step {number}."
+    return {"type": "thinking", "thinking": text, "signature": signature(text)}
+
+
+def thinking_error(body: dict[str, Any]) -> str | None:
+    """What Anthropic would refuse in ``body``'s thinking blocks, or None."""
+    messages = body.get("messages") or []
+    for n, message in enumerate(messages):
+        for block in message.get("content") if isinstance(message.get("content"), list) else ():
+            if block.get("type") == "thinking" and block.get("signature") != signature(
+                    block.get("thinking", "")):
+                return f"messages.{n}: Invalid `signature` in `thinking` block"
+    last = messages[-1] if messages else {}
+    content = last.get("content") if isinstance(last.get("content"), list) else []
+    if any(b.get("type") == "tool_result" for b in content):
+        assistant = next((m for m in reversed(messages) if m["role"] == "assistant"), {})
+        first = (assistant.get("content") or [{}])[0]
+        if not isinstance(first, dict) or first.get("type") not in (
+                "thinking", "redacted_thinking"):
+            return ("Expected `thinking` or `redacted_thinking`, but found "
+                    f"`{first.get('type') if isinstance(first, dict) else 'text'}`. When "
+                    "`thinking` is enabled, a final `assistant` message must start with a "
+                    "thinking block")
+    return None
 
 
 @dataclass
@@ -74,29 +113,49 @@ def tool_call_events(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return events
 
 
-def anthropic_events(reply: str) -> list[dict[str, Any]]:
+def thinking_events(block: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A thinking block as Anthropic streams it (at index 0), or nothing."""
+    if block is None:
+        return []
+    return [{"type": "content_block_start", "index": 0,
+             "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+            *({"type": "content_block_delta", "index": 0,
+               "delta": {"type": "thinking_delta", "thinking": p}}
+              for p in pieces(block["thinking"], 9)),
+            {"type": "content_block_delta", "index": 0,
+             "delta": {"type": "signature_delta", "signature": block["signature"]}},
+            {"type": "content_block_stop", "index": 0}]
+
+
+def anthropic_events(reply: str, thinking: dict[str, Any] | None = None
+                     ) -> list[dict[str, Any]]:
+    at = 1 if thinking else 0
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 13}}},
-        {"type": "content_block_start", "index": 0,
+        *thinking_events(thinking),
+        {"type": "content_block_start", "index": at,
          "content_block": {"type": "text", "text": ""}}]
-    events += [{"type": "content_block_delta", "index": 0,
+    events += [{"type": "content_block_delta", "index": at,
                 "delta": {"type": "text_delta", "text": p}} for p in pieces(reply)]
     events += [{"type": "message_delta", "delta": {"stop_reason": "end_turn"},
                 "usage": {"output_tokens": 5}}, {"type": "message_stop"}]
     return events
 
 
-def anthropic_tool_events(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def anthropic_tool_events(calls: list[dict[str, Any]], thinking: dict[str, Any] | None = None
+                          ) -> list[dict[str, Any]]:
     """Tool calls as Anthropic streams them: a text block, then one ``tool_use`` block
     per call with its input in ``input_json_delta`` pieces."""
+    at = 1 if thinking else 0
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 13}}},
-        {"type": "content_block_start", "index": 0,
+        *thinking_events(thinking),
+        {"type": "content_block_start", "index": at,
          "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 0,
+        {"type": "content_block_delta", "index": at,
          "delta": {"type": "text_delta", "text": "Checking."}},
-        {"type": "content_block_stop", "index": 0}]
-    for index, call in enumerate(calls, start=1):
+        {"type": "content_block_stop", "index": at}]
+    for index, call in enumerate(calls, start=at + 1):
         events.append({"type": "content_block_start", "index": index, "content_block": {
             "type": "tool_use", "id": call["id"], "name": call["function"]["name"],
             "input": {}}})
@@ -108,11 +167,13 @@ def anthropic_tool_events(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
                       "usage": {"output_tokens": 9}}, {"type": "message_stop"}]
 
 
-def anthropic_tool_message(calls: list[dict[str, Any]]) -> dict[str, Any]:
+def anthropic_tool_message(calls: list[dict[str, Any]], thinking: dict[str, Any] | None = None
+                           ) -> dict[str, Any]:
     blocks = [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
                "input": json.loads(c["function"]["arguments"])} for c in calls]
     return {"id": "msg_1", "type": "message", "role": "assistant",
-            "content": [{"type": "text", "text": "Checking."}, *blocks],
+            "content": [*([thinking] if thinking else []),
+                        {"type": "text", "text": "Checking."}, *blocks],
             "stop_reason": "tool_use", "usage": {"input_tokens": 13, "output_tokens": 9}}
 
 
@@ -128,13 +189,20 @@ def make_handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
             if self.path.startswith("/fail/"):
                 self._json(500, {"error": {"message": "upstream exploded"}})
                 return
-            reply = state.next_reply()
             anthropic = self.path.startswith("/anthropic/")
+            thinking = None
+            if anthropic and (body.get("thinking") or {}).get("type") == "enabled":
+                if (error := thinking_error(body)) is not None:
+                    self._json(400, {"type": "error", "error": {
+                        "type": "invalid_request_error", "message": error}})
+                    return
+                thinking = thinking_block(len(state.requests))
+            reply = state.next_reply()
             if isinstance(reply, list) and anthropic:
                 if body.get("stream"):
-                    self._stream(anthropic_tool_events(reply), True)
+                    self._stream(anthropic_tool_events(reply, thinking), True)
                 else:
-                    self._json(200, anthropic_tool_message(reply))
+                    self._json(200, anthropic_tool_message(reply, thinking))
                 return
             if isinstance(reply, list):
                 if body.get("stream"):
@@ -147,11 +215,13 @@ def make_handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
                                                           "tool_calls": reply}}]})
                 return
             if body.get("stream"):
-                events = anthropic_events(reply) if anthropic else openai_events(reply)
+                events = (anthropic_events(reply, thinking) if anthropic
+                          else openai_events(reply))
                 self._stream(events, anthropic)
             elif anthropic:
                 self._json(200, {"id": "msg_1", "type": "message", "role": "assistant",
-                                 "content": [{"type": "text", "text": reply}],
+                                 "content": [*([thinking] if thinking else []),
+                                             {"type": "text", "text": reply}],
                                  "stop_reason": "end_turn",
                                  "usage": {"input_tokens": 13, "output_tokens": 5}})
             else:

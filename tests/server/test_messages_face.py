@@ -12,7 +12,14 @@ import pytest
 from anthropic import Anthropic
 
 from tests.server.conftest import LiveServer, make_key
-from tests.server.fake_upstream import SESSION, Upstream, engine, proxy_app, system_text
+from tests.server.fake_upstream import (
+    SESSION,
+    Upstream,
+    engine,
+    proxy_app,
+    signature,
+    system_text,
+)
 
 WEATHER = {"name": "weather", "description": "The weather in a city.",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
@@ -95,6 +102,71 @@ def test_a_two_tool_loop(home: Path, upstream: Upstream, live_server: LiveServer
     log = [(e.type, e.tool_call_id or e.content) for e in engine(app).events("work")]
     assert log == [("message", "Weather in Lisbon?"), ("tool_call", "call_1"),
                    ("tool_result", "call_1"), ("message", "Sunny in Lisbon.")]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_thinking_blocks_go_back_unchanged_through_a_tool_loop(
+        home: Path, upstream: Upstream, live_server: LiveServer, stream: bool) -> None:
+    app = proxy_app(home, upstream, "anthropic")
+    call = [{"id": "toolu_1", "type": "function",
+             "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}]
+    upstream.replies += [call, "Sunny in Lisbon."]
+    question: dict[str, Any] = {"role": "user", "content": "Weather in Lisbon?"}
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+
+    def ask(claude: Anthropic, messages: list[dict[str, Any]]) -> Any:
+        params: dict[str, Any] = {"model": "claude-test", "max_tokens": 2048,
+                                  "tools": [WEATHER], "thinking": thinking,
+                                  "extra_headers": SESSION, "messages": messages}
+        if not stream:
+            return claude.messages.create(**params)
+        with claude.messages.stream(**params) as events:
+            return events.get_final_message()
+
+    with client(live_server(app)) as claude:
+        first = ask(claude, [question])
+        assert [b.type for b in first.content] == ["thinking", "text", "tool_use"]
+        signed = first.content[0]
+        assert signed.signature == signature(signed.thinking)
+        second = ask(claude, [question, {"role": "assistant", "content": first.content},
+                              {"role": "user", "content": [{
+                                  "type": "tool_result", "tool_use_id": "toolu_1",
+                                  "content": "22°C and sunny"}]}])
+    # The upstream refuses a tool loop whose assistant turn lost its thinking block.
+    assert [b.type for b in second.content] == ["thinking", "text"]
+    assert second.content[1].text == "Sunny in Lisbon."
+    turn = next(m for m in reversed(upstream.last["body"]["messages"])
+                if m["role"] == "assistant")
+    assert turn["content"][0] == {"type": "thinking", "thinking": signed.thinking,
+                                  "signature": signed.signature}
+    assert upstream.last["body"]["thinking"] == thinking
+    log = engine(app).events("work")
+    assert [(e.type, e.tool_call_id or e.content) for e in log] == [
+        ("message", "Weather in Lisbon?"), ("message", "Checking."),
+        ("tool_call", "toolu_1"), ("tool_result", "toolu_1"),
+        ("message", "Sunny in Lisbon.")]
+    assert log[1].metadata["provider_blocks"] == [turn["content"][0]]
+
+
+def test_a_clients_own_thinking_blocks_are_kept_for_a_loop_loci_did_not_relay(
+        home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream, "anthropic")
+    text = "The user wants the weather."
+    mine = {"type": "thinking", "thinking": text, "signature": signature(text)}
+    with client(live_server(app)) as claude:
+        reply = claude.messages.create(
+            model="claude-test", max_tokens=2048, tools=[WEATHER], extra_headers=SESSION,
+            thinking={"type": "enabled", "budget_tokens": 1024}, messages=[
+                {"role": "user", "content": "Weather in Lisbon?"},
+                {"role": "assistant", "content": [mine, {
+                    "type": "tool_use", "id": "toolu_9", "name": "weather",
+                    "input": {"city": "Lisbon"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9",
+                                              "content": "22°C"}]}])
+    assert reply.content[-1].text == "ok"
+    turn = next(m for m in reversed(upstream.last["body"]["messages"])
+                if m["role"] == "assistant")
+    assert turn["content"][0] == mine
 
 
 def test_keys_and_refusals(home: Path, upstream: Upstream, live_server: LiveServer) -> None:

@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from loci.context.render import to_anthropic_messages
+from loci.context.render import openai_message, to_anthropic_messages
 
 
 @dataclass
@@ -60,23 +60,24 @@ class CompiledContext:
         messages: list[dict[str, Any]] = [{"role": "system", "content": self.static_prefix}]
         if self.dynamic:
             messages.append({"role": "system", "content": self.dynamic})
-        messages.extend(self.history)
+        messages.extend(openai_message(m) for m in self.history)
         if self.retrieved:
             messages.append({"role": "system", "content": self.retrieved})
         if self.message is not None:
             messages.append({"role": "user", "content": self.message})
         return messages
 
-    def to_anthropic(self) -> dict[str, Any]:
+    def to_anthropic(self, *, thinking: bool = False) -> dict[str, Any]:
         """Anthropic Messages: ``system`` blocks with ``cache_control`` on the static
         prefix (and on the dynamic block, which changes rarely), then the messages; the
-        retrieved context rides in front of the current message."""
+        retrieved context rides in front of the current message. With ``thinking``,
+        assistant turns keep their signed thinking blocks (``render``)."""
         system: list[dict[str, Any]] = [{"type": "text", "text": self.static_prefix,
                                          "cache_control": {"type": "ephemeral"}}]
         if self.dynamic:
             system.append({"type": "text", "text": self.dynamic,
                            "cache_control": {"type": "ephemeral"}})
-        messages = to_anthropic_messages(self.history)
+        messages = to_anthropic_messages(self.history, thinking=thinking)
         tail = [t for t in (self.retrieved, self.message) if t]
         if tail:
             block = {"type": "text", "text": "\n\n".join(tail)}

@@ -1,4 +1,10 @@
-"""Turning events into chat messages that are valid input for the OpenAI API."""
+"""Turning events into chat messages that are valid input for the OpenAI API.
+
+An event may carry provider blocks that must go back to that provider byte for byte
+(Anthropic's signed ``thinking`` blocks of the assistant turn it starts, in
+``metadata["provider_blocks"]``): its message keeps them under ``PROVIDER_BLOCKS``, which
+the OpenAI rendering drops and the Anthropic one puts first in the assistant turn.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,9 @@ from typing import Any
 
 from loci.models import Event
 from loci.store.codec import canonical_json
+
+#: The message (and event metadata) key of provider blocks.
+PROVIDER_BLOCKS = "provider_blocks"
 
 
 def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
@@ -27,8 +36,9 @@ def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
             if last is not None and last["role"] == "assistant" and last.get("tool_calls"):
                 last["tool_calls"].append(call)
             else:
-                messages.append({"role": "assistant", "content": event.content or None,
-                                 "tool_calls": [call]})
+                messages.append(_with_blocks(event, {
+                    "role": "assistant", "content": event.content or None,
+                    "tool_calls": [call]}))
         elif event.type == "tool_result":
             content = event.content if event.masked is None else event.masked
             if answers_open_call(messages, event.tool_call_id):
@@ -39,8 +49,23 @@ def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
                 messages.append({"role": "user", "content": f"[tool result{name}, call "
                                  f"{event.tool_call_id or '?'}]\n{content}"})
         else:
-            messages.append({"role": event.role, "content": event.content})
+            messages.append(_with_blocks(event, {"role": event.role,
+                                                 "content": event.content}))
     return messages
+
+
+def _with_blocks(event: Event, message: dict[str, Any]) -> dict[str, Any]:
+    blocks = (event.metadata or {}).get(PROVIDER_BLOCKS)
+    if event.role == "assistant" and isinstance(blocks, list) and blocks:
+        message[PROVIDER_BLOCKS] = blocks
+    return message
+
+
+def openai_message(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` without the keys that are Loci's own (provider blocks)."""
+    if PROVIDER_BLOCKS not in message:
+        return message
+    return {k: v for k, v in message.items() if k != PROVIDER_BLOCKS}
 
 
 
@@ -58,12 +83,18 @@ def answers_open_call(messages: Sequence[dict[str, Any]], call_id: str | None) -
     return False
 
 
-def to_anthropic_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def to_anthropic_messages(messages: Sequence[dict[str, Any]], *, thinking: bool = False
+                          ) -> list[dict[str, Any]]:
     """OpenAI-style history as Anthropic Messages: tool calls become ``tool_use`` blocks,
-    tool results ``tool_result`` blocks in a user turn, and same-role turns merge."""
+    tool results ``tool_result`` blocks in a user turn, and same-role turns merge. With
+    ``thinking`` (the request enables it), an assistant turn starts with the provider
+    blocks it was answered with, as they came."""
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message["role"]
+        kept = message.get(PROVIDER_BLOCKS) if thinking and role == "assistant" else None
+        if kept:
+            _append(out, "assistant", [dict(block) for block in kept])
         if role == "tool":
             block: dict[str, Any] = {"type": "tool_result",
                                      "tool_use_id": message.get("tool_call_id", ""),

@@ -45,6 +45,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from loci.checks import check_text
+from loci.context.render import PROVIDER_BLOCKS
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
 from loci.llm.wire import message_text
@@ -167,22 +168,26 @@ class Turn:
         if events:
             self.loci.add_events(self.session, events)
 
-    def record(self, reply: str, tool_calls: list[Any] | None = None) -> str:
+    def record(self, reply: str, tool_calls: list[Any] | None = None,
+               blocks: list[dict[str, Any]] | None = None) -> str:
         """Append the user's message (if this call brought one), the reply and its tool
-        calls; returns the clean reply."""
+        calls, the turn's first event keeping the provider's ``blocks``; returns the
+        clean reply."""
         if self.message is not None:
             self.loci.add(self.session, "user", self.message)
+        kept = {PROVIDER_BLOCKS: blocks} if blocks else {}
         clean = reply
         if reply.strip() or not tool_calls:
-            _, result = self.loci.add_reply(self.session, reply, model=self.body.model)
-            clean = result.clean
+            _, result = self.loci.add_reply(self.session, reply, model=self.body.model,
+                                            **kept)
+            clean, kept = result.clean, {}
         if tool_calls:
-            self.loci.add_events(self.session, call_events(tool_calls))
+            self.loci.add_events(self.session, call_events(tool_calls, kept))
         return clean
 
     def complete(self, upstream: Upstream) -> dict[str, Any]:
         answer: Completion = upstream.complete(self.request)
-        clean = self.record(answer.content, answer.tool_calls)
+        clean = self.record(answer.content, answer.tool_calls, answer.blocks)
         message: dict[str, Any] = {"role": "assistant", "content": clean}
         if answer.tool_calls:
             message["tool_calls"] = answer.tool_calls
@@ -231,10 +236,12 @@ class Relay:
         self.usage: dict[str, int] | None = None
         self.clean = ""
         self.calls: list[dict[str, Any]] | None = None
+        self.blocks: list[dict[str, Any]] = []
 
     def feed(self, delta: Delta) -> str:
         """The text of ``delta`` that can be shown now ("" if none)."""
         self.fragments += delta.tool_calls or ()
+        self.blocks += delta.blocks or ()
         self.finish = delta.finish_reason or self.finish
         self.usage = delta.usage or self.usage
         return self.tags.feed(delta.content) if delta.content else ""
@@ -242,5 +249,5 @@ class Relay:
     def end(self) -> str:
         """Record the turn; the clean text not shown yet."""
         self.calls = merge_fragments(self.fragments) or None
-        self.clean = self.turn.record(self.tags.raw, self.calls)
+        self.clean = self.turn.record(self.tags.raw, self.calls, self.blocks or None)
         return self.tags.finish(self.clean)

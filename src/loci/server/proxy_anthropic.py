@@ -7,7 +7,10 @@ Out: Loci's context as cache-controlled system blocks and messages
 definitions and ``tool_choice`` / ``parallel_tool_calls`` as Anthropic's ``tool_choice``.
 Back: ``tool_use`` blocks become OpenAI ``tool_calls``; streamed, each block's start
 gives the call's id and name and its ``input_json_delta`` pieces the arguments, as
-OpenAI streams them.
+OpenAI streams them. ``thinking`` and ``redacted_thinking`` blocks come back whole, with
+their signatures (``Completion.blocks``): recorded with the turn, they go back before
+its text and tool calls whenever a request enables thinking, as Anthropic requires of
+the assistant turn whose tool results follow.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ from loci.server.proxy_types import (
 ANTHROPIC_MAX_TOKENS = 4096
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
                  "tool_use": "tool_calls"}
+#: Blocks kept as they came (``Completion.blocks``).
+KEPT_BLOCKS = ("thinking", "redacted_thinking")
+#: Messages parameters passed on as the client sent them.
+_PASSED = ("temperature", "top_p", "top_k", "thinking", "service_tier")
 
 
 class AnthropicUpstream:
@@ -48,11 +55,14 @@ class AnthropicUpstream:
             usage=usage(usage_int(used, "input_tokens"), usage_int(used, "output_tokens")),
             tool_calls=tool_calls(payload) or None,
             id=payload.get("id") if isinstance(payload.get("id"), str) else None,
+            blocks=[b for b in payload.get("content") or () if isinstance(b, dict)
+                    and b.get("type") in KEPT_BLOCKS] or None,
         )
 
     def stream(self, request: UpstreamRequest) -> Iterator[Delta]:
         prompt = 0
         calls: dict[Any, int] = {}  # content block index -> tool call index
+        kept: dict[Any, dict[str, Any]] = {}  # content block index -> block being kept
         for kind, data in self.chat.send_stream(request_body(request, stream=True)):
             if kind == "message_start":
                 message = data.get("message")
@@ -65,6 +75,12 @@ class AnthropicUpstream:
                     yield Delta(tool_calls=[{
                         "index": index, "id": block.get("id"), "type": "function",
                         "function": {"name": block.get("name"), "arguments": ""}}])
+                elif block.get("type") in KEPT_BLOCKS:
+                    kept[data.get("index")] = dict(block)
+            elif kind == "content_block_delta" and data.get("index") in kept:
+                _grow(kept[data.get("index")], mapping(data.get("delta")))
+            elif kind == "content_block_stop" and data.get("index") in kept:
+                yield Delta(blocks=[kept.pop(data.get("index"))])
             elif kind == "content_block_delta":
                 yield _content_delta(data, calls)
             elif kind == "message_delta":
@@ -81,7 +97,8 @@ def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
     """The Messages request for ``request``: Loci's context, the client's system
     messages first, and the client's parameters translated."""
     params = request.params
-    rendered = request.context.to_anthropic()
+    thinking = mapping(params.get("thinking")).get("type") in ("enabled", "adaptive")
+    rendered = request.context.to_anthropic(thinking=thinking)
     own = [{"type": "text", "text": text} for text in request.system]
     body: dict[str, Any] = {
         "model": request.model, "system": own + rendered["system"],
@@ -89,7 +106,7 @@ def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
         "max_tokens": params.get("max_tokens") or params.get("max_completion_tokens")
         or ANTHROPIC_MAX_TOKENS,
     }
-    for name in ("temperature", "top_p"):
+    for name in _PASSED:
         if params.get(name) is not None:
             body[name] = params[name]
     stop = params.get("stop")
@@ -151,6 +168,13 @@ def tool_calls(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
                           "arguments": json.dumps(block.get("input") or {})}}
             for block in payload.get("content") or ()
             if isinstance(block, dict) and block.get("type") == "tool_use"]
+
+
+def _grow(block: dict[str, Any], delta: Mapping[str, Any]) -> None:
+    """Add a streamed piece to a kept block: its thinking text or its signature."""
+    for field, kind in (("thinking", "thinking_delta"), ("signature", "signature_delta")):
+        if delta.get("type") == kind and isinstance(delta.get(field), str):
+            block[field] = str(block.get(field) or "") + delta[field]
 
 
 def _content_delta(data: Mapping[str, Any], calls: Mapping[Any, int]) -> Delta:

@@ -10,7 +10,13 @@ Messages shape: ``text`` and ``tool_use`` blocks, ``stop_reason``, ``usage``; st
 the published event sequence (``message_start``, content blocks with their deltas,
 ``message_delta``, ``message_stop``). The session is the ``X-Loci-Session`` header, else
 ``metadata.user_id``. Keys come as ``x-api-key`` (the SDK's header) or a bearer token.
-Content other than text and tool blocks (images, documents) is refused for now.
+
+Extended thinking works as Anthropic specifies it: the upstream's signed ``thinking``
+and ``redacted_thinking`` blocks are relayed to the client as they came and recorded
+with the turn, so the next request (whose tool results answer that turn) carries them
+back unchanged; a client's own thinking blocks are kept the same way for the turns Loci
+did not relay. Content other than text, thinking and tool blocks (images, documents) is
+refused for now.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from loci.context.render import PROVIDER_BLOCKS
 from loci.errors import LociError, ValidationError
 from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
+from loci.server.proxy_anthropic import KEPT_BLOCKS
 from loci.server.proxy_types import Completion, Delta, Upstream
 from loci.server.proxy_upstream import make_upstream
 
@@ -92,7 +100,7 @@ def messages(
     if not body.stream:
         try:
             answer = upstream.complete(turn.request)
-            clean = turn.record(answer.content, answer.tool_calls)
+            clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
             return _message(reply_id, body.model, clean, answer)
         finally:
             upstream.close()
@@ -147,9 +155,12 @@ def _chat_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
     for block in content:
         kind = block.get("type") if isinstance(block, Mapping) else None
-        if kind == "tool_use" and role == "assistant":
+        if kind in KEPT_BLOCKS and role == "assistant":
+            kept.append(dict(block))
+        elif kind == "tool_use" and role == "assistant":
             calls.append({"id": str(block.get("id") or ""), "type": "function",
                           "function": {"name": str(block.get("name") or ""),
                                        "arguments": json.dumps(block.get("input") or {})}})
@@ -161,6 +172,8 @@ def _chat_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     text = "\n".join(t for t in texts if t)
     if role == "assistant":
         out: dict[str, Any] = {"role": "assistant", "content": text}
+        if kept:
+            out[PROVIDER_BLOCKS] = kept
         return [{**out, "tool_calls": calls}] if calls else [out]
     return results + ([{"role": "user", "content": text}] if text or not results else [])
 
@@ -223,7 +236,7 @@ def _usage(usage: Mapping[str, int] | None) -> dict[str, int]:
 def _message(reply_id: str, model: str, clean: str, answer: Completion) -> dict[str, Any]:
     content = ([{"type": "text", "text": clean}] if clean or not answer.tool_calls else [])
     return {"id": reply_id, "type": "message", "role": "assistant", "model": model,
-            "content": content + _tool_blocks(answer.tool_calls),
+            "content": (answer.blocks or []) + content + _tool_blocks(answer.tool_calls),
             "stop_reason": _STOP.get(answer.finish_reason, "end_turn"),
             "stop_sequence": None, "usage": _usage(answer.usage)}
 
@@ -235,30 +248,24 @@ def _event(kind: str, data: dict[str, Any]) -> bytes:
 
 def _stream(turn: Turn, upstream: Upstream, deltas: Iterator[Delta], reply_id: str,
             model: str) -> Iterator[bytes]:
-    """The Messages event sequence: the text block as it arrives (tags held back), then
-    each tool call as a whole ``tool_use`` block, the stop reason and usage."""
+    """The Messages event sequence: thinking blocks as they end, the text block as it
+    arrives (tags held back), then each tool call as a whole ``tool_use`` block, the
+    stop reason and usage."""
     try:
         yield _event("message_start", {"message": {
             "id": reply_id, "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": None, "stop_sequence": None,
             "usage": {"input_tokens": 0, "output_tokens": 0}}})
-        yield _event("content_block_start", {"index": 0,
-                                             "content_block": {"type": "text", "text": ""}})
         relay = Relay(turn)
+        blocks = _Blocks()
         for delta in deltas:
+            for block in delta.blocks or ():
+                yield from blocks.whole(block)
             if text := relay.feed(delta):
-                yield _event("content_block_delta", {
-                    "index": 0, "delta": {"type": "text_delta", "text": text}})
-        if rest := relay.end():
-            yield _event("content_block_delta", {
-                "index": 0, "delta": {"type": "text_delta", "text": rest}})
-        yield _event("content_block_stop", {"index": 0})
-        for index, block in enumerate(_tool_blocks(relay.calls), start=1):
-            yield _event("content_block_start", {"index": index, "content_block": {
-                **block, "input": {}}})
-            yield _event("content_block_delta", {"index": index, "delta": {
-                "type": "input_json_delta", "partial_json": json.dumps(block["input"])}})
-            yield _event("content_block_stop", {"index": index})
+                yield from blocks.text(text)
+        yield from blocks.text(relay.end(), last=True)
+        for block in _tool_blocks(relay.calls):
+            yield from blocks.whole({**block, "input": {}}, json.dumps(block["input"]))
         yield _event("message_delta", {
             "delta": {"stop_reason": _STOP.get(relay.finish, "end_turn"),
                       "stop_sequence": None},
@@ -268,3 +275,50 @@ def _stream(turn: Turn, upstream: Upstream, deltas: Iterator[Delta], reply_id: s
         yield _event("error", {"error": {"type": "api_error", "message": str(exc)}})
     finally:
         upstream.close()
+
+
+class _Blocks:
+    """The content blocks of a streamed message, numbered as they are opened: whole
+    blocks (thinking, tool use) at once, the text block kept open while text arrives."""
+
+    def __init__(self) -> None:
+        self.index = 0
+        self.open_text = False
+        self.texts = 0
+
+    def whole(self, block: dict[str, Any], arguments: str | None = None) -> Iterator[bytes]:
+        """A whole block: a thinking block with its text and signature as deltas, or a
+        tool-use block with its input as one JSON delta."""
+        yield from self._close_text()
+        start = dict(block)
+        deltas = []
+        if block.get("type") == "thinking":
+            start.update(thinking="", signature="")
+            deltas = [{"type": "thinking_delta", "thinking": block.get("thinking") or ""},
+                      {"type": "signature_delta", "signature": block.get("signature") or ""}]
+        elif arguments is not None:
+            deltas = [{"type": "input_json_delta", "partial_json": arguments}]
+        yield _event("content_block_start", {"index": self.index, "content_block": start})
+        for delta in deltas:
+            yield _event("content_block_delta", {"index": self.index, "delta": delta})
+        yield _event("content_block_stop", {"index": self.index})
+        self.index += 1
+
+    def text(self, text: str, *, last: bool = False) -> Iterator[bytes]:
+        """Text for the text block (opened first if need be); ``last`` closes it, and
+        a message without any text still gets its (empty) text block."""
+        if (text or (last and not self.texts)) and not self.open_text:
+            yield _event("content_block_start", {
+                "index": self.index, "content_block": {"type": "text", "text": ""}})
+            self.open_text, self.texts = True, self.texts + 1
+        if text:
+            yield _event("content_block_delta", {
+                "index": self.index, "delta": {"type": "text_delta", "text": text}})
+        if last:
+            yield from self._close_text()
+
+    def _close_text(self) -> Iterator[bytes]:
+        if self.open_text:
+            yield _event("content_block_stop", {"index": self.index})
+            self.open_text = False
+            self.index += 1

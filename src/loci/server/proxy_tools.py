@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from loci.context.render import PROVIDER_BLOCKS
 from loci.engine import Loci
 from loci.errors import NotFoundError, ValidationError
 from loci.llm.wire import message_text
@@ -38,9 +39,11 @@ def merge_fragments(fragments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
     return [calls[i] for i in sorted(calls)]
 
 
-def call_events(calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``tool_call`` events for an assistant's tool calls (OpenAI's shape)."""
-    events = []
+def call_events(calls: Sequence[dict[str, Any]],
+                metadata: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """``tool_call`` events for an assistant's tool calls (OpenAI's shape); the first
+    one carries ``metadata`` (the turn's provider blocks)."""
+    events: list[dict[str, Any]] = []
     for call in calls:
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict):
@@ -51,6 +54,8 @@ def call_events(calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         events.append({"type": "tool_call", "role": "assistant", "tool_name": name,
                        "tool_call_id": str(call.get("id") or ""),
                        "args": _arguments(function.get("arguments"))})
+    if events and metadata:
+        events[0]["metadata"] = metadata
     return events
 
 
@@ -90,7 +95,9 @@ def record_results(loci: Loci, session: str, asked: dict[str, Any],
     except NotFoundError:  # the session's first exchange
         recent = []
     known = {(e.type, e.tool_call_id) for e in recent[-_RECENT_EVENTS:]}
-    calls = call_events(asked["tool_calls"])  # checks their shape first
+    blocks = asked.get(PROVIDER_BLOCKS)
+    calls = call_events(asked["tool_calls"],  # checks their shape first
+                        {PROVIDER_BLOCKS: blocks} if blocks else None)
     names = {e["tool_call_id"]: e["tool_name"] for e in calls}
     fresh = [e for e in calls if ("tool_call", e["tool_call_id"]) not in known]
     for result in results:

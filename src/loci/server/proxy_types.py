@@ -30,6 +30,9 @@ class Completion:
     usage: dict[str, int] = field(default_factory=dict)
     tool_calls: list[Any] | None = None
     id: str | None = None
+    #: Provider blocks that must go back as they came (Anthropic ``thinking`` and
+    #: ``redacted_thinking`` with their signatures), in their order.
+    blocks: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -39,6 +42,8 @@ class Delta:
     usage: dict[str, int] | None = None
     #: OpenAI-shaped pieces of tool calls, each with the call's ``index``.
     tool_calls: list[Any] | None = None
+    #: Whole provider blocks (see :class:`Completion`), each once it has ended.
+    blocks: list[dict[str, Any]] | None = None
 
 
 class Upstream(Protocol):

@@ -31,6 +31,8 @@ from loci.settings import Settings
 
 #: Request fields the proxy handles itself instead of forwarding.
 OWN_FIELDS = frozenset({"model", "messages", "stream", "user"})
+#: Messages API parameters (from the Messages face) that OpenAI's API does not know.
+_ANTHROPIC_ONLY = frozenset({"thinking", "top_k"})
 #: Seconds to wait for the upstream: long answers take long.
 UPSTREAM_TIMEOUT = 600.0
 
@@ -69,7 +71,8 @@ class OpenAIUpstream:
 
     def _body(self, request: UpstreamRequest, stream: bool) -> dict[str, Any]:
         system = [{"role": "system", "content": text} for text in request.system]
-        body = {**request.params, "model": request.model,
+        params = {k: v for k, v in request.params.items() if k not in _ANTHROPIC_ONLY}
+        body = {**params, "model": request.model,
                 "messages": system + request.context.to_openai()}
         if stream:
             body["stream"] = True
