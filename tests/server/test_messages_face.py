@@ -169,6 +169,33 @@ def test_a_clients_own_thinking_blocks_are_kept_for_a_loop_loci_did_not_relay(
     assert turn["content"][0] == mine
 
 
+PIXEL = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_images_and_documents_go_to_the_upstream_with_the_message(
+        home: Path, upstream: Upstream, live_server: LiveServer, kind: str) -> None:
+    app = proxy_app(home, upstream, kind)
+    pdf = {"type": "document", "title": "plan.pdf",
+           "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}}
+    with client(live_server(app)) as claude:
+        claude.messages.create(model="m", max_tokens=8, extra_headers=SESSION, messages=[
+            {"role": "user", "content": [{"type": "text", "text": "What is in these?"},
+                                         {"type": "image", "source": PIXEL}, pdf]}])
+    sent = upstream.last["body"]["messages"][-1]["content"]
+    if kind == "anthropic":  # as the client sent them, after the text
+        assert sent[-2:] == [{"type": "image", "source": PIXEL}, pdf]
+        assert sent[-3]["text"].endswith("What is in these?")
+    else:
+        assert sent[-2:] == [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0=",
+                                      "filename": "plan.pdf"}}]
+        assert sent[0] == {"type": "text", "text": "What is in these?"}
+    assert engine(app).events("work")[0].content == (
+        "What is in these?\n[image: image/png]\n[document: plan.pdf (application/pdf)]")
+
+
 def test_keys_and_refusals(home: Path, upstream: Upstream, live_server: LiveServer) -> None:
     app = proxy_app(home, upstream)
     key = make_key(app.state.hub, "maya")
@@ -180,10 +207,10 @@ def test_keys_and_refusals(home: Path, upstream: Upstream, live_server: LiveServ
         assert claude.messages.create(
             model="m", max_tokens=8, metadata={"user_id": "by-metadata"},
             messages=[{"role": "user", "content": "hi"}]).content[0].text == "ok"
-        with pytest.raises(anthropic.UnprocessableEntityError, match="not supported"):
+        with pytest.raises(anthropic.UnprocessableEntityError, match="as base64"):
             claude.messages.create(model="m", max_tokens=8, extra_headers=SESSION, messages=[
-                {"role": "user", "content": [{"type": "image", "source": {
-                    "type": "base64", "media_type": "image/png", "data": "AAAA"}}]}])
+                {"role": "user", "content": [{"type": "document", "source": {
+                    "type": "url", "url": "https://example.com/a.pdf"}}]}])
         with pytest.raises(anthropic.UnprocessableEntityError, match="session"):
             claude.messages.create(model="m", max_tokens=8,
                                    messages=[{"role": "user", "content": "hi"}])

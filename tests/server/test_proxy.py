@@ -389,3 +389,39 @@ def test_the_clients_prompt_is_the_only_identity(home: Path, upstream: Upstream,
     (home / "SOUL.md").unlink()
     own = engine(app).compile("work", "hi").to_openai()[0]["content"]
     assert "## Principles" in own
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_an_image_goes_to_the_upstream_and_the_log_keeps_a_line(
+        home: Path, upstream: Upstream, live_server: LiveServer, kind: str) -> None:
+    app = proxy_app(home, upstream, kind)
+    pixel = "data:image/png;base64,iVBORw0KGgo="
+    parts: list[Any] = [{"type": "text", "text": "What is this?"},
+                        {"type": "image_url", "image_url": {"url": pixel}},
+                        {"type": "image_url", "image_url": {"url": "https://x.test/cat.jpg"}}]
+    base = live_server(app)
+    with client(base) as openai_client:
+        openai_client.chat.completions.create(model="m", extra_headers=SESSION,
+                                              messages=[{"role": "user", "content": parts}])
+    sent = upstream.last["body"]["messages"][-1]["content"]
+    if kind == "openai":  # the client's parts, as they came
+        assert sent == [{"type": "text", "text": "What is this?"}, *parts[1:]]
+    else:
+        assert sent[-2:] == [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBORw0KGgo="}},
+            {"type": "image", "source": {"type": "url", "url": "https://x.test/cat.jpg"}}]
+    assert engine(app).events("work")[0].content == (
+        "What is this?\n[image: image/png]\n[image: https://x.test/cat.jpg]")
+    # What one API cannot carry to the other is refused, not dropped.
+    audio = {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
+    with client(base) as openai_client:
+        if kind == "anthropic":
+            with pytest.raises(openai.UnprocessableEntityError, match="cannot be sent"):
+                openai_client.chat.completions.create(
+                    model="m", extra_headers=SESSION,
+                    messages=[{"role": "user", "content": [audio]}])
+        else:
+            openai_client.chat.completions.create(
+                model="m", extra_headers=SESSION, messages=[{"role": "user", "content": [audio]}])
+            assert upstream.last["body"]["messages"][-1]["content"][-1] == audio

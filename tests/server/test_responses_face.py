@@ -92,12 +92,30 @@ def test_refusals(home: Path, upstream: Upstream, live_server: LiveServer) -> No
     with client(live_server(app)) as oai:
         with pytest.raises(openai.UnprocessableEntityError, match="session"):
             oai.responses.create(model="m", input="hi")
-        with pytest.raises(openai.UnprocessableEntityError, match="not supported"):
+        with pytest.raises(openai.UnprocessableEntityError, match="file ids"):
             oai.responses.create(model="m", extra_headers=SESSION, input=[
-                {"role": "user", "content": [{"type": "input_image",
-                                              "image_url": "https://x/y.png"}]}])
+                {"role": "user", "content": [{"type": "input_image", "file_id": "file-1",
+                                              "detail": "auto"}]}])
         with pytest.raises(openai.UnprocessableEntityError, match="function tools"):
             oai.responses.create(model="m", extra_headers=SESSION, input="hi",
                                  tools=[{"type": "web_search"}])  # type: ignore[list-item]
         assert oai.responses.create(model="m", input="hi", user="by-user").output_text == "ok"
     assert [e.content for e in engine(app).events("by-user")] == ["hi", "ok"]
+
+
+def test_images_and_files_go_to_the_upstream(
+        home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream)
+    pdf = "data:application/pdf;base64,JVBERi0="
+    with client(live_server(app)) as oai:
+        oai.responses.create(model="m", extra_headers=SESSION, input=[
+            {"role": "user", "content": [
+                {"type": "input_text", "text": "Compare these."},
+                {"type": "input_image", "image_url": "https://x.test/a.png", "detail": "low"},
+                {"type": "input_file", "file_data": pdf, "filename": "plan.pdf"}]}])
+    assert upstream.last["body"]["messages"][-1]["content"] == [
+        {"type": "text", "text": "Compare these."},
+        {"type": "image_url", "image_url": {"url": "https://x.test/a.png", "detail": "low"}},
+        {"type": "file", "file": {"file_data": pdf, "filename": "plan.pdf"}}]
+    assert engine(app).events("work")[0].content == (
+        "Compare these.\n[image: https://x.test/a.png]\n[document: plan.pdf]")

@@ -50,6 +50,7 @@ from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
 from loci.llm.wire import message_text
 from loci.server.deps import hub_of, principal_of
+from loci.server.proxy_media import describe, split_media
 from loci.server.proxy_stream import TagFilter, chunk, sse
 from loci.server.proxy_tools import call_events, merge_fragments, record_results, split_results
 from loci.server.proxy_types import Completion, Delta, Upstream, UpstreamRequest
@@ -137,8 +138,12 @@ class Turn:
         self.loci, self.session, self.body = loci, session, body
         last = body.messages[-1]
         self.message: str | None = None  # None: this call brings tool results
+        texts, attachments = split_media(last.get("content"))
         if last.get("role") == "user":
-            self.message = check_text("message", message_text(last.get("content")))
+            text = message_text(texts if attachments else last.get("content"))
+            # The log keeps a line per attachment; the upstream gets the attachment.
+            self.message = check_text("message", "\n".join(
+                t for t in (text, describe(attachments)) if t))
             self._import_history(body.messages[:-1])
         elif last.get("role") == "tool":
             earlier, results = split_results(body.messages)
@@ -147,11 +152,12 @@ class Turn:
         else:
             raise ValidationError("the last message must be the user's new message or "
                                   "the results of the assistant's tool calls")
-        context = loci.compile(session, self.message, model=body.model, guest=True)
+        shown = (text or self.message) if self.message is not None else None
+        context = loci.compile(session, shown, model=body.model, guest=True)
         system = [message_text(m.get("content")) for m in body.messages
                   if m.get("role") in ("system", "developer")]
         self.request = UpstreamRequest(body.model, context, [s for s in system if s],
-                                       body.params())
+                                       body.params(), attachments if shown else [])
         self.base = {"id": f"chatcmpl-loci-{secrets.token_hex(12)}",
                      "created": int(time.time()), "model": body.model}
 

@@ -22,6 +22,7 @@ from typing import Any
 from loci.errors import ValidationError
 from loci.llm.anthropic import AnthropicChat, delta_text, reply_text
 from loci.llm.wire import usage_int
+from loci.server.proxy_media import anthropic_blocks
 from loci.server.proxy_types import (
     Completion,
     Delta,
@@ -100,9 +101,12 @@ def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
     thinking = mapping(params.get("thinking")).get("type") in ("enabled", "adaptive")
     rendered = request.context.to_anthropic(thinking=thinking)
     own = [{"type": "text", "text": text} for text in request.system]
+    messages = rendered["messages"]
+    if request.attachments:  # they follow the new message's text
+        messages[-1]["content"] += anthropic_blocks(request.attachments)
     body: dict[str, Any] = {
         "model": request.model, "system": own + rendered["system"],
-        "messages": rendered["messages"],
+        "messages": messages,
         "max_tokens": params.get("max_tokens") or params.get("max_completion_tokens")
         or ANTHROPIC_MAX_TOKENS,
     }

@@ -15,8 +15,8 @@ Extended thinking works as Anthropic specifies it: the upstream's signed ``think
 and ``redacted_thinking`` blocks are relayed to the client as they came and recorded
 with the turn, so the next request (whose tool results answer that turn) carries them
 back unchanged; a client's own thinking blocks are kept the same way for the turns Loci
-did not relay. Content other than text, thinking and tool blocks (images, documents) is
-refused for now.
+did not relay. Images and documents of the new message go to the upstream with it
+(``proxy_media``).
 """
 
 from __future__ import annotations
@@ -156,10 +156,13 @@ def _chat_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
+    media: list[dict[str, Any]] = []
     for block in content:
         kind = block.get("type") if isinstance(block, Mapping) else None
         if kind in KEPT_BLOCKS and role == "assistant":
             kept.append(dict(block))
+        elif kind in ("image", "document") and role == "user":
+            media.append(dict(block))
         elif kind == "tool_use" and role == "assistant":
             calls.append({"id": str(block.get("id") or ""), "type": "function",
                           "function": {"name": str(block.get("name") or ""),
@@ -175,7 +178,9 @@ def _chat_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
         if kept:
             out[PROVIDER_BLOCKS] = kept
         return [{**out, "tool_calls": calls}] if calls else [out]
-    return results + ([{"role": "user", "content": text}] if text or not results else [])
+    parts = [{"type": "text", "text": text}, *media] if media else text
+    return results + ([{"role": "user", "content": parts}] if text or media or not results
+                      else [])
 
 
 def _result_text(content: Any) -> str:

@@ -134,7 +134,7 @@ def _add_item(messages: list[dict[str, Any]], item: Mapping[str, Any]) -> None:
         if role not in ("user", "assistant", "system", "developer"):
             raise ValidationError(f"unknown message role {role!r}")
         messages.append({"role": "system" if role == "developer" else role,
-                         "content": _content_text(item.get("content"))})
+                         "content": _content(item.get("content"))})
     elif kind == "function_call":
         call = {"id": str(item.get("call_id") or ""), "type": "function",
                 "function": {"name": str(item.get("name") or ""),
@@ -145,6 +145,8 @@ def _add_item(messages: list[dict[str, Any]], item: Mapping[str, Any]) -> None:
             last.setdefault("tool_calls", []).append(call)
         else:
             messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+    elif kind == "reasoning":
+        pass  # a reasoning model's own items: a chat-completions upstream has no use for them
     elif kind == "function_call_output":
         output = item.get("output")
         messages.append({"role": "tool", "tool_call_id": str(item.get("call_id") or ""),
@@ -159,19 +161,41 @@ def _has_results(messages: list[dict[str, Any]]) -> bool:
     return bool(messages) and messages[-1].get("role") == "tool"
 
 
-def _content_text(content: Any) -> str:
+def _content(content: Any) -> str | list[dict[str, Any]]:
+    """A message's content as chat content: its text, and its images and files as chat
+    content parts after it (``proxy_media``)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         raise ValidationError("a message's content must be text or a list of parts")
-    texts = []
+    texts, media = [], []
     for part in content:
         kind = part.get("type") if isinstance(part, Mapping) else None
-        if kind not in ("input_text", "output_text", "text"):
+        if kind in ("input_text", "output_text", "text"):
+            texts.append(str(part.get("text") or ""))
+        elif kind in ("input_image", "input_file"):
+            media.append(_media_part(part))
+        else:
             raise ValidationError(f"content parts of type {kind!r} are not supported by "
-                                  "Loci's Responses face yet: send text")
-        texts.append(str(part.get("text") or ""))
-    return "\n".join(texts)
+                                  "Loci's Responses face: send text, images and files")
+    text = "\n".join(texts)
+    return [{"type": "text", "text": text}, *media] if media else text
+
+
+def _media_part(part: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``input_image`` or ``input_file`` part as a chat content part."""
+    if part.get("type") == "input_image":
+        if not isinstance(part.get("image_url"), str):
+            raise ValidationError("send an input_image with its image_url (a URL or a data: "
+                                  "URL); file ids are not supported")
+        image: dict[str, Any] = {"url": part["image_url"]}
+        if part.get("detail"):
+            image["detail"] = part["detail"]
+        return {"type": "image_url", "image_url": image}
+    file = {k: part[k] for k in ("file_data", "file_id", "filename") if part.get(k)}
+    if not file.get("file_data") and not file.get("file_id"):
+        raise ValidationError("send an input_file with its file_data (a data: URL)")
+    return {"type": "file", "file": file}
 
 
 def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:

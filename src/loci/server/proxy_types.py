@@ -21,6 +21,9 @@ class UpstreamRequest:
     #: The client's own system messages, sent before Loci's context.
     system: list[str]
     params: dict[str, Any]
+    #: Images, documents, audio of the new message, as the client sent them
+    #: (``proxy_media``): they follow its text.
+    attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from loci.llm.openai_compat import DEFAULT_BASE_URL as OPENAI_URL
 from loci.llm.openai_compat import OpenAICompatibleChat
 from loci.llm.wire import message_text
 from loci.server.proxy_anthropic import AnthropicUpstream
+from loci.server.proxy_media import openai_parts
 from loci.server.proxy_types import (
     Completion,
     Delta,
@@ -72,8 +73,12 @@ class OpenAIUpstream:
     def _body(self, request: UpstreamRequest, stream: bool) -> dict[str, Any]:
         system = [{"role": "system", "content": text} for text in request.system]
         params = {k: v for k, v in request.params.items() if k not in _ANTHROPIC_ONLY}
-        body = {**params, "model": request.model,
-                "messages": system + request.context.to_openai()}
+        messages = system + request.context.to_openai()
+        if request.attachments:  # they follow the new message's text
+            last = messages[-1]
+            messages[-1] = {**last, "content": [{"type": "text", "text": last["content"]},
+                                                 *openai_parts(request.attachments)]}
+        body = {**params, "model": request.model, "messages": messages}
         if stream:
             body["stream"] = True
         return body
