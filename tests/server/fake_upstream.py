@@ -41,6 +41,18 @@ def thinking_block(number: int) -> dict[str, Any]:
     return {"type": "thinking", "thinking": text, "signature": signature(text)}
 
 
+def empty_text(body: dict[str, Any]) -> str | None:
+    """Anthropic's refusal of an empty text block, or None."""
+    system = body.get("system")
+    places = [("system", system if isinstance(system, list) else [])]
+    places += [(f"messages.{n}", m["content"]) for n, m in enumerate(body["messages"])
+               if isinstance(m.get("content"), list)]
+    for where, blocks in places:
+        if any(b.get("type") == "text" and not b.get("text") for b in blocks):
+            return f"{where}: text content blocks must be non-empty"
+    return None
+
+
 def thinking_error(body: dict[str, Any]) -> str | None:
     """What Anthropic would refuse in ``body``'s thinking blocks, or None."""
     messages = body.get("messages") or []
@@ -190,6 +202,10 @@ def make_handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
                 self._json(500, {"error": {"message": "upstream exploded"}})
                 return
             anthropic = self.path.startswith("/anthropic/")
+            if anthropic and (error := empty_text(body)) is not None:
+                self._json(400, {"type": "error", "error": {
+                    "type": "invalid_request_error", "message": error}})
+                return
             thinking = None
             if anthropic and (body.get("thinking") or {}).get("type") == "enabled":
                 if (error := thinking_error(body)) is not None:

@@ -196,6 +196,41 @@ def test_images_and_documents_go_to_the_upstream_with_the_message(
         "What is in these?\n[image: image/png]\n[document: plan.pdf (application/pdf)]")
 
 
+def marks(body: dict[str, Any], own: int) -> list[str]:
+    """Where the request's cache breakpoints are: on a tool, or on a system block of the
+    client (its ``own`` first) or of Loci."""
+    found = ["tool" for tool in body.get("tools", []) if "cache_control" in tool]
+    return found + [("client" if n < own else "loci")
+                    for n, b in enumerate(body["system"]) if "cache_control" in b]
+
+
+def test_the_clients_cache_breakpoints_are_kept_within_four(
+        home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream, "anthropic")
+    engine(app).remember("Maya lives in Lisbon", type="sticky")
+    ephemeral = {"type": "ephemeral"}
+    tool = {**WEATHER, "cache_control": ephemeral}
+    question = [{"role": "user", "content": "Weather?"}]
+    with client(live_server(app)) as claude:
+        claude.messages.create(model="m", max_tokens=8, extra_headers=SESSION, tools=[tool],
+                               system=[{"type": "text", "text": "You are terse.",
+                                        "cache_control": ephemeral}], messages=question)
+        kept = upstream.last["body"]
+        claude.messages.create(model="m", max_tokens=8, extra_headers=SESSION, tools=[tool],
+                               system=[{"type": "text", "text": f"Rule {n}.",
+                                        "cache_control": ephemeral} for n in range(4)],
+                               messages=question)
+        crowded = upstream.last["body"]
+    assert kept["tools"][0]["cache_control"] == ephemeral
+    assert kept["system"][0] == {"type": "text", "text": "You are terse.",
+                                 "cache_control": ephemeral}
+    assert marks(kept, 1) == ["tool", "client", "loci"]
+    # Six marks asked for: Loci's first block keeps one, the client's latest three stay.
+    assert marks(crowded, 4) == ["client", "client", "client", "loci"]
+    assert [b["text"] for b in crowded["system"] if "cache_control" in b][:3] == [
+        "Rule 1.", "Rule 2.", "Rule 3."]
+
+
 def test_keys_and_refusals(home: Path, upstream: Upstream, live_server: LiveServer) -> None:
     app = proxy_app(home, upstream)
     key = make_key(app.state.hub, "maya")

@@ -72,11 +72,10 @@ class CompiledContext:
         prefix (and on the dynamic block, which changes rarely), then the messages; the
         retrieved context rides in front of the current message. With ``thinking``,
         assistant turns keep their signed thinking blocks (``render``)."""
-        system: list[dict[str, Any]] = [{"type": "text", "text": self.static_prefix,
-                                         "cache_control": {"type": "ephemeral"}}]
-        if self.dynamic:
-            system.append({"type": "text", "text": self.dynamic,
-                           "cache_control": {"type": "ephemeral"}})
+        # Anthropic refuses empty text blocks (a guest's static prefix may be empty).
+        system: list[dict[str, Any]] = [
+            {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
+            for text in (self.static_prefix, self.dynamic) if text]
         messages = to_anthropic_messages(self.history, thinking=thinking)
         tail = [t for t in (self.retrieved, self.message) if t]
         if tail:

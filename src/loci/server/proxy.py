@@ -53,7 +53,7 @@ from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_media import describe, split_media
 from loci.server.proxy_stream import TagFilter, chunk, sse
 from loci.server.proxy_tools import call_events, merge_fragments, record_results, split_results
-from loci.server.proxy_types import Completion, Delta, Upstream, UpstreamRequest
+from loci.server.proxy_types import Completion, Delta, Upstream, UpstreamRequest, system_blocks
 from loci.server.proxy_upstream import OWN_FIELDS, make_upstream
 
 router = APIRouter(tags=["proxy"])
@@ -154,10 +154,10 @@ class Turn:
                                   "the results of the assistant's tool calls")
         shown = (text or self.message) if self.message is not None else None
         context = loci.compile(session, shown, model=body.model, guest=True)
-        system = [message_text(m.get("content")) for m in body.messages
-                  if m.get("role") in ("system", "developer")]
-        self.request = UpstreamRequest(body.model, context, [s for s in system if s],
-                                       body.params(), attachments if shown else [])
+        system = [block for m in body.messages if m.get("role") in ("system", "developer")
+                  for block in system_blocks(m.get("content"))]
+        self.request = UpstreamRequest(body.model, context, system, body.params(),
+                                       attachments if shown else [])
         self.base = {"id": f"chatcmpl-loci-{secrets.token_hex(12)}",
                      "created": int(time.time()), "model": body.model}
 

@@ -35,6 +35,8 @@ from loci.server.proxy_types import (
 ANTHROPIC_MAX_TOKENS = 4096
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
                  "tool_use": "tool_calls"}
+#: The ``cache_control`` marks Anthropic accepts in one request.
+MAX_BREAKPOINTS = 4
 #: Blocks kept as they came (``Completion.blocks``).
 KEPT_BLOCKS = ("thinking", "redacted_thinking")
 #: Messages parameters passed on as the client sent them.
@@ -100,7 +102,7 @@ def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
     params = request.params
     thinking = mapping(params.get("thinking")).get("type") in ("enabled", "adaptive")
     rendered = request.context.to_anthropic(thinking=thinking)
-    own = [{"type": "text", "text": text} for text in request.system]
+    own = [dict(block) for block in request.system]
     messages = rendered["messages"]
     if request.attachments:  # they follow the new message's text
         messages[-1]["content"] += anthropic_blocks(request.attachments)
@@ -121,9 +123,25 @@ def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
         choice = tool_choice(params.get("tool_choice"), params.get("parallel_tool_calls"))
         if choice is not None:
             body["tool_choice"] = choice
+    _limit_breakpoints(body.get("tools") or [], body["system"], len(own))
     if stream:
         body["stream"] = True
     return body
+
+
+def _limit_breakpoints(tools: list[dict[str, Any]], system: list[dict[str, Any]],
+                       own: int) -> None:
+    """At most ``MAX_BREAKPOINTS`` ``cache_control`` marks in all, Anthropic's limit: Loci's
+    static prefix keeps its mark, the client's marks (on its tools and its ``own`` first
+    system blocks) come next, latest first, and Loci's dynamic block keeps its mark if
+    there is room left."""
+    clients = [b for b in [*tools, *system[:own]] if "cache_control" in b]
+    loci = [b for b in system[own:] if "cache_control" in b]
+    for block in clients[:max(0, len(clients) - (MAX_BREAKPOINTS - len(loci[:1])))]:
+        del block["cache_control"]
+    if len(clients) + len(loci) > MAX_BREAKPOINTS:
+        for block in loci[1:]:
+            del block["cache_control"]
 
 
 def tool_definition(tool: Any) -> dict[str, Any]:
@@ -140,6 +158,8 @@ def tool_definition(tool: Any) -> dict[str, Any]:
     definition: dict[str, Any] = {"name": function["name"], "input_schema": schema}
     if function.get("description"):
         definition["description"] = function["description"]
+    if isinstance(tool.get("cache_control"), Mapping):  # the Messages face's
+        definition["cache_control"] = dict(tool["cache_control"])
     return definition
 
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loci.context.render import PROVIDER_BLOCKS
 from loci.errors import LociError, ValidationError
+from loci.llm.wire import message_text
 from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
 from loci.server.proxy_anthropic import KEPT_BLOCKS
 from loci.server.proxy_types import Completion, Delta, Upstream
@@ -71,7 +72,7 @@ class MessagesRequest(BaseModel):
 
     def as_chat(self) -> ChatRequest:
         """The chat-completions request this one means."""
-        messages = [{"role": "system", "content": text} for text in _system(self.system)]
+        messages = [{"role": "system", "content": _system(self.system)}] if self.system else []
         for message in self.messages:
             messages += _chat_messages(message)
         params: dict[str, Any] = {k: v for k, v in (self.model_extra or {}).items()
@@ -117,20 +118,20 @@ def count_tokens(
     compiled context around the new message (nothing is recorded)."""
     chat = body.as_chat()
     last = chat.messages[-1]
-    message = last["content"] if last.get("role") == "user" else None
+    message = message_text(last["content"]) if last.get("role") == "user" else None
     context = loci.compile(body.session(x_loci_session), message, model=body.model,
                            guest=True)
-    system = sum(loci.counter.count(m["content"]) for m in chat.messages
+    system = sum(loci.counter.count(message_text(m["content"])) for m in chat.messages
                  if m.get("role") == "system")
     return {"input_tokens": context.total_tokens + system}
 
 
-def _system(system: str | list[dict[str, Any]] | None) -> list[str]:
-    if system is None:
-        return []
+def _system(system: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """The system prompt as one system message's content: text blocks keep their
+    ``cache_control`` (``proxy_types.system_blocks``)."""
     if isinstance(system, str):
-        return [system] if system.strip() else []
-    return [text for text in (_block_text(b) for b in system) if text.strip()]
+        return system
+    return [{**block, "text": _block_text(block)} for block in system]
 
 
 def _block_text(block: Any) -> str:
@@ -198,7 +199,10 @@ def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
                                 "parameters": tool.get("input_schema") or {"type": "object"}}
     if tool.get("description"):
         function["description"] = tool["description"]
-    return {"type": "function", "function": function}
+    chat: dict[str, Any] = {"type": "function", "function": function}
+    if tool.get("cache_control"):  # an Anthropic upstream keeps it (``proxy_anthropic``)
+        chat["cache_control"] = tool["cache_control"]
+    return chat
 
 
 def _chat_tool_choice(choice: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -18,8 +18,9 @@ class UpstreamRequest:
 
     model: str
     context: CompiledContext
-    #: The client's own system messages, sent before Loci's context.
-    system: list[str]
+    #: The client's own system text, sent before Loci's context: text blocks, with the
+    #: client's ``cache_control`` where it set one (``system_blocks``).
+    system: list[dict[str, Any]]
     params: dict[str, Any]
     #: Images, documents, audio of the new message, as the client sent them
     #: (``proxy_media``): they follow its text.
@@ -55,6 +56,21 @@ class Upstream(Protocol):
     def stream(self, request: UpstreamRequest) -> Iterator[Delta]: ...
 
     def close(self) -> None: ...
+
+
+def system_blocks(content: Any) -> list[dict[str, Any]]:
+    """A system message's content as text blocks (empty text left out); a text part's
+    ``cache_control`` (the Messages face's) is kept."""
+    parts = content if isinstance(content, list) else [content]
+    blocks = []
+    for part in parts:
+        text = part if isinstance(part, str) else mapping(part).get("text")
+        if isinstance(text, str) and text.strip():
+            block: dict[str, Any] = {"type": "text", "text": text}
+            if isinstance(part, Mapping) and part.get("cache_control"):
+                block["cache_control"] = part["cache_control"]
+            blocks.append(block)
+    return blocks
 
 
 def mapping(value: Any) -> Mapping[str, Any]:

@@ -71,8 +71,11 @@ class OpenAIUpstream:
         self.chat = chat
 
     def _body(self, request: UpstreamRequest, stream: bool) -> dict[str, Any]:
-        system = [{"role": "system", "content": text} for text in request.system]
+        system = [{"role": "system", "content": block["text"]} for block in request.system]
         params = {k: v for k, v in request.params.items() if k not in _ANTHROPIC_ONLY}
+        if params.get("tools"):  # the Messages face's cache breakpoints are Anthropic's
+            params["tools"] = [{k: v for k, v in tool.items() if k != "cache_control"}
+                               for tool in params["tools"]]
         messages = system + request.context.to_openai()
         if request.attachments:  # they follow the new message's text
             last = messages[-1]
