@@ -106,6 +106,23 @@ def test_forget_with_redact_source_takes_the_tag_out_of_the_raw_reply(
     assert "marzipanflux" in noted.metadata["raw"]
 
 
+def test_a_redacted_version_leaves_no_byte_and_cannot_be_restored(
+        home: Path, runtime: Runtime) -> None:
+    loci = runtime.scope("alice", "helper")
+    first = loci.knowledge.put("/plan.md", "The launch code is zanzibarquux.").document
+    loci.knowledge.put("/plan.md", "The launch code moved to the safe.")
+    loci.knowledge.put("/plan.md", "The launch code moved to the safe. Again.")
+    with pytest.raises(ValidationError, match="current version"):
+        loci.knowledge.redact("/plan.md", 3)
+    redacted = loci.knowledge.redact("/plan.md", 1)
+    assert redacted.content == "" and "redacted_at" in redacted.metadata
+    runtime.store.persist_indexes()
+    assert residue(home, ("zanzibarquux",)) == {}
+    assert [v.version for v in loci.knowledge.history("/plan.md")] == [1, 2]
+    with pytest.raises(ValidationError, match="was redacted"):
+        loci.knowledge.restore("/plan.md", first.updated_at)
+
+
 def test_erasing_a_session_takes_what_came_from_it_unless_kept(runtime: Runtime) -> None:
     loci = runtime.scope("alice", "helper")
     fill(loci, ALICE_WORDS)

@@ -41,6 +41,10 @@ def test_kb_commands(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert history[0].startswith("v2   now") and history[1].startswith("v1   (")
     assert len(json.loads(run(capsys, "kb", "history", "/profile/identity.md", "--json")[1])[
         "versions"]) == 1
+    assert run(capsys, "kb", "redact", "/profile/identity.md", "--version", "1") == (
+        0, "redacted /profile/identity.md v1\n", "")
+    assert run(capsys, "kb", "get", "/profile/identity.md", "--version", "1")[1].strip() == ""
+    assert run(capsys, "kb", "redact", "/profile/identity.md", "--version", "2")[0] == 2
 
     docs = tmp_path / "docs"
     (docs / "ops").mkdir(parents=True)

@@ -112,3 +112,19 @@ def test_forget_a_memory_with_its_tag_over_rest(client: TestClient) -> None:
     events = client.get("/api/sessions/s1/events", headers=ALICE).json()
     assert [e["content"] for e in events] == ["My kayak is red.", "Noted."]
     assert all("raw" not in (e["metadata"] or {}) for e in events)
+
+
+def test_redact_an_earlier_version_over_rest(client: TestClient) -> None:
+    for text in ("code 4711", "no code"):
+        assert client.put("/api/kb/doc", params={"path": "/n.md"}, headers=ALICE,
+                          json={"content": text}).status_code == 200
+    done = client.delete("/api/kb/history", params={"path": "/n.md", "version": 1},
+                         headers=ALICE)
+    assert done.status_code == 200 and done.json()["content"] == ""
+    history = client.get("/api/kb/history", params={"path": "/n.md"}, headers=ALICE).json()
+    assert [(v["version"], v["content"]) for v in history] == [(1, "")]
+    current = client.delete("/api/kb/history", params={"path": "/n.md", "version": 2},
+                            headers=ALICE)
+    assert current.status_code == 422 and "current version" in current.text
+    assert client.delete("/api/kb/history", params={"path": "/n.md", "version": 1},
+                         headers=BOB).status_code == 404

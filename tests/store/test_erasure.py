@@ -96,3 +96,19 @@ def test_a_conditional_write_never_replaces_a_newer_version(store: Store) -> Non
     with pytest.raises(ConflictError, match="no longer exists"):
         store.put_documents(ALICE, [Document("/notes/c.md", "c", (), 1, T0, T0)],
                             {"/notes/c.md": seen})
+
+
+def test_a_redacted_version_keeps_its_place_and_loses_its_text(store: Store) -> None:
+    alice = Scope("alice", "helper")
+    for n, text in enumerate(("the vault code is 4711", "no code here", "still none"), 1):
+        store.put_document(alice, Document("/notes.md", text, ("secret",), n, T0, T0))
+    assert store.redact_document_version(alice, "/notes.md", 1, {"redacted_at": "now"})
+    first, second = store.document_history(alice, "/notes.md")
+    assert (first.version, first.content, first.tags, first.metadata) == (
+        1, "", (), {"redacted_at": "now"})
+    assert (second.version, second.content, second.tags) == (2, "no code here", ("secret",))
+    current = store.get_document(alice, "/notes.md")
+    assert current is not None and current.content == "still none"
+    assert not store.redact_document_version(alice, "/notes.md", 9, {})
+    assert not store.redact_document_version(Scope("bob", "helper"), "/notes.md", 2, {})
+    assert store.document_history(alice, "/notes.md")[1].content == "no code here"

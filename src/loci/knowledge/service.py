@@ -30,6 +30,9 @@ from loci.retriever import Retriever
 from loci.store.base import SearchFilters, Store
 from loci.timeutil import Clock, format_timestamp
 
+#: The metadata key of a redacted version: when it was redacted.
+REDACTED = "redacted_at"
+
 MAX_DOCUMENT_CHARS = 2_000_000
 MAX_RESULTS = 100
 #: Tag filters are applied to fused hits: widen the pool up to this many to fill a page.
@@ -127,8 +130,25 @@ class KnowledgeBase:
         old = self.as_of(path, at)
         if old is None:
             raise NotFoundError(f"{path} did not exist at {format_timestamp(at)}")
+        if REDACTED in old.metadata:
+            raise ValidationError(f"{path} v{old.version}, its version at "
+                                  f"{format_timestamp(at)}, was redacted")
         return self.put(path, old.content, old.tags, old.metadata,
                         expected_sha256=current.sha256)
+
+    def redact(self, path: str, version: int) -> DocumentVersion:
+        """Empty the text and tags of an earlier version of ``path``: the version stays
+        in the history (marked ``redacted_at`` in its metadata), its text is gone from
+        disk. The current version cannot be redacted: write a new one first."""
+        current = self.get(path)
+        if version == current.version:
+            raise ValidationError(f"v{version} is the current version of {path}: write a "
+                                  "new version first, then redact this one")
+        when = format_timestamp(self.clock())
+        if not self.store.redact_document_version(self.scope, current.path, version,
+                                                  {REDACTED: when}):
+            raise NotFoundError(f"{path} has no earlier version {version} (see its history)")
+        return next(v for v in self.history(path) if v.version == version)
 
     # -- reading ------------------------------------------------------------------
     def as_of(self, path: str, at: datetime) -> Document | None:

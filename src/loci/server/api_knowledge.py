@@ -101,6 +101,13 @@ def document_history(loci: Engine, path: str) -> list[DocumentVersion]:
     return loci.knowledge.history(path)
 
 
+@router.delete("/kb/history", response_model=None, tags=["knowledge"])
+def redact_version(loci: Engine, path: str, version: int) -> DocumentVersion:
+    """Redact an earlier version: its text and tags are emptied, the version stays in
+    the history (``metadata.redacted_at``)."""
+    return loci.knowledge.redact(path, version)
+
+
 @router.get("/kb/read", response_model=None, tags=["knowledge"])
 def read_document(
     loci: Engine, path: str, offset: int = Query(0, ge=0),

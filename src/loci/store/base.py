@@ -297,6 +297,13 @@ class Store(ABC):
     def document_history(self, scope: Scope, path: str) -> list[DocumentVersion]:
         """Earlier versions of a document, oldest first."""
 
+    @abstractmethod
+    def redact_document_version(self, scope: Scope, path: str, version: int,
+                                metadata: Mapping[str, Any]) -> bool:
+        """Empty an earlier version's text and tags and set its ``metadata``; the version
+        stays in the history, and nothing of its text on disk. False if there is no such
+        earlier version."""
+
     def search_documents(
         self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
     ) -> list[SearchHit]:

@@ -120,6 +120,17 @@ def kb_rm(loci: Loci, path: str) -> None:
     click.echo(f"removed {path}")
 
 
+@kb.command(name="redact")
+@click.argument("path")
+@click.option("--version", "version", type=int, required=True,
+              help="The earlier version to redact (see `loci kb history PATH`).")
+@scoped
+def kb_redact(loci: Loci, path: str, version: int) -> None:
+    """Empty the text of an earlier version of PATH; the version stays in its history."""
+    loci.knowledge.redact(path, version)
+    click.echo(f"redacted {path} v{version}")
+
+
 @kb.command(name="restore")
 @click.argument("path")
 @click.option("--at", "at", required=True, metavar="TIME",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from loci.errors import ConflictError
 from loci.models import Document, DocumentVersion, Scope
@@ -127,6 +128,15 @@ class PostgresDocuments(PostgresBase):
             cur.execute("DELETE FROM document_versions WHERE tenant = %s AND agent = %s "
                         "AND path = %s", key)
             return deleted
+
+    def redact_document_version(self, scope: Scope, path: str, version: int,
+                                metadata: Mapping[str, Any]) -> bool:
+        with self._write() as cur:
+            cur.execute(
+                "UPDATE document_versions SET content = '', tags = '{}', metadata = %s::jsonb "
+                "WHERE tenant = %s AND agent = %s AND path = %s AND version = %s",
+                (json_value(dict(metadata)), scope.tenant, scope.agent, path, version))
+            return cur.rowcount > 0
 
     def document_history(self, scope: Scope, path: str) -> list[DocumentVersion]:
         rows = self._query(

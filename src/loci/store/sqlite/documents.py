@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from loci.models import Document, DocumentVersion, Scope
 from loci.store.codec import dump_json, dump_tags, from_micros, load_json, load_tags, to_micros
@@ -103,6 +104,19 @@ class SQLiteDocuments(SQLiteBase):
             self._forget_vectors(scope, ["document"])
             self._scrub(["documents"])
         return cursor.rowcount > 0
+
+    def redact_document_version(self, scope: Scope, path: str, version: int,
+                                metadata: Mapping[str, Any]) -> bool:
+        with self._write() as db:
+            changed = db.execute(
+                "UPDATE document_versions SET content = '', tags = '', metadata = ? "
+                "WHERE tenant = ? AND agent = ? AND path = ? AND version = ?",
+                (dump_json(dict(metadata)), scope.tenant, scope.agent, path, version),
+            ).rowcount
+        # The version's words may still be in the full-text segments (from when it was
+        # current) and its pages in the journal.
+        self._scrub(["documents"])
+        return changed > 0
 
     def document_history(self, scope: Scope, path: str) -> list[DocumentVersion]:
         rows = self._query(
