@@ -119,3 +119,35 @@ def test_images_and_files_go_to_the_upstream(
         {"type": "file", "file": {"file_data": pdf, "filename": "plan.pdf"}}]
     assert engine(app).events("work")[0].content == (
         "Compare these.\n[image: https://x.test/a.png]\n[document: plan.pdf]")
+
+
+def test_compact_is_answered_by_locis_compaction(
+        home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream)
+    earlier: list[Any] = []
+    for n in range(40):
+        detail = " ".join(f"detail{n}x{k}" for k in range(40))
+        earlier += [{"role": "user", "content": f"Step {n}: we chose the blue option. {detail}"},
+                    {"role": "assistant", "content": f"Noted step {n}, the blue one."}]
+    with client(live_server(app)) as oai:
+        compacted = oai.responses.compact(model="gpt-test", input=earlier,
+                                          extra_headers=SESSION)
+        assert compacted.object == "response.compaction"
+        *users, item = compacted.output
+        assert item.type == "compaction" and item.encrypted_content
+        assert [u.content[0].text for u in users] == [m["content"] for m in earlier[::2]]
+        loci = engine(app)
+        [record] = loci.compactions("work")
+        assert compacted.usage.input_tokens > compacted.usage.output_tokens > 0
+        # The compacted output comes back as input: its compaction item is skipped.
+        reply = oai.responses.create(model="gpt-test", extra_headers=SESSION, input=[
+            *({"role": "user", "content": u.content[0].text} for u in users),
+            {"type": "compaction", "id": item.id, "encrypted_content": item.encrypted_content},
+            {"role": "user", "content": "Which option did we choose?"}])
+    assert reply.output_text == "ok"
+    assert record.summary_event_id is not None
+    assert [e.content for e in loci.events("work")][-2:] == [
+        "Which option did we choose?", "ok"]
+    with (client(live_server(proxy_app(home / "other", upstream))) as oai,
+          pytest.raises(openai.UnprocessableEntityError, match="session")):
+        oai.responses.compact(model="gpt-test", input="hi")

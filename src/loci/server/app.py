@@ -27,6 +27,7 @@ from loci.server.guard import Guard
 from loci.server.hub import Hub
 from loci.server.mcp import build_mcp, http_app
 from loci.server.proxy import router as proxy_router
+from loci.server.proxy_compact import router as compact_router
 from loci.server.proxy_messages import router as messages_router
 from loci.server.proxy_responses import router as responses_router
 from loci.settings import Settings, load_settings
@@ -173,6 +174,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     app.include_router(proxy_router, prefix="/v1")
     app.include_router(messages_router, prefix="/v1")
     app.include_router(responses_router, prefix="/v1")
+    app.include_router(compact_router, prefix="/v1")
     document_auth(app)
 
     app.router.routes.append(Route("/mcp", mcp_endpoint, include_in_schema=False))

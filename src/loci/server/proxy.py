@@ -131,6 +131,21 @@ def event_stream(events: Iterator[bytes]) -> StreamingResponse:
                              headers={"Cache-Control": "no-cache"})
 
 
+def import_history(loci: Loci, session: str, earlier: list[dict[str, Any]]) -> None:
+    """A new session starts with the client's earlier user and assistant messages; an
+    existing one ignores them (Loci's log already is its history)."""
+    try:
+        loci.session(session)
+        return
+    except NotFoundError:
+        pass
+    events = [{"type": "message", "role": m["role"], "content": message_text(m.get("content"))}
+              for m in earlier if m.get("role") in _IMPORTED_ROLES
+              and message_text(m.get("content")).strip()]
+    if events:
+        loci.add_events(session, events)
+
+
 class Turn:
     """One proxied exchange: the new message, its compiled context, the recording."""
 
@@ -162,17 +177,7 @@ class Turn:
                      "created": int(time.time()), "model": body.model}
 
     def _import_history(self, earlier: list[dict[str, Any]]) -> None:
-        try:
-            self.loci.session(self.session)
-            return  # Loci's log already is this session's history
-        except NotFoundError:
-            pass
-        events = [{"type": "message", "role": m["role"],
-                   "content": message_text(m.get("content"))}
-                  for m in earlier if m.get("role") in _IMPORTED_ROLES
-                  and message_text(m.get("content")).strip()]
-        if events:
-            self.loci.add_events(self.session, events)
+        import_history(self.loci, self.session, earlier)
 
     def record(self, reply: str, tool_calls: list[Any] | None = None,
                blocks: list[dict[str, Any]] | None = None) -> str:

@@ -10,7 +10,9 @@ streamed as the published events (``response.created``, output items and content
 with their deltas, ``response.completed``). The session is the ``X-Loci-Session``
 header, else the ``user`` field. Loci's event log is the conversation, so
 ``previous_response_id`` needs nothing more: the session already holds what came
-before. Reasoning items and input other than text are refused for now.
+before. Images and files go to the upstream (``proxy_media``); ``reasoning`` items (a
+Chat Completions upstream has no use for them) and ``compaction`` items (see
+``proxy_compact``) are accepted and not sent on.
 """
 
 from __future__ import annotations
@@ -145,8 +147,11 @@ def _add_item(messages: list[dict[str, Any]], item: Mapping[str, Any]) -> None:
             last.setdefault("tool_calls", []).append(call)
         else:
             messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
-    elif kind == "reasoning":
-        pass  # a reasoning model's own items: a chat-completions upstream has no use for them
+    elif kind in ("reasoning", "compaction"):
+        # A reasoning model's own items (a chat-completions upstream has no use for
+        # them); a compaction item of ``/responses/compact``: Loci's log holds what it
+        # stands for.
+        pass
     elif kind == "function_call_output":
         output = item.get("output")
         messages.append({"role": "tool", "tool_call_id": str(item.get("call_id") or ""),

@@ -1,0 +1,69 @@
+"""``POST /v1/responses/compact``, answered by Loci's own compaction.
+
+OpenAI's endpoint returns the conversation's user messages followed by one opaque
+``compaction`` item that stands for the rest. Here the session's log is the
+conversation: a new session first takes the client's earlier messages (as every proxy
+face does), then Loci compacts it (masks old tool outputs, saves facts to memory,
+summarizes and archives the oldest span: nothing is deleted). The compaction item only
+names that session state; sent back in a later ``/v1/responses`` input it is skipped,
+because the log already holds what it stands for.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header
+from pydantic import BaseModel, ConfigDict, Field
+
+from loci.errors import ValidationError
+from loci.server.proxy import Engine, import_history
+from loci.server.proxy_responses import ResponsesRequest
+
+router = APIRouter(tags=["proxy"])
+
+
+class CompactRequest(BaseModel):
+    """A ``responses.compact`` request; fields Loci does not use are accepted."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1)
+    input: str | list[dict[str, Any]] | None = None
+    instructions: str | None = None
+    user: str | None = None
+
+
+@router.post("/responses/compact", response_model=None)
+def compact(
+    loci: Engine, body: CompactRequest,
+    x_loci_session: Annotated[str | None, Header()] = None,
+) -> dict[str, Any]:
+    """Compact the session now; its user messages and one compaction item come back."""
+    session = x_loci_session or body.user
+    if not session:
+        raise ValidationError("name the session: send the header 'X-Loci-Session: <name>'")
+    if body.input:
+        chat = ResponsesRequest(model=body.model, input=body.input).as_chat()
+        import_history(loci, session, chat.messages)
+    result = loci.compact(session, model=body.model)
+    record = result.record.id if result.record is not None else None
+    summary = loci.counter.count(result.summary)
+    token = json.dumps({"loci_session": session, "compaction": record})
+    users = [{"id": f"msg_loci_{e.id}", "type": "message", "role": "user",
+              "status": "completed", "content": [{"type": "input_text", "text": e.content}]}
+             for e in loci.events(session, include_archived=True)
+             if e.type == "message" and e.role == "user"]
+    item = {"id": f"cmp_loci_{secrets.token_hex(8)}", "type": "compaction",
+            "encrypted_content": base64.b64encode(token.encode()).decode(),
+            "created_by": "loci"}
+    return {"id": f"resp_loci_{secrets.token_hex(12)}", "object": "response.compaction",
+            "created_at": int(time.time()), "output": [*users, item],
+            "usage": {"input_tokens": result.tokens_before, "output_tokens": summary,
+                      "total_tokens": result.tokens_before + summary,
+                      "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens_details": {"reasoning_tokens": 0}}}
