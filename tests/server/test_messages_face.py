@@ -231,6 +231,22 @@ def test_the_clients_cache_breakpoints_are_kept_within_four(
         "Rule 1.", "Rule 2.", "Rule 3."]
 
 
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_anthropics_own_tool_types_pass_to_an_anthropic_upstream(
+        home: Path, upstream: Upstream, live_server: LiveServer, kind: str) -> None:
+    app = proxy_app(home, upstream, kind)
+    memory = {"type": "memory_20250818", "name": "memory"}
+    with client(live_server(app)) as claude:
+        ask = {"model": "m", "max_tokens": 8, "extra_headers": SESSION, "tools": [memory, WEATHER],
+               "messages": [{"role": "user", "content": "Remember my city."}]}
+        if kind == "openai":
+            with pytest.raises(anthropic.UnprocessableEntityError, match="memory_20250818"):
+                claude.messages.create(**ask)
+            return
+        claude.messages.create(**ask)
+    assert upstream.last["body"]["tools"] == [memory, WEATHER]
+
+
 def test_keys_and_refusals(home: Path, upstream: Upstream, live_server: LiveServer) -> None:
     app = proxy_app(home, upstream)
     key = make_key(app.state.hub, "maya")

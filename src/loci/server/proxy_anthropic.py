@@ -35,6 +35,8 @@ from loci.server.proxy_types import (
 ANTHROPIC_MAX_TOKENS = 4096
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
                  "tool_use": "tool_calls"}
+#: The key of a chat tool that holds the Messages face's own tool definition.
+ANTHROPIC_TOOL = "anthropic_tool"
 #: The ``cache_control`` marks Anthropic accepts in one request.
 MAX_BREAKPOINTS = 4
 #: Blocks kept as they came (``Completion.blocks``).
@@ -146,7 +148,9 @@ def _limit_breakpoints(tools: list[dict[str, Any]], system: list[dict[str, Any]]
 
 def tool_definition(tool: Any) -> dict[str, Any]:
     """An OpenAI ``{"type": "function", "function": {...}}`` tool as Anthropic's
-    ``{"name", "description", "input_schema"}``."""
+    ``{"name", "description", "input_schema"}`` (the Messages face's tools as they came)."""
+    if isinstance(tool, Mapping) and isinstance(tool.get(ANTHROPIC_TOOL), Mapping):
+        return dict(tool[ANTHROPIC_TOOL])
     function = tool.get("function") if isinstance(tool, Mapping) else None
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
         raise ValidationError("each tool must be {\"type\": \"function\", \"function\": "
@@ -158,8 +162,6 @@ def tool_definition(tool: Any) -> dict[str, Any]:
     definition: dict[str, Any] = {"name": function["name"], "input_schema": schema}
     if function.get("description"):
         definition["description"] = function["description"]
-    if isinstance(tool.get("cache_control"), Mapping):  # the Messages face's
-        definition["cache_control"] = dict(tool["cache_control"])
     return definition
 
 

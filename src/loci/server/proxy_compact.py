@@ -48,7 +48,8 @@ def compact(
     if not session:
         raise ValidationError("name the session: send the header 'X-Loci-Session: <name>'")
     if body.input:
-        chat = ResponsesRequest(model=body.model, input=body.input).as_chat()
+        chat = ResponsesRequest(model=body.model, input=body.input,
+                                max_output_tokens=None).as_chat()
         import_history(loci, session, chat.messages)
     result = loci.compact(session, model=body.model)
     record = result.record.id if result.record is not None else None

@@ -34,7 +34,7 @@ from loci.context.render import PROVIDER_BLOCKS
 from loci.errors import LociError, ValidationError
 from loci.llm.wire import message_text
 from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
-from loci.server.proxy_anthropic import KEPT_BLOCKS
+from loci.server.proxy_anthropic import ANTHROPIC_TOOL, KEPT_BLOCKS
 from loci.server.proxy_types import Completion, Delta, Upstream
 from loci.server.proxy_upstream import make_upstream
 
@@ -193,16 +193,16 @@ def _result_text(content: Any) -> str:
 
 
 def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """The tool as a chat function tool that keeps the client's definition under
+    ``ANTHROPIC_TOOL``: an Anthropic upstream gets it as it came (Anthropic's own tool
+    types, such as the memory tool, and ``cache_control`` included)."""
     if not isinstance(tool.get("name"), str):
         raise ValidationError("each tool needs a name and an input_schema")
     function: dict[str, Any] = {"name": tool["name"],
                                 "parameters": tool.get("input_schema") or {"type": "object"}}
     if tool.get("description"):
         function["description"] = tool["description"]
-    chat: dict[str, Any] = {"type": "function", "function": function}
-    if tool.get("cache_control"):  # an Anthropic upstream keeps it (``proxy_anthropic``)
-        chat["cache_control"] = tool["cache_control"]
-    return chat
+    return {"type": "function", "function": function, ANTHROPIC_TOOL: dict(tool)}
 
 
 def _chat_tool_choice(choice: Mapping[str, Any] | None) -> dict[str, Any]:

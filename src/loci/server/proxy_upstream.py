@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from loci.errors import ConfigError
+from loci.errors import ConfigError, ValidationError
 from loci.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from loci.llm.anthropic import AnthropicChat
 from loci.llm.openai_compat import DEFAULT_BASE_URL as OPENAI_URL
 from loci.llm.openai_compat import OpenAICompatibleChat
 from loci.llm.wire import message_text
-from loci.server.proxy_anthropic import AnthropicUpstream
+from loci.server.proxy_anthropic import ANTHROPIC_TOOL, AnthropicUpstream
 from loci.server.proxy_media import openai_parts
 from loci.server.proxy_types import (
     Completion,
@@ -63,6 +63,16 @@ def make_upstream(settings: Settings) -> Upstream:
         "loci.toml (or LOCI_PROXY_PROVIDER, LOCI_PROXY_BASE_URL, LOCI_PROXY_API_KEY)")
 
 
+def _openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool without the Messages face's Anthropic definition; Anthropic's own tool
+    types (the memory tool, web search, ...) have no function schema to send."""
+    own = tool.get(ANTHROPIC_TOOL)
+    if isinstance(own, dict) and own.get("type") not in (None, "custom"):
+        raise ValidationError(f"the {own['type']} tool is Anthropic's: it needs an "
+                              "Anthropic upstream ([proxy] provider = \"anthropic\")")
+    return {k: v for k, v in tool.items() if k != ANTHROPIC_TOOL}
+
+
 class OpenAIUpstream:
     """Any OpenAI-compatible server: the client's parameters (tools included) pass
     through unchanged."""
@@ -73,9 +83,8 @@ class OpenAIUpstream:
     def _body(self, request: UpstreamRequest, stream: bool) -> dict[str, Any]:
         system = [{"role": "system", "content": block["text"]} for block in request.system]
         params = {k: v for k, v in request.params.items() if k not in _ANTHROPIC_ONLY}
-        if params.get("tools"):  # the Messages face's cache breakpoints are Anthropic's
-            params["tools"] = [{k: v for k, v in tool.items() if k != "cache_control"}
-                               for tool in params["tools"]]
+        if params.get("tools"):
+            params["tools"] = [_openai_tool(tool) for tool in params["tools"]]
         messages = system + request.context.to_openai()
         if request.attachments:  # they follow the new message's text
             last = messages[-1]
