@@ -180,6 +180,9 @@ class ProxySettings:
     api_key: str = ""
     #: Models that ``GET /v1/models`` lists (default: the configured model).
     models: list[str] = field(default_factory=list)
+    #: Run the model's calls of Anthropic's memory tool (when the client declares it)
+    #: against the user's knowledge base, instead of returning them to the client.
+    memory_tool: bool = False
 
 
 @dataclass(frozen=True)

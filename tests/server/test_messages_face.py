@@ -4,6 +4,7 @@ Anthropic-shaped) behind it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +246,34 @@ def test_anthropics_own_tool_types_pass_to_an_anthropic_upstream(
             return
         claude.messages.create(**ask)
     assert upstream.last["body"]["tools"] == [memory, WEATHER]
+
+
+def test_the_proxy_runs_the_memory_tool_when_asked(
+        home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream, "anthropic", proxy_memory_tool=True)
+    create = {"command": "create", "path": "/memories/trip.md", "file_text": "Lisbon in May"}
+    missing = {"command": "view", "path": "/memories/x.md"}
+    upstream.replies += [
+        [{"id": "toolu_m1", "type": "function",
+          "function": {"name": "memory", "arguments": json.dumps(create)}}],
+        [{"id": "toolu_m2", "type": "function",
+          "function": {"name": "memory", "arguments": json.dumps(missing)}}],
+        "Noted: Lisbon in May."]
+    memory = {"type": "memory_20250818", "name": "memory"}
+    with client(live_server(app)) as claude:
+        reply = claude.messages.create(
+            model="m", max_tokens=64, extra_headers=SESSION, tools=[memory],
+            messages=[{"role": "user", "content": "I go to Lisbon in May."}])
+    assert [b.type for b in reply.content] == ["text"] and reply.stop_reason == "end_turn"
+    assert reply.content[0].text == "Noted: Lisbon in May."
+    loci = engine(app)
+    assert loci.knowledge.get("/memories/trip.md").content == "Lisbon in May"
+    results = [e.content for e in loci.events("work") if e.type == "tool_result"]
+    assert results[0] == "File created successfully at: /memories/trip.md"
+    assert "does not exist" in results[1]  # the SDK tool's error text, for the model
+    sent = upstream.last["body"]["messages"]
+    assert sent[-1]["content"][0]["type"] == "tool_result"  # the loop went on upstream
+    assert len(upstream.requests) == 3
 
 
 def test_keys_and_refusals(home: Path, upstream: Upstream, live_server: LiveServer) -> None:

@@ -38,6 +38,7 @@ import itertools
 import secrets
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request
@@ -49,6 +50,7 @@ from loci.context.render import PROVIDER_BLOCKS
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
 from loci.llm.wire import message_text
+from loci.server import proxy_memory
 from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_media import describe, split_media
 from loci.server.proxy_stream import TagFilter, chunk, sse
@@ -196,8 +198,26 @@ class Turn:
             self.loci.add_events(self.session, call_events(tool_calls, kept))
         return clean
 
+    def answer(self, upstream: Upstream) -> Completion:
+        """The upstream's answer; rounds of memory-tool calls that Loci runs itself
+        (``proxy_memory``) are recorded, run and asked again first."""
+        answer = upstream.complete(self.request)
+        name = proxy_memory.memory_tool(self.loci, self.request.params)
+        for _ in range(proxy_memory.MAX_ROUNDS):
+            if not proxy_memory.only_calls_to(name, answer.tool_calls):
+                break
+            calls = answer.tool_calls or []
+            self.record(answer.content, calls, answer.blocks)
+            self.loci.add_events(self.session, proxy_memory.run(self.loci, calls))
+            self.message = None  # recorded: the log holds it from now on
+            context = self.loci.compile(self.session, None, model=self.body.model,
+                                        guest=True)
+            self.request = replace(self.request, context=context, attachments=[])
+            answer = upstream.complete(self.request)
+        return answer
+
     def complete(self, upstream: Upstream) -> dict[str, Any]:
-        answer: Completion = upstream.complete(self.request)
+        answer = self.answer(upstream)
         clean = self.record(answer.content, answer.tool_calls, answer.blocks)
         message: dict[str, Any] = {"role": "assistant", "content": clean}
         if answer.tool_calls:

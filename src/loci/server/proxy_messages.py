@@ -100,7 +100,7 @@ def messages(
     reply_id = f"msg_loci_{secrets.token_hex(12)}"
     if not body.stream:
         try:
-            answer = upstream.complete(turn.request)
+            answer = turn.answer(upstream)
             clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
             return _message(reply_id, body.model, clean, answer)
         finally:

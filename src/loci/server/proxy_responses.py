@@ -98,7 +98,7 @@ def responses(
     shell = _Shell(body.model)
     if not body.stream:
         try:
-            answer = upstream.complete(turn.request)
+            answer = turn.answer(upstream)
             clean = turn.record(answer.content, answer.tool_calls)
             return shell.done(clean, answer.tool_calls, answer.usage)
         finally:
