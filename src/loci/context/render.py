@@ -68,7 +68,6 @@ def openai_message(message: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in message.items() if k != PROVIDER_BLOCKS}
 
 
-
 def answers_open_call(messages: Sequence[dict[str, Any]], call_id: str | None) -> bool:
     """Whether a tool result for ``call_id`` may follow ``messages``: the assistant's
     tool calls (then only other results) come right before it, with that id unanswered."""

@@ -161,10 +161,10 @@ class Turn:
             # The log keeps a line per attachment; the upstream gets the attachment.
             self.message = check_text("message", "\n".join(
                 t for t in (text, describe(attachments)) if t))
-            self._import_history(body.messages[:-1])
+            import_history(loci, session, body.messages[:-1])
         elif last.get("role") == "tool":
             earlier, results = split_results(body.messages)
-            self._import_history(earlier[:-1])
+            import_history(loci, session, earlier[:-1])
             record_results(loci, session, earlier[-1], results)
         else:
             raise ValidationError("the last message must be the user's new message or "
@@ -177,9 +177,6 @@ class Turn:
                                        attachments if shown else [])
         self.base = {"id": f"chatcmpl-loci-{secrets.token_hex(12)}",
                      "created": int(time.time()), "model": body.model}
-
-    def _import_history(self, earlier: list[dict[str, Any]]) -> None:
-        import_history(self.loci, self.session, earlier)
 
     def record(self, reply: str, tool_calls: list[Any] | None = None,
                blocks: list[dict[str, Any]] | None = None) -> str:

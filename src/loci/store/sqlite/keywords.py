@@ -107,7 +107,7 @@ class SQLiteKeywords(SQLiteBase):
             df = counts[term]
             if df > MATCH_BUDGET:
                 df = self._count(k.fts, [term], rowids, None)
-            n = max(docs or 0, df)
+            n = max(docs, df)
             idf = max(1e-6, math.log((n - df + 0.5) / (df + 0.5)))  # as FTS5's bm25()
             blocks.append(_term_sql(k.table, where))
             values += [idf, B * n / tokens if tokens else 0.0, B / stats.table_length,
