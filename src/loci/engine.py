@@ -28,7 +28,7 @@ from loci.context.sources import BuildContext, agent_spec, skill_items
 from loci.context.workspace import Workspace
 from loci.erasure import SessionEraser, SessionErasure
 from loci.errors import NotFoundError, ValidationError
-from loci.eventlog import dump_jsonl, new_event, parse_jsonl
+from loci.eventlog import check_fields, check_message, dump_jsonl, new_event, parse_jsonl
 from loci.indexing import Indexer
 from loci.knowledge import (
     DocumentPage,
@@ -60,9 +60,6 @@ from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store
 from loci.timeutil import Clock, utc_now
 from loci.tokens import TokenCounter, known_window, token_counter, unknown_model
-
-EVENT_FIELDS = frozenset({"type", "role", "content", "timestamp", "tool_name", "tool_call_id",
-                          "args", "metadata"})
 
 
 @dataclass(frozen=True)
@@ -156,9 +153,9 @@ class Loci:
 
     # -- sessions and events ------------------------------------------------------
     def add(self, session: str, role: str, content: str, **metadata: Any) -> Event:
-        """Append a chat message to a session's log."""
-        return self.add_event(session, type="message", role=role, content=content,
-                              metadata=metadata)
+        """Append a chat message to a session's log (a user's must hold text)."""
+        return self.add_event(session, type="message", role=role,
+                              content=check_message(role, content), metadata=metadata)
 
     def add_event(self, session: str, **fields: Any) -> Event:
         """Append one event (``type``, ``role``, ``content``, ``tool_name``, ...)."""
@@ -169,12 +166,7 @@ class Loci:
         check_name("session", session)
         now = self.clock()
         for fields in events:
-            unknown = set(fields) - EVENT_FIELDS
-            if unknown:
-                raise ValidationError(f"unknown event field(s): {', '.join(sorted(unknown))}")
-            if fields.get("type") == "summary":
-                raise ValidationError("summary events are written by compaction (see "
-                                      "compact); add a message instead")
+            check_fields(fields)
         batch = [new_event(self.counter, **{"timestamp": now, "stamped": "timestamp" not in fields,
                                             **fields}) for fields in events]
         added = self.store.append_events(self.scope, session, batch)

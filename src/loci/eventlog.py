@@ -13,7 +13,7 @@ whole file before anything is stored, and errors name the line.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +27,29 @@ from loci.tokens import TokenCounter
 MAX_CONTENT_CHARS = 10_000_000
 #: Tokens of a function call's framing beyond its name, id and arguments.
 TOOL_CALL_OVERHEAD = 3
+
+
+#: The fields an event written through the API may have.
+EVENT_FIELDS = frozenset({"type", "role", "content", "timestamp", "tool_name", "tool_call_id",
+                          "args", "metadata"})
+
+
+def check_fields(fields: Mapping[str, Any]) -> None:
+    """Refuse unknown fields, and summaries (compaction writes those)."""
+    unknown = set(fields) - EVENT_FIELDS
+    if unknown:
+        raise ValidationError(f"unknown event field(s): {', '.join(sorted(unknown))}")
+    if fields.get("type") == "summary":
+        raise ValidationError("summary events are written by compaction (see compact); add "
+                              "a message instead")
+
+
+def check_message(role: str, content: str) -> str:
+    """A new message's content: a user's must hold text (an empty one would go to the
+    model as it is)."""
+    if role == "user" and isinstance(content, str) and not content.strip():
+        raise ValidationError("a user message needs some text")
+    return content
 
 
 def new_event(

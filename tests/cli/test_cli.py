@@ -245,3 +245,15 @@ def test_state_delete_and_tokens_of_a_binary_file(
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
     code, _, err = run(capsys, "tokens", str(binary))
     assert code == 2 and "is not UTF-8 text" in err and "Traceback" not in err
+
+
+def test_a_type_that_looks_like_a_typo_and_an_empty_message_are_refused(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "remember", "Maya lives in Lisbon", "--type", "stiky")
+    assert code == 2 and "did you mean 'sticky'" in err
+    assert run(capsys, "memories")[1] == ""  # nothing stored
+    assert run(capsys, "remember", "x", "--type", "stiky", "--new-type")[0] == 0
+    assert run(capsys, "remember", "y", "--type", "travel_plan")[0] == 0  # no near type
+    code, _, err = run(capsys, "add", "s", "user", "   ")
+    assert code == 2 and "needs some text" in err
+    assert run(capsys, "add", "s", "assistant", "")[0] == 0  # an empty answer is a fact

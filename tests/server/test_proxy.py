@@ -425,3 +425,13 @@ def test_an_image_goes_to_the_upstream_and_the_log_keeps_a_line(
             openai_client.chat.completions.create(
                 model="m", extra_headers=SESSION, messages=[{"role": "user", "content": [audio]}])
             assert upstream.last["body"]["messages"][-1]["content"][-1] == audio
+
+
+def test_an_empty_message_is_refused_before_the_upstream_is_called(
+        home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    app = proxy_app(home, upstream)
+    with (client(live_server(app)) as openai_client,
+          pytest.raises(openai.UnprocessableEntityError, match="needs some text")):
+        openai_client.chat.completions.create(
+            model="m", extra_headers=SESSION, messages=[{"role": "user", "content": " "}])
+    assert upstream.requests == []

@@ -8,9 +8,10 @@ default TTL of 30 days rather than rejected, so that an agent's new type is not 
 
 from __future__ import annotations
 
+import difflib
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 
 from loci.errors import ValidationError
@@ -33,6 +34,16 @@ def check_type(name: str) -> str:
             f"invalid memory type {name!r}: use lowercase letters, digits and underscores"
         )
     return normal
+
+
+def typo_of(name: str, configured: Iterable[str] = ()) -> str | None:
+    """The built-in or configured type that an unknown ``name`` is most likely a typo
+    of (``stiky``: ``sticky``), or None."""
+    known = [*DEFAULT_TTL_DAYS, *configured]
+    if name in known:
+        return None
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def ttl_days(memory_type: str, custom: Mapping[str, int] | None = None) -> int | None:

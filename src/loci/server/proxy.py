@@ -49,6 +49,7 @@ from loci.checks import check_text
 from loci.context.render import PROVIDER_BLOCKS
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
+from loci.eventlog import check_message
 from loci.llm.wire import message_text
 from loci.server import proxy_memory
 from loci.server.deps import hub_of, principal_of
@@ -159,8 +160,8 @@ class Turn:
         if last.get("role") == "user":
             text = message_text(texts if attachments else last.get("content"))
             # The log keeps a line per attachment; the upstream gets the attachment.
-            self.message = check_text("message", "\n".join(
-                t for t in (text, describe(attachments)) if t))
+            self.message = check_message("user", check_text("message", "\n".join(
+                t for t in (text, describe(attachments)) if t)))
             import_history(loci, session, body.messages[:-1])
         elif last.get("role") == "tool":
             earlier, results = split_results(body.messages)

@@ -10,7 +10,8 @@ import click
 from loci import SearchFilters
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
 from loci.engine import Loci
-from loci.memory.types import check_type
+from loci.errors import ValidationError
+from loci.memory.types import check_type, typo_of
 from loci.timeutil import format_timestamp
 
 
@@ -22,11 +23,18 @@ def _tags(value: str | None) -> list[str]:
 @click.argument("text")
 @click.option("--type", "memory_type", default="project_context", show_default=True,
               help="sticky, user_preference, project_context, learned_pattern or custom.")
+@click.option("--new-type", is_flag=True,
+              help="Keep --type as a new type even if it looks like a typo of a known one.")
 @click.option("--tags", help="Comma-separated tags.")
 @json_option
 @scoped
-def remember(loci: Loci, text: str, memory_type: str, tags: str | None, as_json: bool) -> None:
+def remember(loci: Loci, text: str, memory_type: str, new_type: bool, tags: str | None,
+             as_json: bool) -> None:
     """Store TEXT as a memory."""
+    known = typo_of(check_type(memory_type), loci.settings.memory_types)
+    if known and not new_type:
+        raise ValidationError(f"unknown memory type {memory_type!r}: did you mean {known!r}? "
+                              "(add --new-type to keep it as a new type)")
     memory = loci.remember(text, type=memory_type, tags=_tags(tags))
     if as_json:
         print_json(memory)
