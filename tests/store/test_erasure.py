@@ -112,3 +112,14 @@ def test_a_redacted_version_keeps_its_place_and_loses_its_text(store: Store) -> 
     assert not store.redact_document_version(alice, "/notes.md", 9, {})
     assert not store.redact_document_version(Scope("bob", "helper"), "/notes.md", 2, {})
     assert store.document_history(alice, "/notes.md")[1].content == "no code here"
+
+
+def test_redacting_events_replaces_their_metadata_only(store: Store) -> None:
+    events = store.append_events(ALICE, "s", [
+        NewEvent("message", "assistant", "Noted.", T0, metadata={"raw": "Noted. [x]"}),
+        NewEvent("message", "assistant", "Fine.", T0, metadata={"raw": "Fine. [y]"})])
+    assert store.redact_events(ALICE, "s", {events[0].id: {"model": "m"}}) == 1
+    assert store.redact_events(BOB, "s", {events[1].id: {}}) == 0  # another tenant's
+    first, second = store.list_events(ALICE, "s")
+    assert (first.content, first.metadata) == ("Noted.", {"model": "m"})
+    assert second.metadata == {"raw": "Fine. [y]"}
