@@ -248,8 +248,9 @@ def test_anthropics_own_tool_types_pass_to_an_anthropic_upstream(
     assert upstream.last["body"]["tools"] == [memory, WEATHER]
 
 
+@pytest.mark.parametrize("stream", [False, True])
 def test_the_proxy_runs_the_memory_tool_when_asked(
-        home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+        home: Path, upstream: Upstream, live_server: LiveServer, stream: bool) -> None:
     app = proxy_app(home, upstream, "anthropic", proxy_memory_tool=True)
     create = {"command": "create", "path": "/memories/trip.md", "file_text": "Lisbon in May"}
     missing = {"command": "view", "path": "/memories/x.md"}
@@ -259,20 +260,31 @@ def test_the_proxy_runs_the_memory_tool_when_asked(
         [{"id": "toolu_m2", "type": "function",
           "function": {"name": "memory", "arguments": json.dumps(missing)}}],
         "Noted: Lisbon in May."]
-    memory = {"type": "memory_20250818", "name": "memory"}
+    ask: dict[str, Any] = {
+        "model": "m", "max_tokens": 64, "extra_headers": SESSION,
+        "tools": [{"type": "memory_20250818", "name": "memory"}],
+        "messages": [{"role": "user", "content": "I go to Lisbon in May."}]}
     with client(live_server(app)) as claude:
-        reply = claude.messages.create(
-            model="m", max_tokens=64, extra_headers=SESSION, tools=[memory],
-            messages=[{"role": "user", "content": "I go to Lisbon in May."}])
+        if stream:
+            with claude.messages.stream(**ask) as events:
+                reply = events.get_final_message()
+        else:
+            reply = claude.messages.create(**ask)
     assert [b.type for b in reply.content] == ["text"] and reply.stop_reason == "end_turn"
-    assert reply.content[0].text == "Noted: Lisbon in May."
+    # Streamed, the rounds' own text ("Checking.") was shown as it came.
+    expected = "Checking.Checking.Noted: Lisbon in May." if stream else "Noted: Lisbon in May."
+    assert reply.content[0].text == expected
     loci = engine(app)
     assert loci.knowledge.get("/memories/trip.md").content == "Lisbon in May"
+    log = [(e.type, e.tool_call_id or e.content) for e in loci.events("work")]
+    assert log == [("message", "I go to Lisbon in May."), ("message", "Checking."),
+                   ("tool_call", "toolu_m1"), ("tool_result", "toolu_m1"),
+                   ("message", "Checking."), ("tool_call", "toolu_m2"),
+                   ("tool_result", "toolu_m2"), ("message", "Noted: Lisbon in May.")]
     results = [e.content for e in loci.events("work") if e.type == "tool_result"]
     assert results[0] == "File created successfully at: /memories/trip.md"
     assert "does not exist" in results[1]  # the SDK tool's error text, for the model
-    sent = upstream.last["body"]["messages"]
-    assert sent[-1]["content"][0]["type"] == "tool_result"  # the loop went on upstream
+    assert upstream.last["body"]["messages"][-1]["content"][0]["type"] == "tool_result"
     assert len(upstream.requests) == 3
 
 

@@ -204,15 +204,20 @@ class Turn:
         for _ in range(proxy_memory.MAX_ROUNDS):
             if not proxy_memory.only_calls_to(name, answer.tool_calls):
                 break
-            calls = answer.tool_calls or []
-            self.record(answer.content, calls, answer.blocks)
-            self.loci.add_events(self.session, proxy_memory.run(self.loci, calls))
-            self.message = None  # recorded: the log holds it from now on
-            context = self.loci.compile(self.session, None, model=self.body.model,
-                                        guest=True)
-            self.request = replace(self.request, context=context, attachments=[])
+            self.run_memory(answer.content, answer.tool_calls or [], answer.blocks)
             answer = upstream.complete(self.request)
         return answer
+
+    def run_memory(self, reply: str, calls: list[Any],
+                   blocks: list[dict[str, Any]] | None) -> str:
+        """Record a round of memory-tool calls, run them, record their results and
+        compile the next request; returns the round's clean text."""
+        clean = self.record(reply, calls, blocks)
+        self.loci.add_events(self.session, proxy_memory.run(self.loci, calls))
+        self.message = None  # recorded: the log holds it from now on
+        context = self.loci.compile(self.session, None, model=self.body.model, guest=True)
+        self.request = replace(self.request, context=context, attachments=[])
+        return clean
 
     def complete(self, upstream: Upstream) -> dict[str, Any]:
         answer = self.answer(upstream)
@@ -230,15 +235,15 @@ class Turn:
         ``proxy_stream``), then the finish reason, the usage if asked for, [DONE]."""
         try:
             yield sse(chunk(self.base, {"role": "assistant", "content": ""}))
-            yield from self._relay(deltas)
+            yield from self._relay(upstream, deltas)
         except LociError as exc:
             yield sse({"error": {"type": type(exc).__name__, "message": str(exc)}})
         finally:
             upstream.close()
 
-    def _relay(self, deltas: Iterator[Delta]) -> Iterator[bytes]:
-        relay = Relay(self)
-        for delta in deltas:
+    def _relay(self, upstream: Upstream, deltas: Iterator[Delta]) -> Iterator[bytes]:
+        relay = Relay(self, upstream)
+        for delta in relay.rounds(deltas):
             if text := relay.feed(delta):
                 yield sse(chunk(self.base, {"content": text}))
             if delta.tool_calls:
@@ -258,14 +263,41 @@ class Relay:
     (tags held back), tool-call pieces, finish reason and usage collected; at the end
     the turn is recorded and the clean text's rest returned."""
 
-    def __init__(self, turn: Turn) -> None:
-        self.turn, self.tags = turn, TagFilter()
+    def __init__(self, turn: Turn, upstream: Upstream) -> None:
+        self.turn, self.upstream, self.tags = turn, upstream, TagFilter()
         self.fragments: list[Any] = []
         self.finish = "stop"
         self.usage: dict[str, int] | None = None
         self.clean = ""
+        #: The clean text of the memory-tool rounds already recorded (``rounds``).
+        self.earlier = ""
         self.calls: list[dict[str, Any]] | None = None
         self.blocks: list[dict[str, Any]] = []
+
+    def rounds(self, deltas: Iterator[Delta]) -> Iterator[Delta]:
+        """``deltas``, then, while every call of a round is to the memory tool Loci runs
+        (``proxy_memory``), the next round's: such a round's text is shown, its calls
+        run and recorded, never shown. A round's calls, finish and usage are held back
+        until its end shows whose calls they are."""
+        name = proxy_memory.memory_tool(self.turn.loci, self.turn.request.params)
+        for _ in range(proxy_memory.MAX_ROUNDS if name else 0):
+            held: list[Delta] = []
+            for delta in deltas:
+                if delta.tool_calls or delta.finish_reason or delta.usage:
+                    held.append(delta)
+                else:
+                    yield delta
+            calls = merge_fragments([p for d in held for p in d.tool_calls or ()])
+            if not proxy_memory.only_calls_to(name, calls):
+                yield from held
+                return
+            clean = self.turn.run_memory(self.tags.raw, calls, self.blocks or None)
+            rest = self.tags.finish(clean)
+            self.tags, self.blocks, self.earlier = TagFilter(), [], self.earlier + clean
+            if rest:  # the round's text not shown yet (through the next round's filter)
+                yield Delta(content=rest)
+            deltas = started(self.upstream, self.turn.request)
+        yield from deltas
 
     def feed(self, delta: Delta) -> str:
         """The text of ``delta`` that can be shown now ("" if none)."""
@@ -278,5 +310,6 @@ class Relay:
     def end(self) -> str:
         """Record the turn; the clean text not shown yet."""
         self.calls = merge_fragments(self.fragments) or None
-        self.clean = self.turn.record(self.tags.raw, self.calls, self.blocks or None)
-        return self.tags.finish(self.clean)
+        clean = self.turn.record(self.tags.raw, self.calls, self.blocks or None)
+        self.clean = self.earlier + clean
+        return self.tags.finish(clean)

@@ -265,9 +265,9 @@ def _stream(turn: Turn, upstream: Upstream, deltas: Iterator[Delta], reply_id: s
             "id": reply_id, "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": None, "stop_sequence": None,
             "usage": {"input_tokens": 0, "output_tokens": 0}}})
-        relay = Relay(turn)
+        relay = Relay(turn, upstream)
         blocks = _Blocks()
-        for delta in deltas:
+        for delta in relay.rounds(deltas):
             for block in delta.blocks or ():
                 yield from blocks.whole(block)
             if text := relay.feed(delta):

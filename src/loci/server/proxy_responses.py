@@ -280,8 +280,8 @@ def _stream(turn: Turn, upstream: Upstream, deltas: Iterator[Delta],
                     item={**shell.message("", "in_progress"), "content": []})
         yield event("response.content_part.added", part={
             "type": "output_text", "text": "", "annotations": []}, **where)
-        relay = Relay(turn)
-        for delta in deltas:
+        relay = Relay(turn, upstream)
+        for delta in relay.rounds(deltas):
             if text := relay.feed(delta):
                 yield event("response.output_text.delta", delta=text, **where)
         if rest := relay.end():
