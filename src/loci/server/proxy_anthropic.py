@@ -134,8 +134,8 @@ def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
 def _limit_breakpoints(tools: list[dict[str, Any]], system: list[dict[str, Any]],
                        own: int) -> None:
     """At most ``MAX_BREAKPOINTS`` ``cache_control`` marks in all, Anthropic's limit: Loci's
-    static prefix keeps its mark, the client's marks (on its tools and its ``own`` first
-    system blocks) come next, latest first, and Loci's dynamic block keeps its mark if
+    first block keeps its mark, the client's marks (on its tools and its ``own`` first
+    system blocks) come next, latest first, and Loci's second block keeps its mark if
     there is room left."""
     clients = [b for b in [*tools, *system[:own]] if "cache_control" in b]
     loci = [b for b in system[own:] if "cache_control" in b]
