@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import click
@@ -172,6 +173,23 @@ def test_demo_runs(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
                  "5. Explain", "6. Compaction"):
         assert step in out
     assert "static prefix hash" in out and "[STICKY]" in out
+    assert "--keep" in out  # the data is gone, and the way to keep it is shown
+
+
+def test_demo_keep_leaves_a_store_to_try_commands_on(
+        home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run(capsys, "demo", "--keep")
+    assert code == 0, err
+    kept = Path(out.split("The demo is kept in ")[1].split(". Try it yourself")[0])
+    try:
+        exports = out.split("export ")[1].splitlines()[0].split()
+        for name, value in (pair.split("=", 1) for pair in exports):
+            monkeypatch.setenv(name, value)
+        listed = run(capsys, "sessions")[1]
+        assert "02-debugging" in listed and "01-kickoff" in listed
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
 
 
 def test_console_entry_point_runs_as_a_process(home: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -37,9 +38,12 @@ def _step(title: str) -> None:
 @cli.command()
 @click.option("--store", metavar="URL", help="Store to load into (default: a temporary one).")
 @click.option("--user", default="maya", show_default=True)
-def demo(store: str | None, user: str) -> None:
+@click.option("--keep", is_flag=True,
+              help="Keep the demo's home (store and workspace) to try commands on it.")
+def demo(store: str | None, user: str, keep: bool) -> None:
     """Load an example conversation and show what Loci stores and compiles."""
-    with tempfile.TemporaryDirectory(prefix="loci-demo-") as tmp:
+    tmp = tempfile.mkdtemp(prefix="loci-demo-")
+    try:
         url = store or f"sqlite:///{Path(tmp) / 'demo.db'}"
         workspace = Path(tmp) / "workspace"
         (workspace / "skills").mkdir(parents=True)
@@ -47,6 +51,16 @@ def demo(store: str | None, user: str) -> None:
         (workspace / "skills" / "api-errors.md").write_text(SKILL, encoding="utf-8")
         with Loci.open(store=url, user=user, home=tmp, workspace=str(workspace)) as loci:
             _tour(loci, url)
+    finally:
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if keep:
+        click.echo(f"\nThe demo is kept in {tmp}. Try it yourself:\n"
+                   f"  export LOCI_HOME={tmp} LOCI_STORE={url} LOCI_USER={user}\n"
+                   "  loci sessions; loci context 02-debugging 'What broke?' --explain")
+    else:
+        click.echo("\nThe demo's data is gone. Run `loci demo --keep` to try commands on "
+                   "it, or start your own: loci --help")
 
 
 def _tour(loci: Loci, url: str) -> None:
@@ -91,7 +105,6 @@ def _tour(loci: Loci, url: str) -> None:
     _step("6. Compaction (dry run): what would be masked, summarized and archived")
     dry = loci.compact("02-debugging", dry_run=True, strategy="mask")
     click.echo(f"  {dry.masked} tool output(s) would be masked; nothing is ever deleted")
-    click.echo("\nTry it yourself: loci --help, loci context SESSION MESSAGE --explain")
 
 
 def _indent(text: str) -> str:
