@@ -288,6 +288,36 @@ def test_the_proxy_runs_the_memory_tool_when_asked(
     assert len(upstream.requests) == 3
 
 
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_a_tool_results_image_goes_to_the_upstream(
+        home: Path, upstream: Upstream, live_server: LiveServer, kind: str) -> None:
+    app = proxy_app(home, upstream, kind)
+    call = [{"id": "toolu_s", "type": "function",
+             "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}]
+    upstream.replies += [call, "A sunny sky."]
+    question: dict[str, Any] = {"role": "user", "content": "Show me the sky in Lisbon."}
+    with client(live_server(app)) as claude:
+        first = claude.messages.create(model="m", max_tokens=64, tools=[WEATHER],
+                                       extra_headers=SESSION, messages=[question])
+        claude.messages.create(
+            model="m", max_tokens=64, tools=[WEATHER], extra_headers=SESSION,
+            messages=[question, {"role": "assistant", "content": first.content},
+                      {"role": "user", "content": [{
+                          "type": "tool_result", "tool_use_id": "toolu_s",
+                          "content": [{"type": "text", "text": "a photo"},
+                                      {"type": "image", "source": PIXEL}]}]}])
+    sent = upstream.last["body"]["messages"]
+    if kind == "anthropic":
+        assert sent[-1]["content"][-1] == {"type": "image", "source": PIXEL}
+        assert sent[-1]["content"][0]["type"] == "tool_result"
+    else:
+        assert sent[-2]["role"] == "tool" and sent[-1]["role"] == "user"
+        assert sent[-1]["content"][-1] == {
+            "type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    [result] = [e for e in engine(app).events("work") if e.type == "tool_result"]
+    assert result.content == "a photo\n[image: image/png]"
+
+
 def test_keys_and_refusals(home: Path, upstream: Upstream, live_server: LiveServer) -> None:
     app = proxy_app(home, upstream)
     key = make_key(app.state.hub, "maya")

@@ -167,6 +167,9 @@ class Turn:
             earlier, results = split_results(body.messages)
             import_history(loci, session, earlier[:-1])
             record_results(loci, session, earlier[-1], results)
+            # A screenshot tool's image goes to the upstream after the results.
+            attachments = [part for result in results
+                           for part in split_media(result.get("content"))[1]]
         else:
             raise ValidationError("the last message must be the user's new message or "
                                   "the results of the assistant's tool calls")
@@ -175,7 +178,7 @@ class Turn:
         system = [block for m in body.messages if m.get("role") in ("system", "developer")
                   for block in system_blocks(m.get("content"))]
         self.request = UpstreamRequest(body.model, context, system, body.params(),
-                                       attachments if shown else [])
+                                       attachments if shown or self.message is None else [])
         self.base = {"id": f"chatcmpl-loci-{secrets.token_hex(12)}",
                      "created": int(time.time()), "model": body.model}
 

@@ -1,4 +1,5 @@
-"""Images, documents and audio in the new message of a proxied call.
+"""Images, documents and audio in the new message of a proxied call (or in the tool
+results it brings).
 
 They go to the upstream with the call, in the upstream's own shape, and the log keeps a
 line per attachment in place of its bytes (``[image: image/png]``): the next calls see

@@ -35,6 +35,7 @@ from loci.errors import LociError, ValidationError
 from loci.llm.wire import message_text
 from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
 from loci.server.proxy_anthropic import ANTHROPIC_TOOL, KEPT_BLOCKS
+from loci.server.proxy_media import split_media
 from loci.server.proxy_types import Completion, Delta, Upstream
 from loci.server.proxy_upstream import make_upstream
 
@@ -170,7 +171,7 @@ def _chat_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
                                        "arguments": json.dumps(block.get("input") or {})}})
         elif kind == "tool_result" and role == "user":
             results.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id")),
-                            "content": _result_text(block.get("content"))})
+                            "content": _result_content(block.get("content"))})
         else:
             texts.append(_block_text(block))
     text = "\n".join(t for t in texts if t)
@@ -184,12 +185,16 @@ def _chat_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
                       else [])
 
 
-def _result_text(content: Any) -> str:
+def _result_content(content: Any) -> str | list[dict[str, Any]]:
+    """A tool result's content: its text, then its images and documents (which go to
+    the upstream with the results, ``proxy_media``)."""
     if isinstance(content, str) or content is None:
         return content or ""
-    if isinstance(content, list):
-        return "\n".join(_block_text(block) for block in content)
-    raise ValidationError("a tool_result's content must be a string or text blocks")
+    if not isinstance(content, list):
+        raise ValidationError("a tool_result's content must be a string or a list of blocks")
+    texts, media = split_media(content)
+    text = "\n".join(_block_text(block) for block in texts)
+    return [{"type": "text", "text": text}, *media] if media else text
 
 
 def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:

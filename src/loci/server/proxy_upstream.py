@@ -86,7 +86,12 @@ class OpenAIUpstream:
         if params.get("tools"):
             params["tools"] = [_openai_tool(tool) for tool in params["tools"]]
         messages = system + request.context.to_openai()
-        if request.attachments:  # they follow the new message's text
+        if request.attachments and messages[-1]["role"] == "tool":
+            # A tool message holds text only: the results' images follow as the user's.
+            messages.append({"role": "user", "content": [
+                {"type": "text", "text": "(the images and files of the tool results above)"},
+                *openai_parts(request.attachments)]})
+        elif request.attachments:  # they follow the new message's text
             last = messages[-1]
             messages[-1] = {**last, "content": [{"type": "text", "text": last["content"]},
                                                  *openai_parts(request.attachments)]}
