@@ -57,9 +57,9 @@ class CompiledContext:
     def to_openai(self) -> list[dict[str, Any]]:
         """OpenAI chat messages: the static prefix, the dynamic context (a second system
         message), history, the retrieved context, then the current message."""
-        messages: list[dict[str, Any]] = [{"role": "system", "content": self.static_prefix}]
-        if self.dynamic:
-            messages.append({"role": "system", "content": self.dynamic})
+        # A guest's static prefix may be empty: no empty system message for it.
+        messages: list[dict[str, Any]] = [{"role": "system", "content": text}
+                                          for text in (self.static_prefix, self.dynamic) if text]
         messages.extend(openai_message(m) for m in self.history)
         if self.retrieved:
             messages.append({"role": "system", "content": self.retrieved})
