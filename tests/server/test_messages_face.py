@@ -244,8 +244,10 @@ def test_anthropics_own_tool_types_pass_to_an_anthropic_upstream(
             with pytest.raises(anthropic.UnprocessableEntityError, match="memory_20250818"):
                 claude.messages.create(**ask)
             return
-        claude.messages.create(**ask)
+        claude.beta.messages.create(**ask, betas=["context-management-2025-06-27"])
     assert upstream.last["body"]["tools"] == [memory, WEATHER]
+    # The client's beta features are its to ask of Anthropic (the memory tool needs one).
+    assert upstream.last["headers"]["anthropic-beta"] == "context-management-2025-06-27"
 
 
 @pytest.mark.parametrize("stream", [False, True])

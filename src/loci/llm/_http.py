@@ -57,10 +57,12 @@ class ChatTransport:
         self._secrets = [s for s in (secret, userinfo) if s]
         self._client = httpx.Client(timeout=timeout, headers=dict(headers))
 
-    def post_json(self, body: Mapping[str, Any]) -> Any:
-        """POST ``body`` and return the decoded JSON answer."""
+    def post_json(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+                  ) -> Any:
+        """POST ``body`` (with ``headers`` besides the client's) and return the decoded
+        JSON answer."""
         with self._guard():
-            response = self._client.post(self.url, json=dict(body))
+            response = self._client.post(self.url, json=dict(body), headers=headers)
         self._check_status(response)
         try:
             return response.json()
@@ -70,9 +72,11 @@ class ChatTransport:
                 "is llm.base_url the right API (OpenAI-compatible URLs usually end in /v1)?"
             ) from exc
 
-    def stream_events(self, body: Mapping[str, Any]) -> Iterator[ServerSentEvent]:
+    def stream_events(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+                      ) -> Iterator[ServerSentEvent]:
         """POST ``body`` and yield the server-sent events of the answer as they arrive."""
-        with self._guard(), self._client.stream("POST", self.url, json=dict(body)) as response:
+        with self._guard(), self._client.stream("POST", self.url, json=dict(body),
+                                                headers=headers) as response:
             if response.status_code >= 400:
                 response.read()
                 self._check_status(response)

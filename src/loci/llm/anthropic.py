@@ -86,11 +86,12 @@ class AnthropicChat:
                 if text:
                     yield text
 
-    def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def send(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+             ) -> dict[str, Any]:
         """POST a whole Messages request ``body`` (system blocks, messages, the
-        caller's parameters, as the proxy builds it) and return the answer, checked to
-        hold a ``content`` list."""
-        payload = self._http.post_json(body)
+        caller's parameters, as the proxy builds it; ``headers`` such as
+        ``anthropic-beta``) and return the answer, checked to hold a ``content`` list."""
+        payload = self._http.post_json(body, headers)
         blocks = payload.get("content") if isinstance(payload, dict) else None
         if not isinstance(blocks, list):
             raise ProviderError(
@@ -100,10 +101,11 @@ class AnthropicChat:
         assert isinstance(payload, dict)
         return payload
 
-    def send_stream(self, body: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    def send_stream(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+                    ) -> Iterator[tuple[str, dict[str, Any]]]:
         """POST a whole streaming request ``body`` and yield ``(event type, data)``
         until ``message_stop``; an ``error`` event raises."""
-        for event in self._http.stream_events(body):
+        for event in self._http.stream_events(body, headers):
             data = self._http.decode(event.data)
             if not isinstance(data, dict):
                 self._http.fail_stream("sent an event that is not a JSON object")

@@ -152,7 +152,8 @@ def import_history(loci: Loci, session: str, earlier: list[dict[str, Any]]) -> N
 class Turn:
     """One proxied exchange: the new message, its compiled context, the recording."""
 
-    def __init__(self, loci: Loci, session: str, body: ChatRequest) -> None:
+    def __init__(self, loci: Loci, session: str, body: ChatRequest, *,
+                 beta: str | None = None) -> None:
         self.loci, self.session, self.body = loci, session, body
         last = body.messages[-1]
         self.message: str | None = None  # None: this call brings tool results
@@ -178,7 +179,8 @@ class Turn:
         system = [block for m in body.messages if m.get("role") in ("system", "developer")
                   for block in system_blocks(m.get("content"))]
         self.request = UpstreamRequest(body.model, context, system, body.params(),
-                                       attachments if shown or self.message is None else [])
+                                       attachments if shown or self.message is None else [],
+                                       beta)
         self.base = {"id": f"chatcmpl-loci-{secrets.token_hex(12)}",
                      "created": int(time.time()), "model": body.model}
 

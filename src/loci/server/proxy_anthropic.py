@@ -52,7 +52,7 @@ class AnthropicUpstream:
         self.chat = chat
 
     def complete(self, request: UpstreamRequest) -> Completion:
-        payload = self.chat.send(request_body(request, stream=False))
+        payload = self.chat.send(request_body(request, stream=False), _headers(request))
         used = payload.get("usage")
         return Completion(
             content=reply_text(payload),
@@ -68,7 +68,8 @@ class AnthropicUpstream:
         prompt = 0
         calls: dict[Any, int] = {}  # content block index -> tool call index
         kept: dict[Any, dict[str, Any]] = {}  # content block index -> block being kept
-        for kind, data in self.chat.send_stream(request_body(request, stream=True)):
+        for kind, data in self.chat.send_stream(request_body(request, stream=True),
+                                                _headers(request)):
             if kind == "message_start":
                 message = data.get("message")
                 prompt = usage_int(message.get("usage") if isinstance(message, dict)
@@ -96,6 +97,10 @@ class AnthropicUpstream:
 
     def close(self) -> None:
         self.chat.close()
+
+
+def _headers(request: UpstreamRequest) -> dict[str, str] | None:
+    return {"anthropic-beta": request.beta} if request.beta else None
 
 
 def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:

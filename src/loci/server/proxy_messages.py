@@ -92,11 +92,12 @@ class MessagesRequest(BaseModel):
 def messages(
     loci: Engine, body: MessagesRequest,
     x_loci_session: Annotated[str | None, Header()] = None,
+    anthropic_beta: Annotated[str | None, Header()] = None,
 ) -> dict[str, Any] | StreamingResponse:
     """Anthropic's Messages API, with Loci's context in and memory out."""
     if body.max_tokens is None:
         raise ValidationError("max_tokens is required")
-    turn = Turn(loci, body.session(x_loci_session), body.as_chat())
+    turn = Turn(loci, body.session(x_loci_session), body.as_chat(), beta=anthropic_beta)
     upstream = make_upstream(loci.settings)
     reply_id = f"msg_loci_{secrets.token_hex(12)}"
     if not body.stream:

@@ -25,6 +25,9 @@ class UpstreamRequest:
     #: Images, documents, audio of the new message, as the client sent them
     #: (``proxy_media``): they follow its text.
     attachments: list[dict[str, Any]] = field(default_factory=list)
+    #: The client's ``anthropic-beta`` header, for an Anthropic upstream: the features
+    #: it enables (the memory tool, context management, ...) are the client's to ask.
+    beta: str | None = None
 
 
 @dataclass
