@@ -244,8 +244,11 @@ def test_anthropics_own_tool_types_pass_to_an_anthropic_upstream(
             with pytest.raises(anthropic.UnprocessableEntityError, match="memory_20250818"):
                 claude.messages.create(**ask)
             return
-        claude.beta.messages.create(**ask, betas=["context-management-2025-06-27"])
+        edits = {"edits": [{"type": "clear_tool_uses_20250919"}]}
+        claude.beta.messages.create(**ask, betas=["context-management-2025-06-27"],
+                                    context_management=edits)
     assert upstream.last["body"]["tools"] == [memory, WEATHER]
+    assert upstream.last["body"]["context_management"] == edits
     # The client's beta features are its to ask of Anthropic (the memory tool needs one).
     assert upstream.last["headers"]["anthropic-beta"] == "context-management-2025-06-27"
 

@@ -41,8 +41,9 @@ ANTHROPIC_TOOL = "anthropic_tool"
 MAX_BREAKPOINTS = 4
 #: Blocks kept as they came (``Completion.blocks``).
 KEPT_BLOCKS = ("thinking", "redacted_thinking")
-#: Messages parameters passed on as the client sent them.
-_PASSED = ("temperature", "top_p", "top_k", "thinking", "service_tier")
+#: Messages parameters passed on as the client sent them (``context_management``: the
+#: client's own edits of the context Loci sends, e.g. clearing old tool uses).
+_PASSED = ("temperature", "top_p", "top_k", "thinking", "service_tier", "context_management")
 
 
 class AnthropicUpstream:

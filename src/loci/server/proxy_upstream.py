@@ -33,7 +33,7 @@ from loci.settings import Settings
 #: Request fields the proxy handles itself instead of forwarding.
 OWN_FIELDS = frozenset({"model", "messages", "stream", "user"})
 #: Messages API parameters (from the Messages face) that OpenAI's API does not know.
-_ANTHROPIC_ONLY = frozenset({"thinking", "top_k"})
+_ANTHROPIC_ONLY = frozenset({"thinking", "top_k", "context_management"})
 #: Seconds to wait for the upstream: long answers take long.
 UPSTREAM_TIMEOUT = 600.0
 
