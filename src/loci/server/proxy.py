@@ -53,7 +53,7 @@ from loci.eventlog import check_message
 from loci.llm.wire import message_text
 from loci.server import proxy_memory
 from loci.server.deps import hub_of, principal_of
-from loci.server.proxy_media import describe, split_media
+from loci.server.proxy_media import read, split_media
 from loci.server.proxy_stream import TagFilter, chunk, sse
 from loci.server.proxy_tools import call_events, merge_fragments, record_results, split_results
 from loci.server.proxy_types import Completion, Delta, Upstream, UpstreamRequest, system_blocks
@@ -157,12 +157,10 @@ class Turn:
         self.loci, self.session, self.body = loci, session, body
         last = body.messages[-1]
         self.message: str | None = None  # None: this call brings tool results
-        texts, attachments = split_media(last.get("content"))
+        # The log keeps a line per attachment; the upstream gets the attachment.
+        text, logged, attachments = read(last.get("content"))
         if last.get("role") == "user":
-            text = message_text(texts if attachments else last.get("content"))
-            # The log keeps a line per attachment; the upstream gets the attachment.
-            self.message = check_message("user", check_text("message", "\n".join(
-                t for t in (text, describe(attachments)) if t)))
+            self.message = check_message("user", check_text("message", logged))
             import_history(loci, session, body.messages[:-1])
         elif last.get("role") == "tool":
             earlier, results = split_results(body.messages)

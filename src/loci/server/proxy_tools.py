@@ -18,8 +18,7 @@ from typing import Any
 from loci.context.render import PROVIDER_BLOCKS
 from loci.engine import Loci
 from loci.errors import NotFoundError, ValidationError
-from loci.llm.wire import message_text
-from loci.server.proxy_media import describe, split_media
+from loci.server.proxy_media import read
 
 #: How far back the session's live events are searched for the calls being answered.
 _RECENT_EVENTS = 500
@@ -106,10 +105,7 @@ def record_results(loci: Loci, session: str, asked: dict[str, Any],
         if call_id not in names:
             raise ValidationError(f"tool result for an unknown call {call_id!r}")
         if ("tool_result", call_id) not in known:
-            texts, media = split_media(result.get("content"))
-            text = message_text(texts if media else result.get("content"))
             fresh.append({"type": "tool_result", "role": "tool", "tool_call_id": call_id,
-                          "tool_name": names[call_id],
-                          "content": "\n".join(t for t in (text, describe(media)) if t)})
+                          "tool_name": names[call_id], "content": read(result.get("content"))[1]})
     if fresh:
         loci.add_events(session, fresh)
