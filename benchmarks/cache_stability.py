@@ -7,7 +7,11 @@ Usage: python benchmarks/cache_stability.py [--turns 300] [--json]
    Before each assistant reply the context is compiled for the incoming message, as an
    agent would; the prefix ratio of a request is the share of its tokens that equal a
    prefix of the previous request (what a provider's prompt cache can reuse).
-2. Compile latency p50/p95 with 10k memories and a 1,000-event session, for the bundled
+2. The same kind of conversation as a client drives it through the proxy against the
+   providers' published prompt-cache rules, both styles, beside a naive client
+   (``provider_cache.py``): cache-hit rate over input tokens and cost, against the whole
+   history sent uncached; and what recording a call in the usage ledger costs.
+3. Compile latency p50/p95 with 10k memories and a 1,000-event session, for the bundled
    local embedding model (recall embeds each message) and for the hash embedder (the
    engine's own cost), with each embedder's time for one message measured alone.
 """
@@ -27,6 +31,7 @@ from pathlib import Path
 import quicktok
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import provider_cache
 from common import machine, percentiles, sentence
 from loci import Loci, Memory, load_settings
 
@@ -137,15 +142,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         sim = simulate(tmp, args.turns, rng)
+        plan = provider_cache.script(args.turns, random.Random(3))
+        cache = {style: provider_cache.drive(style, plan, tmp)
+                 for style in ("openai", "anthropic")}
+        recording = provider_cache.record_cost(tmp)
         local = latency(tmp, "local", rng)
         hashed = latency(tmp, "hash", rng)
     if args.json:
         print(json.dumps({"prefix_ratio": sim["prefix_ratio"],
                           "compile_p50_ms": local["compile_p50_ms"],
-                          "compile_p95_ms": local["compile_p95_ms"]}))
+                          "compile_p95_ms": local["compile_p95_ms"],
+                          "provider_cache": cache, **recording}))
         return
     print(f"machine: {machine()}")
     print(f"conversation: {sim}")
+    for style, figures in cache.items():
+        print(f"provider cache, {style}: {figures}")
+    print(f"recording a call in the usage ledger: {recording}")
     print(f"compile, local model (10k memories, 1,000-event session): {local}")
     print(f"compile, hash embedder (engine cost alone): {hashed}")
 

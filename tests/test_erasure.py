@@ -164,6 +164,8 @@ def test_a_user_exports_and_comes_back_whole(home: Path, runtime: Runtime) -> No
         fill(runtime.scope("alice", agent), ALICE_WORDS)
     loci = runtime.scope("alice", "helper")
     loci.compact("s1")
+    loci.usage.record("s1", {"input_tokens": 10, "cache_read_input_tokens": 2000,
+                             "output_tokens": 5}, model="claude-haiku-4-5", latency_ms=9.5)
     before = {a: runtime.store.export_scope(Scope("alice", a)) for a in ("helper", "coder")}
     archive = runtime.export_user("alice")
     with zipfile.ZipFile(io.BytesIO(archive)) as opened:
@@ -177,6 +179,7 @@ def test_a_user_exports_and_comes_back_whole(home: Path, runtime: Runtime) -> No
     for agent, data in before.items():
         again = runtime.store.export_scope(Scope("alice", agent))
         assert replace(again, vectors={}) == replace(data, vectors={}), agent
+    assert [r.cached_tokens for r in loci.usage.records()] == [2000]
     assert loci.search("xylofrobnic", limit=3)
     with pytest.raises(ValidationError, match="cannot read the archive"):
         runtime.import_user(b"not a zip")

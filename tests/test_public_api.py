@@ -13,11 +13,12 @@ def test_public_api_is_pinned() -> None:
         "Extractor", "Focus", "Indexer",
         "ForbiddenError", "KnowledgeBase", "LayerReport", "Loci", "LociError", "Memory",
         "MemoryPage", "MemorySummary", "MemoryVersion", "NewDocument", "Node",
-        "NotFoundError", "ProviderError", "PutResult", "ReplyResult", "RetentionReport",
+        "NotFoundError", "Price", "ProviderError", "PutResult", "ReplyResult", "RetentionReport",
         "Runtime", "SaveResult",
         "Scope", "SearchFilters", "SearchHit", "SessionErasure", "SessionInfo",
-        "SessionKnowledge", "Settings", "Skill", "StateItem", "Store", "StoreError",
-        "SyncReport", "TokenCounter", "UserErasure", "ValidationError", "Workspace",
+        "SessionUsage", "SessionKnowledge", "Settings", "Skill", "StateItem", "Store", "StoreError",
+        "SyncReport", "TokenCounter", "Usage", "UsageLedger", "UsageRecord", "UsageReport",
+        "UsageTotals", "UserErasure", "ValidationError", "Workspace",
         "__version__", "context_window", "load_settings", "open_store", "token_counter",
     ])
     for name in loci.__all__:

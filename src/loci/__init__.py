@@ -44,11 +44,15 @@ from loci.models import (
     SessionInfo,
     Skill,
     StateItem,
+    Usage,
+    UsageRecord,
 )
+from loci.pricing import Price
 from loci.runtime import Runtime
 from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store, open_store
 from loci.tokens import TokenCounter, context_window, token_counter
+from loci.usage import SessionUsage, UsageLedger, UsageReport, UsageTotals
 
 __version__ = "0.1.0"
 
@@ -83,6 +87,7 @@ __all__ = [
     "NewDocument",
     "Node",
     "NotFoundError",
+    "Price",
     "ProviderError",
     "PutResult",
     "ReplyResult",
@@ -95,6 +100,7 @@ __all__ = [
     "SessionErasure",
     "SessionInfo",
     "SessionKnowledge",
+    "SessionUsage",
     "Settings",
     "Skill",
     "StateItem",
@@ -102,6 +108,11 @@ __all__ = [
     "StoreError",
     "SyncReport",
     "TokenCounter",
+    "Usage",
+    "UsageLedger",
+    "UsageRecord",
+    "UsageReport",
+    "UsageTotals",
     "UserErasure",
     "ValidationError",
     "Workspace",

@@ -60,6 +60,7 @@ from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store
 from loci.timeutil import Clock, utc_now
 from loci.tokens import TokenCounter, known_window, token_counter, unknown_model
+from loci.usage import UsageLedger
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,10 @@ class Loci:
     @cached_property
     def knowledge(self) -> KnowledgeBase:
         return KnowledgeBase(self.store, self.scope, self.retriever, self.indexer, self._now)
+
+    @cached_property
+    def usage(self) -> UsageLedger:
+        return UsageLedger(self.store, self.scope, self.settings, self._now)
 
     @cached_property
     def _compaction(self) -> CompactionService:

@@ -233,3 +233,82 @@ class SearchHit:
         and fusion rescores every candidate of every search)."""
         return SearchHit(self.kind, self.id, score, self.text, self.timestamp, self.session,
                          self.metadata)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The tokens of one LLM call, the same whatever the provider said them in:
+    ``input_tokens`` counts every input token, cached or not (OpenAI's
+    ``prompt_tokens``; Anthropic's input, cache-read and cache-write tokens together)."""
+
+    input_tokens: int = 0
+    #: Input tokens read from the provider's prompt cache.
+    cached_tokens: int = 0
+    #: Input tokens written to the prompt cache (Anthropic prices them apart).
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def uncached_tokens(self) -> int:
+        return max(0, self.input_tokens - self.cached_tokens - self.cache_write_tokens)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens,
+                     self.cached_tokens + other.cached_tokens,
+                     self.cache_write_tokens + other.cache_write_tokens,
+                     self.output_tokens + other.output_tokens)
+
+
+@dataclass(frozen=True)
+class NewUsage:
+    """A call to record (``UsageLedger.record``): what the store cannot know itself."""
+
+    session: str
+    model: str
+    #: Which face made the call: ``chat``, ``messages``, ``responses`` or ``library``.
+    face: str
+    usage: Usage
+    at: datetime
+    latency_ms: float | None = None
+    #: The compiled context's tokens, in all and per layer, and its static-prefix hash.
+    context_tokens: int = 0
+    layers: Mapping[str, int] = field(default_factory=dict)
+    prefix_hash: str = ""
+    #: Tokens a client without Loci would have sent besides the session's log: its own
+    #: system text and a new message not recorded yet.
+    base_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class UsageRecord:
+    """One recorded LLM call (``NewUsage``'s fields, the usage spread out), with the
+    session's log as it stood when it was recorded, counted by the store: from it
+    follows what a client without Loci would have sent."""
+
+    id: int
+    agent: str
+    session: str
+    at: datetime
+    model: str
+    face: str
+    input_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    latency_ms: float | None
+    context_tokens: int
+    layers: Mapping[str, int]
+    prefix_hash: str
+    base_tokens: int
+    #: Tokens and events of the session's log then (summaries left out; tokens as each
+    #: event was appended, before any masking), how many compactions the session had
+    #: had, and the last event counted.
+    log_tokens: int
+    log_events: int
+    compactions: int
+    last_event: int
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(self.input_tokens, self.cached_tokens, self.cache_write_tokens,
+                     self.output_tokens)

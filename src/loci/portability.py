@@ -29,6 +29,7 @@ from loci.models import (
     MemoryVersion,
     Scope,
     StateItem,
+    UsageRecord,
 )
 from loci.store.base import ScopeData, Store
 from loci.timeutil import format_timestamp, parse_timestamp
@@ -37,7 +38,7 @@ FORMAT = "loci-user-export"
 VERSION = 1
 _ROWS: dict[str, type[Any]] = {
     "events": Event, "memories": Memory, "state": StateItem, "documents": Document,
-    "document_versions": DocumentVersion, "compactions": Compaction,
+    "document_versions": DocumentVersion, "compactions": Compaction, "usage": UsageRecord,
 }
 
 
@@ -95,7 +96,8 @@ def _scope_json(data: ScopeData) -> dict[str, Any]:
 
 
 def _scope_data(raw: dict[str, Any]) -> ScopeData:
-    rows: dict[str, Any] = {name: tuple(_row(cls, item) for item in raw[name])
+    # Archives written before a kind of row existed lack its list.
+    rows: dict[str, Any] = {name: tuple(_row(cls, item) for item in raw.get(name, ()))
                             for name, cls in _ROWS.items()}
     versions = tuple((_row(MemoryVersion, {k: v for k, v in item.items() if k != "source"}),
                       item["source"]) for item in raw["memory_versions"])

@@ -5,7 +5,7 @@ workspace's ``loci.toml``, ``LOCI_*`` environment variables, then explicit overr
 (CLI flags, keyword arguments). A TOML table such as ``[embedding]`` is a section of
 :class:`Settings` (``settings.embedding.provider``); its keys also have a flat name
 (``embedding_provider``) for the environment (``LOCI_EMBEDDING_PROVIDER``) and keyword
-overrides. ``[models]`` and ``[memory_types]`` are whole tables.
+overrides. ``[models]``, ``[memory_types]`` and ``[prices]`` are whole tables.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from loci.errors import ConfigError
+from loci.pricing import Price
 
 SETTINGS_FILE = "loci.toml"
-_TABLE_FIELDS = ("models", "memory_types")
+_TABLE_FIELDS = ("models", "memory_types", "prices")
 FUSION_METHODS = ("weighted", "rrf")
 RETENTION_ACTIONS = ("erase", "archive")
 
@@ -203,6 +204,10 @@ class Settings:
     tokenizer: str = "auto"
     #: Extra or overriding context windows, model name (or glob) → tokens.
     models: dict[str, int] = field(default_factory=dict)
+    #: Prices per model (or glob), US dollars per million tokens, over the presets
+    #: (``loci.pricing``): ``[prices."my-model"] input = 1.0, output = 4.0,
+    #: cached_input = 0.1, cache_write = 1.25`` (the cache prices default to input's).
+    prices: dict[str, Price] = field(default_factory=dict)
     #: Custom memory types, name → TTL in days (0 = never expires).
     memory_types: dict[str, int] = field(default_factory=dict)
     #: Mirror every memory to ``memory/{id}.md`` in the workspace (or $LOCI_HOME).
@@ -366,6 +371,8 @@ def _coerce(key: str, value: Any, origin: str) -> Any:
             return number
         if kind in ("Path", "Path | None"):
             return Path(value).expanduser()
+        if kind == "dict[str, Price]":
+            return _prices(value)
         if kind.startswith("dict"):
             if not isinstance(value, dict):
                 raise ValueError("must be a table")
@@ -380,6 +387,29 @@ def _coerce(key: str, value: Any, origin: str) -> Any:
         return str(value)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{origin}: setting {key!r} = {value!r}: {exc}") from exc
+
+
+def _prices(value: Any) -> dict[str, Price]:
+    """``[prices]``: model → {input, output, cached_input, cache_write} per million."""
+    if not isinstance(value, Mapping):
+        raise ValueError("must be a table of models")
+    prices = {}
+    for model, entry in value.items():
+        if isinstance(entry, Price):
+            prices[str(model)] = entry
+            continue
+        if not isinstance(entry, Mapping) or not {"input", "output"} <= entry.keys():
+            raise ValueError(f"{model!r} needs input and output (dollars per million tokens)")
+        unknown = set(entry) - {"input", "output", "cached_input", "cache_write"}
+        if unknown:
+            raise ValueError(f"{model!r}: unknown price(s) {', '.join(sorted(unknown))}")
+        numbers = {k: float(v) for k, v in entry.items()}
+        if any(v < 0 for v in numbers.values()):
+            raise ValueError(f"{model!r}: prices must not be negative")
+        prices[str(model)] = Price(numbers["input"], numbers["output"],
+                                   numbers.get("cached_input", numbers["input"]),
+                                   numbers.get("cache_write", numbers["input"]))
+    return prices
 
 
 def _boolean(value: Any) -> bool:

@@ -15,8 +15,11 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
 from loci.errors import ConfigError
+
+T = TypeVar("T")
 
 #: Context windows (seeds/000) plus common current models. Globs are allowed.
 MODEL_WINDOWS: dict[str, int] = {
@@ -65,11 +68,17 @@ def context_window(model: str, extra: Mapping[str, int] | None = None) -> int:
 
 def known_window(model: str, extra: Mapping[str, int] | None = None) -> int | None:
     """The model's context window if settings or the table know it, else None."""
-    for table in (extra or {}, MODEL_WINDOWS):
+    return by_model(model, extra or {}, MODEL_WINDOWS)
+
+
+def by_model(model: str, *tables: Mapping[str, T]) -> T | None:
+    """``model``'s entry in the first table that names it exactly, else under the
+    longest matching glob of the first table that has one (``gpt-4.1-*`` beats
+    ``gpt-4*``), else None."""
+    for table in tables:
         if model in table:
             return table[model]
-    for table in (extra or {}, MODEL_WINDOWS):
-        # Longest glob first, so "gpt-4.1-*" beats "gpt-4*".
+    for table in tables:
         for pattern in sorted(table, key=len, reverse=True):
             if fnmatch.fnmatchcase(model, pattern):
                 return table[pattern]

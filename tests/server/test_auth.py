@@ -54,6 +54,9 @@ def seed(client: TestClient, key: str) -> dict[str, str]:
                 json={"role": "user", "content": "the vault code is 4711"})
     client.put("/api/kb/doc", params={"path": "/secret/vault.md"}, headers=h,
                json={"content": "vault code 4711"})
+    assert client.post("/api/usage", headers=h, json={
+        "session": "private", "model": "gpt-4o",
+        "usage": {"prompt_tokens": 4711, "completion_tokens": 1}}).status_code == 201
     return {"memory": mid}
 
 
@@ -140,6 +143,11 @@ def test_another_tenant_lists_and_searches_nothing(client: TestClient,
     lists = ["/api/memories", "/api/state", "/api/sessions", "/api/kb"]
     assert [client.get(u, headers=b).json() for u in lists] == [[], [], [], []]
     assert client.get("/api/kb/tree", headers=b).json()["count"] == 0
+    for params in ({}, {"session": "private"}, {"all_agents": "true"}):
+        assert client.get("/api/usage", headers=b, params=params).json()["totals"][
+            "calls"] == 0
+    assert client.get("/api/usage", headers=auth(keys["alice"])).json()["totals"][
+        "input_tokens"] == 4711
     context = client.post("/api/sessions/bobs/context", headers=b,
                           json={"message": "what is the vault code?"}).json()
     assert "4711" not in str(context["messages"])

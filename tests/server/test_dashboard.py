@@ -370,3 +370,50 @@ def test_erasing_a_session_asks_first_and_lists_what_came_from_it(
     expect(page.locator("a[data-session='deploy']")).to_have_count(1)
     assert site.http.get("/api/sessions/scratch").status_code == 404
     assert site.http.get(f"/api/memories/{derived}").status_code == 404
+
+
+def test_usage_chart_shows_cached_and_uncached_tokens_and_compactions(
+        site: Site, page: Page) -> None:
+    http = site.http
+    events = [{"role": "user", "content": f"step {i}: " + "detail " * 200} for i in range(8)]
+    assert http.post("/api/sessions/agent/events", json=events).status_code == 201
+    calls = [(3000, 0), (3400, 2944), (2100, 0), (2500, 1920)]
+    for n, (prompt, cached) in enumerate(calls):
+        if n == 2:
+            assert http.post("/api/sessions/agent/compact", json={}).json()["archived"] > 0
+        assert http.post("/api/usage", json={
+            "session": "agent", "model": "gpt-4o", "usage": {
+                "prompt_tokens": prompt, "completion_tokens": 50,
+                "prompt_tokens_details": {"cached_tokens": cached}}}).status_code == 201
+    expected = http.get("/api/usage", params={"session": "agent"}).json()["totals"]
+    page.goto(f"{site.url}/#usage/agent")
+    figures = page.locator("#usage-session-figures")
+    expect(figures.locator("[data-figure='calls'] dd")).to_have_text("4")
+    expect(figures.locator("[data-figure='cache hits'] dd")).to_have_text(
+        f"{round(100 * expected['hit_rate'])}%")
+    expect(figures.locator("[data-figure='cost'] dd")).to_have_text(f"${expected['cost']:.4f}")
+    expect(figures.locator("[data-figure='whole log, uncached'] dd")).to_have_text(
+        f"${expected['full_cost']:.4f}")
+    chart = page.locator("#usage-chart")
+    cached = [int(r.get_attribute("data-tokens") or -1)
+              for r in chart.locator(".cached").all()]
+    uncached = [int(r.get_attribute("data-tokens") or -1)
+                for r in chart.locator(".uncached").all()]
+    assert cached == [c for _, c in calls] and uncached == [p - c for p, c in calls]
+    # One compaction, before the third call.
+    marks = chart.locator(".compaction")
+    expect(marks).to_have_count(1)
+    third = chart.locator(".cached").nth(2).get_attribute("data-call")
+    assert marks.first.get_attribute("data-call") == third
+    expect(page.locator(".usage-table tr[data-session='agent']")).to_have_class("selected")
+    shoot(page, "usage")
+
+
+def test_the_token_counter_follows_the_message_as_it_is_typed(site: Site, page: Page) -> None:
+    page.goto(f"{site.url}/#context/deploy")
+    expect(page.locator("#context-session")).to_have_value("deploy")
+    page.locator("#context-message").press_sequentially("what is my name?", delay=10)
+    expected = site.http.post("/api/sessions/deploy/context",
+                              json={"message": "what is my name?"}).json()
+    # No click: the counter compiled the next call on its own.
+    expect(page.locator("#context-summary .big")).to_have_text(f"{expected['total_tokens']:,}")

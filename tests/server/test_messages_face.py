@@ -198,11 +198,13 @@ def test_images_and_documents_go_to_the_upstream_with_the_message(
 
 
 def marks(body: dict[str, Any], own: int) -> list[str]:
-    """Where the request's cache breakpoints are: on a tool, or on a system block of the
-    client (its ``own`` first) or of Loci."""
+    """Where the request's cache breakpoints are: on a tool, on a system block of the
+    client (its ``own`` first) or of Loci, or in the messages (Loci's history)."""
     found = ["tool" for tool in body.get("tools", []) if "cache_control" in tool]
-    return found + [("client" if n < own else "loci")
-                    for n, b in enumerate(body["system"]) if "cache_control" in b]
+    found += [("client" if n < own else "loci")
+              for n, b in enumerate(body["system"]) if "cache_control" in b]
+    return found + ["history" for m in body["messages"] for b in m["content"]
+                    if "cache_control" in b]
 
 
 def test_the_clients_cache_breakpoints_are_kept_within_four(
@@ -226,10 +228,11 @@ def test_the_clients_cache_breakpoints_are_kept_within_four(
     assert kept["system"][0] == {"type": "text", "text": "You are terse.",
                                  "cache_control": ephemeral}
     assert marks(kept, 1) == ["tool", "client", "loci"]
-    # Six marks asked for: Loci's first block keeps one, the client's latest three stay.
-    assert marks(crowded, 4) == ["client", "client", "client", "loci"]
-    assert [b["text"] for b in crowded["system"] if "cache_control" in b][:3] == [
-        "Rule 1.", "Rule 2.", "Rule 3."]
+    # Seven marks asked for: Loci's first block and the end of its history (the first
+    # exchange) keep theirs, the client's latest two stay.
+    assert marks(crowded, 4) == ["client", "client", "loci", "history"]
+    assert [b["text"] for b in crowded["system"] if "cache_control" in b][:2] == [
+        "Rule 2.", "Rule 3."]
 
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])

@@ -309,9 +309,11 @@ def assert_anthropic_saw_the_loop(sent: dict[str, Any], question: str) -> None:
     uses = [b for b in assistant["content"] if b["type"] == "tool_use"]
     assert [(b["id"], b["input"]) for b in uses] == [("call_1", {"city": "Lisbon"}),
                                                      ("call_2", {"city": "Porto"})]
+    # The history's last block is marked for the prompt cache.
     assert results["role"] == "user" and results["content"][:2] == [
         {"type": "tool_result", "tool_use_id": "call_1", "content": "sunny, 24C"},
-        {"type": "tool_result", "tool_use_id": "call_2", "content": "rain, 17C"}]
+        {"type": "tool_result", "tool_use_id": "call_2", "content": "rain, 17C",
+         "cache_control": {"type": "ephemeral"}}]
 
 
 @pytest.mark.parametrize(("choice", "parallel", "expected"), [

@@ -10,7 +10,7 @@ import pytest
 
 from loci import Document, Memory, Scope, SearchFilters, Store, open_store
 from loci.cli.app import main
-from loci.models import ApiKey, NewEvent
+from loci.models import ApiKey, NewEvent, NewUsage, Usage
 from loci.store import NewCompaction, ScopeData
 from loci.store.base import CompactionPlan
 from tests.pg import PgTemplate
@@ -57,6 +57,8 @@ def fill(store: Store) -> None:
                                              T0 + timedelta(days=1)), "refresh",
                                T0 + timedelta(days=1))
         store.set_state(scope, "focus:s1", "ship it", T0)
+        store.add_usage(scope, NewUsage("s1", "gpt-4o", "chat", Usage(3000, 2048, 0, 40), T0,
+                                        812.5, 2900, {"history": 2000}, "abc", 120))
         store.put_document(scope, Document("/kb/a.b/x.md", "one", ("t",), 1, T0, T0, {"k": 1}))
         store.put_document(scope, Document("/kb/a.b/x.md", "two", ("t",), 1, T0,
                                            T0 + timedelta(minutes=5)))
@@ -91,7 +93,7 @@ def _comparable(data: ScopeData) -> tuple[object, ...]:
         for kind, (ids, vecs) in data.vectors.items()
     }
     return (data.scope, data.events, data.memories, data.memory_versions, data.state,
-            data.documents, data.document_versions, data.compactions, vectors)
+            data.documents, data.document_versions, data.compactions, data.usage, vectors)
 
 
 def test_sqlite_to_postgres_to_sqlite_is_lossless(
@@ -121,6 +123,9 @@ def test_sqlite_to_postgres_to_sqlite_is_lossless(
                 # Ids continue after the copied ones.
                 new = store.append_events(ALICE, "s1", [ev("after the copy", 20)])[0]
                 assert new.id > max(e.id for e in store.list_events(BOB, "s1"))
+                call = store.add_usage(ALICE, NewUsage("s1", "m", "chat", Usage(), T0))
+                assert call.id > max(r.id for r in store.list_usage("bob"))
+                assert call.log_events == 5 and call.last_event == new.id
         finally:
             middle.close()
             copy.close()

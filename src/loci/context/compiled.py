@@ -69,14 +69,20 @@ class CompiledContext:
 
     def to_anthropic(self, *, thinking: bool = False) -> dict[str, Any]:
         """Anthropic Messages: ``system`` blocks with ``cache_control`` on the static
-        prefix (and on the dynamic block, which changes rarely), then the messages; the
-        retrieved context rides in front of the current message. With ``thinking``,
-        assistant turns keep their signed thinking blocks (``render``)."""
+        prefix (and on the dynamic block, which changes rarely), then the messages, the
+        history's last block marked too (the next call, whose history extends this one,
+        reads it all from the cache); the retrieved context rides in front of the
+        current message. With ``thinking``, assistant turns keep their signed thinking
+        blocks (``render``)."""
         # Anthropic refuses empty text blocks (a guest's static prefix may be empty).
         system: list[dict[str, Any]] = [
             {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
             for text in (self.static_prefix, self.dynamic) if text]
         messages = to_anthropic_messages(self.history, thinking=thinking)
+        if messages and messages[-1]["content"]:
+            last = messages[-1]["content"][-1]
+            if last.get("type") not in ("thinking", "redacted_thinking"):
+                messages[-1]["content"][-1] = {**last, "cache_control": {"type": "ephemeral"}}
         tail = [t for t in (self.retrieved, self.message) if t]
         if tail:
             block = {"type": "text", "text": "\n\n".join(tail)}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from loci.models import Usage
+
 
 def message_text(content: Any) -> str:
     """Text of an OpenAI-style ``content``: a string, None or a list of typed parts."""
@@ -31,3 +33,39 @@ def usage_int(usage: Any, *keys: str) -> int:
             if isinstance(value, int) and not isinstance(value, bool):
                 return value
     return 0
+
+
+def read_usage(value: Any) -> Usage:
+    """A provider's usage object as it comes (a dict, or an SDK object), in one shape:
+    OpenAI Chat (``prompt_tokens``, ``prompt_tokens_details.cached_tokens``), OpenAI
+    Responses (``input_tokens``, ``input_tokens_details.cached_tokens``), Anthropic
+    (``input_tokens`` beside ``cache_read_input_tokens`` and
+    ``cache_creation_input_tokens``) or Gemini (``prompt_token_count``,
+    ``cached_content_token_count``); a :class:`Usage` is taken as it is."""
+    if isinstance(value, Usage):
+        return value
+    data = _as_dict(value)
+    if "prompt_token_count" in data:  # Gemini's usage_metadata
+        return Usage(usage_int(data, "prompt_token_count"),
+                     usage_int(data, "cached_content_token_count"), 0,
+                     usage_int(data, "candidates_token_count"))
+    if "prompt_tokens" in data:
+        details = _as_dict(data.get("prompt_tokens_details"))
+        return Usage(usage_int(data, "prompt_tokens"), usage_int(details, "cached_tokens"), 0,
+                     usage_int(data, "completion_tokens"))
+    read = usage_int(data, "cache_read_input_tokens")
+    written = usage_int(data, "cache_creation_input_tokens")
+    # Anthropic counts its cache apart from input_tokens; OpenAI's Responses within it.
+    cached = read or usage_int(_as_dict(data.get("input_tokens_details")), "cached_tokens")
+    return Usage(usage_int(data, "input_tokens") + read + written, cached, written,
+                 usage_int(data, "output_tokens"))
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    dump = getattr(value, "model_dump", None)  # the providers' SDK objects (pydantic)
+    if callable(dump):
+        dumped = dump()
+        return dumped if isinstance(dumped, dict) else {}
+    return dict(vars(value)) if hasattr(value, "__dict__") else {}

@@ -21,6 +21,7 @@ from loci.server.api_erasure import router as erasure_router
 from loci.server.api_knowledge import router as knowledge_router
 from loci.server.api_memory import router as memory_router
 from loci.server.api_sessions import router as sessions_router
+from loci.server.api_usage import router as usage_router
 from loci.server.dashboard import mount_dashboard, mount_docs
 from loci.server.deps import document_auth
 from loci.server.guard import Guard
@@ -169,7 +170,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     # Requests try routes in order, and with FastAPI's included routers each miss costs
     # time: the routers with the busiest routes (search, events, context) go first.
     for router in (memory_router, sessions_router, knowledge_router, erasure_router,
-                   dashboard_router):
+                   usage_router, dashboard_router):
         app.include_router(router, prefix="/api")
     app.include_router(proxy_router, prefix="/v1")
     app.include_router(messages_router, prefix="/v1")

@@ -35,6 +35,7 @@ event, as OpenAI sends); no upstream configured is 503.
 from __future__ import annotations
 
 import itertools
+import logging
 import secrets
 import time
 from collections.abc import Iterator
@@ -51,15 +52,24 @@ from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
 from loci.eventlog import check_message
 from loci.llm.wire import message_text
+from loci.models import Usage
 from loci.server import proxy_memory
 from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_media import read, split_media
 from loci.server.proxy_stream import TagFilter, chunk, sse
 from loci.server.proxy_tools import call_events, merge_fragments, record_results, split_results
-from loci.server.proxy_types import Completion, Delta, Upstream, UpstreamRequest, system_blocks
+from loci.server.proxy_types import (
+    Completion,
+    Delta,
+    Upstream,
+    UpstreamRequest,
+    chat_usage,
+    system_blocks,
+)
 from loci.server.proxy_upstream import OWN_FIELDS, make_upstream
 
 router = APIRouter(tags=["proxy"])
+log = logging.getLogger(__name__)
 _IMPORTED_ROLES = ("user", "assistant")
 
 
@@ -114,14 +124,16 @@ def chat_completions(
             return turn.complete(upstream)
         finally:
             upstream.close()
-    return event_stream(turn.stream(upstream, started(upstream, turn.request)))
+    return event_stream(turn.stream(upstream, started(upstream, turn)))
 
 
-def started(upstream: Upstream, request: UpstreamRequest) -> Iterator[Delta]:
-    """The upstream's stream with its first event already read, so that an upstream
-    that is down or refuses the call is still an HTTP 502, not a broken 200 stream."""
+def started(upstream: Upstream, turn: Turn) -> Iterator[Delta]:
+    """The upstream's stream of ``turn``'s request with its first event already read, so
+    that an upstream that is down or refuses the call is still an HTTP 502, not a broken
+    200 stream."""
+    turn.began = time.perf_counter()
     try:
-        deltas = upstream.stream(request)
+        deltas = upstream.stream(turn.request)
         first = next(deltas, Delta())
     except BaseException:
         upstream.close()
@@ -153,8 +165,11 @@ class Turn:
     """One proxied exchange: the new message, its compiled context, the recording."""
 
     def __init__(self, loci: Loci, session: str, body: ChatRequest, *,
-                 beta: str | None = None) -> None:
-        self.loci, self.session, self.body = loci, session, body
+                 beta: str | None = None, face: str = "chat") -> None:
+        self.loci, self.session, self.body, self.face = loci, session, body, face
+        #: The usage of every upstream call made for the client's request so far, and
+        #: when the last one was sent (``time.perf_counter``).
+        self.spent, self.began = Usage(), 0.0
         last = body.messages[-1]
         self.message: str | None = None  # None: this call brings tool results
         # The log keeps a line per attachment; the upstream gets the attachment.
@@ -202,14 +217,35 @@ class Turn:
     def answer(self, upstream: Upstream) -> Completion:
         """The upstream's answer; rounds of memory-tool calls that Loci runs itself
         (``proxy_memory``) are recorded, run and asked again first."""
-        answer = upstream.complete(self.request)
+        answer = self.call(upstream)
         name = proxy_memory.memory_tool(self.loci, self.request.params)
         for _ in range(proxy_memory.MAX_ROUNDS):
             if not proxy_memory.only_calls_to(name, answer.tool_calls):
                 break
             self.run_memory(answer.content, answer.tool_calls or [], answer.blocks)
-            answer = upstream.complete(self.request)
+            answer = self.call(upstream)
         return answer
+
+    def call(self, upstream: Upstream) -> Completion:
+        self.began = time.perf_counter()
+        answer = upstream.complete(self.request)
+        self.meter(answer.usage)
+        return answer
+
+    def meter(self, usage: Usage | None) -> None:
+        """Record the usage of the upstream call just answered, before its answer is
+        recorded (``UsageLedger.record``). A failure to record is logged: the answer
+        matters more than its bill."""
+        usage = usage or Usage()
+        self.spent += usage
+        try:
+            self.loci.usage.record(
+                self.session, usage, model=self.body.model, face=self.face,
+                latency_ms=(time.perf_counter() - self.began) * 1000,
+                context=self.request.context,
+                client_text=[block["text"] for block in self.request.system])
+        except LociError as exc:
+            log.warning("usage of session %r not recorded: %s", self.session, exc)
 
     def run_memory(self, reply: str, calls: list[Any],
                    blocks: list[dict[str, Any]] | None) -> str:
@@ -231,7 +267,7 @@ class Turn:
         return {**self.base, "id": answer.id or self.base["id"], "object": "chat.completion",
                 "choices": [{"index": 0, "message": message,
                              "finish_reason": answer.finish_reason}],
-                "usage": answer.usage or None}
+                "usage": chat_usage(self.spent)}
 
     def stream(self, upstream: Upstream, deltas: Iterator[Delta]) -> Iterator[bytes]:
         """SSE chunks as the upstream's text arrives, tags held back (see
@@ -254,10 +290,9 @@ class Turn:
         if rest := relay.end():
             yield sse(chunk(self.base, {"content": rest}))
         yield sse(chunk(self.base, {}, relay.finish))
-        if relay.usage and (self.body.model_extra or {}).get("stream_options", {}).get(
-                "include_usage"):
+        if (self.body.model_extra or {}).get("stream_options", {}).get("include_usage"):
             yield sse({**self.base, "object": "chat.completion.chunk", "choices": [],
-                       "usage": relay.usage})
+                       "usage": chat_usage(self.spent)})
         yield sse("[DONE]")
 
 
@@ -270,7 +305,7 @@ class Relay:
         self.turn, self.upstream, self.tags = turn, upstream, TagFilter()
         self.fragments: list[Any] = []
         self.finish = "stop"
-        self.usage: dict[str, int] | None = None
+        self.usage: Usage | None = None
         self.clean = ""
         #: The clean text of the memory-tool rounds already recorded (``rounds``).
         self.earlier = ""
@@ -294,12 +329,13 @@ class Relay:
             if not proxy_memory.only_calls_to(name, calls):
                 yield from held
                 return
+            self.turn.meter(next((d.usage for d in reversed(held) if d.usage), None))
             clean = self.turn.run_memory(self.tags.raw, calls, self.blocks or None)
             rest = self.tags.finish(clean)
             self.tags, self.blocks, self.earlier = TagFilter(), [], self.earlier + clean
             if rest:  # the round's text not shown yet (through the next round's filter)
                 yield Delta(content=rest)
-            deltas = started(self.upstream, self.turn.request)
+            deltas = started(self.upstream, self.turn)
         yield from deltas
 
     def feed(self, delta: Delta) -> str:
@@ -312,6 +348,7 @@ class Relay:
 
     def end(self) -> str:
         """Record the turn; the clean text not shown yet."""
+        self.turn.meter(self.usage)
         self.calls = merge_fragments(self.fragments) or None
         clean = self.turn.record(self.tags.raw, self.calls, self.blocks or None)
         self.clean = self.earlier + clean

@@ -21,14 +21,14 @@ from typing import Any
 
 from loci.errors import ValidationError
 from loci.llm.anthropic import AnthropicChat, delta_text, reply_text
-from loci.llm.wire import usage_int
+from loci.llm.wire import read_usage
+from loci.models import Usage
 from loci.server.proxy_media import anthropic_blocks
 from loci.server.proxy_types import (
     Completion,
     Delta,
     UpstreamRequest,
     mapping,
-    usage,
 )
 
 #: Anthropic needs max_tokens; this is used when the client gives none.
@@ -54,11 +54,10 @@ class AnthropicUpstream:
 
     def complete(self, request: UpstreamRequest) -> Completion:
         payload = self.chat.send(request_body(request, stream=False), _headers(request))
-        used = payload.get("usage")
         return Completion(
             content=reply_text(payload),
             finish_reason=_STOP_REASONS.get(str(payload.get("stop_reason")), "stop"),
-            usage=usage(usage_int(used, "input_tokens"), usage_int(used, "output_tokens")),
+            usage=read_usage(payload.get("usage")),
             tool_calls=tool_calls(payload) or None,
             id=payload.get("id") if isinstance(payload.get("id"), str) else None,
             blocks=[b for b in payload.get("content") or () if isinstance(b, dict)
@@ -66,15 +65,13 @@ class AnthropicUpstream:
         )
 
     def stream(self, request: UpstreamRequest) -> Iterator[Delta]:
-        prompt = 0
+        prompt = Usage()
         calls: dict[Any, int] = {}  # content block index -> tool call index
         kept: dict[Any, dict[str, Any]] = {}  # content block index -> block being kept
         for kind, data in self.chat.send_stream(request_body(request, stream=True),
                                                 _headers(request)):
             if kind == "message_start":
-                message = data.get("message")
-                prompt = usage_int(message.get("usage") if isinstance(message, dict)
-                                   else None, "input_tokens")
+                prompt = read_usage(mapping(data.get("message")).get("usage"))
             elif kind == "content_block_start":
                 block = mapping(data.get("content_block"))
                 if block.get("type") == "tool_use":
@@ -93,8 +90,11 @@ class AnthropicUpstream:
             elif kind == "message_delta":
                 delta = mapping(data.get("delta"))
                 reason = _STOP_REASONS.get(str(delta.get("stop_reason")), "stop")
-                output = usage_int(data.get("usage"), "output_tokens")
-                yield Delta(finish_reason=reason, usage=usage(prompt, output))
+                # Its usage counts are cumulative: the output's, and maybe the input's.
+                final = read_usage(data.get("usage"))
+                yield Delta(finish_reason=reason, usage=Usage(
+                    prompt.input_tokens, prompt.cached_tokens, prompt.cache_write_tokens,
+                    final.output_tokens))
 
     def close(self) -> None:
         self.chat.close()
@@ -112,6 +112,7 @@ def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
     rendered = request.context.to_anthropic(thinking=thinking)
     own = [dict(block) for block in request.system]
     messages = rendered["messages"]
+    history = [b for m in messages for b in m["content"] if "cache_control" in b]
     if request.attachments:  # they follow the new message's text
         messages[-1]["content"] += anthropic_blocks(request.attachments)
     body: dict[str, Any] = {
@@ -131,23 +132,28 @@ def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
         choice = tool_choice(params.get("tool_choice"), params.get("parallel_tool_calls"))
         if choice is not None:
             body["tool_choice"] = choice
-    _limit_breakpoints(body.get("tools") or [], body["system"], len(own))
+    _limit_breakpoints(body, len(own), history)
     if stream:
         body["stream"] = True
     return body
 
 
-def _limit_breakpoints(tools: list[dict[str, Any]], system: list[dict[str, Any]],
-                       own: int) -> None:
-    """At most ``MAX_BREAKPOINTS`` ``cache_control`` marks in all, Anthropic's limit: Loci's
-    first block keeps its mark, the client's marks (on its tools and its ``own`` first
-    system blocks) come next, latest first, and Loci's second block keeps its mark if
-    there is room left."""
-    clients = [b for b in [*tools, *system[:own]] if "cache_control" in b]
+def _limit_breakpoints(body: dict[str, Any], own: int, history: list[dict[str, Any]]
+                       ) -> None:
+    """At most ``MAX_BREAKPOINTS`` ``cache_control`` marks in all, Anthropic's limit:
+    Loci's first system block and the end of its ``history`` keep their marks, the
+    client's marks (on its tools, its ``own`` first system blocks, its attachments)
+    come next, latest first, and Loci's second system block keeps its mark if there is
+    room left."""
+    system = body["system"]
     loci = [b for b in system[own:] if "cache_control" in b]
-    for block in clients[:max(0, len(clients) - (MAX_BREAKPOINTS - len(loci[:1])))]:
+    kept = len(loci[:1]) + len(history)
+    blocks = [*(body.get("tools") or ()), *system[:own],
+              *(b for m in body["messages"] for b in m["content"])]
+    clients = [b for b in blocks if "cache_control" in b and not any(b is h for h in history)]
+    for block in clients[:max(0, len(clients) - (MAX_BREAKPOINTS - kept))]:
         del block["cache_control"]
-    if len(clients) + len(loci) > MAX_BREAKPOINTS:
+    if kept + len(clients) + len(loci[1:]) > MAX_BREAKPOINTS:
         for block in loci[1:]:
             del block["cache_control"]
 

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from loci.context.render import PROVIDER_BLOCKS
 from loci.errors import LociError, ValidationError
 from loci.llm.wire import message_text
+from loci.models import Usage
 from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
 from loci.server.proxy_anthropic import ANTHROPIC_TOOL, KEPT_BLOCKS
 from loci.server.proxy_media import split_media
@@ -97,17 +98,18 @@ def messages(
     """Anthropic's Messages API, with Loci's context in and memory out."""
     if body.max_tokens is None:
         raise ValidationError("max_tokens is required")
-    turn = Turn(loci, body.session(x_loci_session), body.as_chat(), beta=anthropic_beta)
+    turn = Turn(loci, body.session(x_loci_session), body.as_chat(), beta=anthropic_beta,
+                face="messages")
     upstream = make_upstream(loci.settings)
     reply_id = f"msg_loci_{secrets.token_hex(12)}"
     if not body.stream:
         try:
             answer = turn.answer(upstream)
             clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
-            return _message(reply_id, body.model, clean, answer)
+            return _message(reply_id, body.model, clean, answer, turn.spent)
         finally:
             upstream.close()
-    deltas = started(upstream, turn.request)
+    deltas = started(upstream, turn)
     return event_stream(_stream(turn, upstream, deltas, reply_id, body.model))
 
 
@@ -242,18 +244,22 @@ def _tool_blocks(calls: list[Any] | None) -> list[dict[str, Any]]:
     return blocks
 
 
-def _usage(usage: Mapping[str, int] | None) -> dict[str, int]:
-    usage = usage or {}
-    return {"input_tokens": usage.get("prompt_tokens", 0),
-            "output_tokens": usage.get("completion_tokens", 0)}
+def _usage(usage: Usage) -> dict[str, int]:
+    """Anthropic's ``usage``: its ``input_tokens`` are those neither read from the cache
+    nor written to it."""
+    return {"input_tokens": usage.uncached_tokens,
+            "cache_read_input_tokens": usage.cached_tokens,
+            "cache_creation_input_tokens": usage.cache_write_tokens,
+            "output_tokens": usage.output_tokens}
 
 
-def _message(reply_id: str, model: str, clean: str, answer: Completion) -> dict[str, Any]:
+def _message(reply_id: str, model: str, clean: str, answer: Completion,
+             usage: Usage) -> dict[str, Any]:
     content = ([{"type": "text", "text": clean}] if clean or not answer.tool_calls else [])
     return {"id": reply_id, "type": "message", "role": "assistant", "model": model,
             "content": (answer.blocks or []) + content + _tool_blocks(answer.tool_calls),
             "stop_reason": _STOP.get(answer.finish_reason, "end_turn"),
-            "stop_sequence": None, "usage": _usage(answer.usage)}
+            "stop_sequence": None, "usage": _usage(usage)}
 
 
 def _event(kind: str, data: dict[str, Any]) -> bytes:
@@ -284,7 +290,7 @@ def _stream(turn: Turn, upstream: Upstream, deltas: Iterator[Delta], reply_id: s
         yield _event("message_delta", {
             "delta": {"stop_reason": _STOP.get(relay.finish, "end_turn"),
                       "stop_sequence": None},
-            "usage": {"output_tokens": _usage(relay.usage)["output_tokens"]}})
+            "usage": _usage(turn.spent)})
         yield _event("message_stop", {})
     except LociError as exc:
         yield _event("error", {"error": {"type": "api_error", "message": str(exc)}})

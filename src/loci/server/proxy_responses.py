@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
+from loci.models import Usage
 from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
 from loci.server.proxy_types import Delta, Upstream
 from loci.server.proxy_upstream import make_upstream
@@ -93,17 +94,18 @@ def responses(
     if not session:
         raise ValidationError("name the session: send the header 'X-Loci-Session: "
                               "<name>' or the request's 'user' field")
-    turn = Turn(loci, session, _with_recorded_calls(loci, session, body.as_chat()))
+    turn = Turn(loci, session, _with_recorded_calls(loci, session, body.as_chat()),
+                face="responses")
     upstream = make_upstream(loci.settings)
     shell = _Shell(body.model)
     if not body.stream:
         try:
             answer = turn.answer(upstream)
             clean = turn.record(answer.content, answer.tool_calls)
-            return shell.done(clean, answer.tool_calls, answer.usage)
+            return shell.done(clean, answer.tool_calls, turn.spent)
         finally:
             upstream.close()
-    return event_stream(_stream(turn, upstream, started(upstream, turn.request), shell))
+    return event_stream(_stream(turn, upstream, started(upstream, turn), shell))
 
 
 def _with_recorded_calls(loci: Loci, session: str, chat: ChatRequest) -> ChatRequest:
@@ -230,18 +232,18 @@ class _Shell:
         self.model, self.created = model, int(time.time())
 
     def response(self, status: str, output: list[dict[str, Any]],
-                 usage: Mapping[str, int] | None = None) -> dict[str, Any]:
-        usage = usage or {}
-        tokens_in, tokens_out = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+                 usage: Usage | None = None) -> dict[str, Any]:
+        usage = usage or Usage()
         return {
             "id": self.id, "object": "response", "created_at": self.created,
             "status": status, "model": self.model, "output": output, "error": None,
             "incomplete_details": None, "instructions": None, "metadata": {},
             "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
             "temperature": None, "top_p": None,
-            "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out,
-                      "total_tokens": tokens_in + tokens_out,
-                      "input_tokens_details": {"cached_tokens": 0},
+            "usage": {"input_tokens": usage.input_tokens,
+                      "output_tokens": usage.output_tokens,
+                      "total_tokens": usage.input_tokens + usage.output_tokens,
+                      "input_tokens_details": {"cached_tokens": usage.cached_tokens},
                       "output_tokens_details": {"reasoning_tokens": 0}},
         }
 
@@ -256,8 +258,7 @@ class _Shell:
                  "arguments": call["function"].get("arguments") or "{}",
                  "status": "completed"} for n, call in enumerate(tool_calls or ())]
 
-    def done(self, clean: str, tool_calls: list[Any] | None,
-             usage: Mapping[str, int] | None) -> dict[str, Any]:
+    def done(self, clean: str, tool_calls: list[Any] | None, usage: Usage) -> dict[str, Any]:
         output = [self.message(clean)] if clean or not tool_calls else []
         return self.response("completed", output + self.calls(tool_calls), usage)
 
@@ -286,7 +287,7 @@ def _stream(turn: Turn, upstream: Upstream, deltas: Iterator[Delta],
                 yield event("response.output_text.delta", delta=text, **where)
         if rest := relay.end():
             yield event("response.output_text.delta", delta=rest, **where)
-        clean, calls, usage = relay.clean, relay.calls, relay.usage
+        clean, calls, usage = relay.clean, relay.calls, turn.spent
         part = {"type": "output_text", "text": clean, "annotations": []}
         yield event("response.output_text.done", text=clean, **where)
         yield event("response.content_part.done", part=part, **where)

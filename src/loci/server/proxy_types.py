@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from loci.context.compiled import CompiledContext
-from loci.llm.wire import usage_int
+from loci.models import Usage
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class UpstreamRequest:
 class Completion:
     content: str
     finish_reason: str = "stop"
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
     tool_calls: list[Any] | None = None
     id: str | None = None
     #: Provider blocks that must go back as they came (Anthropic ``thinking`` and
@@ -46,7 +46,7 @@ class Completion:
 class Delta:
     content: str = ""
     finish_reason: str | None = None
-    usage: dict[str, int] | None = None
+    usage: Usage | None = None
     #: OpenAI-shaped pieces of tool calls, each with the call's ``index``.
     tool_calls: list[Any] | None = None
     #: Whole provider blocks (see :class:`Completion`), each once it has ended.
@@ -80,14 +80,8 @@ def mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def usage(prompt: int, completion: int) -> dict[str, int]:
-    """OpenAI's ``usage`` object."""
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}
-
-
-def openai_usage(value: Any) -> dict[str, int]:
-    """An OpenAI ``usage`` object as sent on, or {} if there is none."""
-    if not isinstance(value, Mapping):
-        return {}
-    return usage(usage_int(value, "prompt_tokens"), usage_int(value, "completion_tokens"))
+def chat_usage(usage: Usage) -> dict[str, Any]:
+    """OpenAI's Chat Completions ``usage`` object."""
+    return {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
+            "total_tokens": usage.input_tokens + usage.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": usage.cached_tokens}}

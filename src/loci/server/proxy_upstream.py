@@ -17,7 +17,7 @@ from loci.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from loci.llm.anthropic import AnthropicChat
 from loci.llm.openai_compat import DEFAULT_BASE_URL as OPENAI_URL
 from loci.llm.openai_compat import OpenAICompatibleChat
-from loci.llm.wire import message_text
+from loci.llm.wire import message_text, read_usage
 from loci.server.proxy_anthropic import ANTHROPIC_TOOL, AnthropicUpstream
 from loci.server.proxy_media import openai_parts
 from loci.server.proxy_types import (
@@ -26,7 +26,6 @@ from loci.server.proxy_types import (
     Upstream,
     UpstreamRequest,
     mapping,
-    openai_usage,
 )
 from loci.settings import Settings
 
@@ -96,8 +95,10 @@ class OpenAIUpstream:
             messages[-1] = {**last, "content": [{"type": "text", "text": last["content"]},
                                                  *openai_parts(request.attachments)]}
         body = {**params, "model": request.model, "messages": messages}
-        if stream:
+        if stream:  # the usage comes in a last chunk when asked for
             body["stream"] = True
+            body["stream_options"] = {**mapping(params.get("stream_options")),
+                                      "include_usage": True}
         return body
 
     def complete(self, request: UpstreamRequest) -> Completion:
@@ -107,7 +108,7 @@ class OpenAIUpstream:
         return Completion(
             content=message_text(message.get("content")),
             finish_reason=str(choice.get("finish_reason") or "stop"),
-            usage=openai_usage(payload.get("usage")),
+            usage=read_usage(payload.get("usage")),
             tool_calls=message.get("tool_calls") or None,
             id=payload.get("id") if isinstance(payload.get("id"), str) else None,
         )
@@ -116,7 +117,7 @@ class OpenAIUpstream:
         for chunk in self.chat.chat_stream(self._body(request, stream=True)):
             usage = chunk.get("usage")
             if isinstance(usage, dict):
-                yield Delta(usage=openai_usage(usage))
+                yield Delta(usage=read_usage(usage))
             for choice in chunk["choices"]:
                 if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                     continue

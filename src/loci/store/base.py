@@ -28,10 +28,12 @@ from loci.models import (
     Memory,
     MemoryVersion,
     NewEvent,
+    NewUsage,
     Scope,
     SearchHit,
     SessionInfo,
     StateItem,
+    UsageRecord,
 )
 
 
@@ -88,6 +90,7 @@ class ScopeData:
     documents: tuple[Document, ...] = ()
     document_versions: tuple[DocumentVersion, ...] = ()
     compactions: tuple[Compaction, ...] = ()
+    usage: tuple[UsageRecord, ...] = ()
     #: kind → (ids, one vector per id) of the items embedded so far.
     vectors: dict[str, tuple[list[str], Vectors]] = field(default_factory=dict)
 
@@ -193,6 +196,19 @@ class Store(ABC):
         """Keyword search over event content; ``query`` is user text, never syntax."""
         return self.hits(scope, "event", self.keyword_candidates(
             scope, "event", query, limit=limit, filters=filters))
+
+    # -- usage --------------------------------------------------------------------
+    @abstractmethod
+    def add_usage(self, scope: Scope, call: NewUsage) -> UsageRecord:
+        """Record an LLM call of ``call.session``, with the session's log as it stands
+        (its tokens and events, summaries left out) and its compactions so far."""
+
+    @abstractmethod
+    def list_usage(self, tenant: str, agent: str | None = None, session: str | None = None,
+                   since: datetime | None = None, until: datetime | None = None,
+                   ) -> list[UsageRecord]:
+        """The tenant's recorded calls, oldest first: of an agent, of a session, from
+        ``since`` (included) to ``until`` (excluded)."""
 
     # -- memories -----------------------------------------------------------------
     @abstractmethod

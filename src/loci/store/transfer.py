@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from loci.models import ApiKey, Event, Scope
 from loci.search import conversation
+from loci.store import usage
 from loci.store.base import ScopeData, Vectors
 from loci.store.codec import to_micros
 from loci.store.rows import (
@@ -27,7 +28,7 @@ from loci.store.rows import (
 Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 
 SCOPED_TABLES = ("events", "memories", "memory_versions", "state", "documents",
-                 "document_versions", "compactions")
+                 "document_versions", "compactions", "usage")
 
 
 class Executor(Protocol):
@@ -114,6 +115,7 @@ def export_scope(
             f"ORDER BY {d.bytewise('path')}, version", s)),
         compactions=tuple(to_compaction(r) for r in query(
             f"SELECT {d.compactions} FROM compactions {where} ORDER BY id", s)),
+        usage=tuple(usage.select(query, d.mark, scope.tenant, scope.agent, None, None, None)),
         vectors=vectors,
     )
 
@@ -141,7 +143,7 @@ def import_events(db: Executor, d: Dialect, scope: Scope, events: Sequence[Event
 
 
 def import_rows(db: Executor, d: Dialect, data: ScopeData) -> None:
-    """Memories (and history), state, documents (and history) and compactions."""
+    """Memories (and history), state, documents (and history), compactions, usage."""
     s = (data.scope.tenant, data.scope.agent)
     j = d.json_cast
     for m in data.memories:
@@ -169,6 +171,7 @@ def import_rows(db: Executor, d: Dialect, data: ScopeData) -> None:
         [(c.id, *s, c.session, c.strategy, c.first_event_id, c.last_event_id,
           c.summary_event_id, c.summary, c.tokens_before, c.tokens_after,
           to_micros(c.created_at)) for c in data.compactions])
+    db.executemany(*usage.import_rows(d.mark, data.scope, data.usage))
 
 
 def _import_documents(db: Executor, d: Dialect, data: ScopeData) -> None:

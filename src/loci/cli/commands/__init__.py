@@ -11,8 +11,9 @@ from loci.cli.commands import (
     migrate,
     server,
     sessions,
+    usage,
     workspace,
 )
 
 __all__ = ["compaction", "context", "demo", "erasure", "knowledge", "mcp", "memory", "migrate",
-           "server", "sessions", "workspace"]
+           "server", "sessions", "usage", "workspace"]

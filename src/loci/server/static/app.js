@@ -1,11 +1,13 @@
 // The dashboard's shell: credentials, the error banner, the header's overview and the
-// hash router (#memories, #state, #sessions/<id>, #context, #kb) that shows one view.
+// hash router (#memories, #state, #sessions/<id>, #context, #kb, #usage/<session>) that
+// shows one view.
 
 import {$, ApiError, api, credentials} from './lib.js';
 import {initContext, showContext} from './context.js';
 import {showKb} from './kb.js';
 import {initMemories, showMemories, showState} from './memories.js';
 import {showSessions} from './sessions.js';
+import {showUsage} from './usage.js';
 
 function showError(error) {
   const text = error instanceof ApiError
@@ -47,6 +49,7 @@ const VIEWS = {
   sessions: (args) => showSessions(app, args),
   context: (args) => showContext(args),
   kb: () => showKb(app),
+  usage: (args) => showUsage(args),
 };
 
 async function route() {

@@ -119,9 +119,17 @@ export async function showContext([wanted]) {
   }
 }
 
+const LIVE_DELAY_MS = 400;
+
 export function initContext(app) {
   $('#context-form').addEventListener('submit', app.guard(async (event) => {
     event.preventDefault();
     await compile();
   }));
+  // The token counter follows the message as it is typed: the next call's tokens.
+  let timer = null;
+  $('#context-message').addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(app.guard(compile), LIVE_DELAY_MS);
+  });
 }

@@ -19,6 +19,7 @@ class PostgresErasure(PostgresBase):
             cur.execute(f"DELETE FROM events {where}", key)
             erased = cur.rowcount
             cur.execute(f"DELETE FROM compactions {where}", key)
+            cur.execute(f"DELETE FROM usage {where}", key)
         return int(erased)
 
     def erase_tenant(self, tenant: str) -> int:

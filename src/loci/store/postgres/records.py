@@ -1,10 +1,12 @@
-"""Small records of the PostgreSQL backend: key/value state and API keys."""
+"""Small records of the PostgreSQL backend: key/value state, API keys and the usage
+ledger (``store.usage``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from loci.models import ApiKey, Scope, StateItem
+from loci.models import ApiKey, NewUsage, Scope, StateItem, UsageRecord
+from loci.store import usage
 from loci.store.codec import to_micros
 from loci.store.postgres.base import PostgresBase
 from loci.store.postgres.rows import check_text
@@ -12,7 +14,22 @@ from loci.store.rows import API_KEY_COLUMNS, to_api_key, to_state
 
 
 class PostgresRecords(PostgresBase):
-    """State and API keys."""
+    """State, API keys and usage."""
+
+    # -- usage --------------------------------------------------------------------
+    def add_usage(self, scope: Scope, call: NewUsage) -> UsageRecord:
+        check_text(call.session, call.model, call.face, call.prefix_hash)
+        sql, params = usage.insert("%s", scope, call)
+        with self._write() as cur:
+            cur.execute(sql, params)
+            row = cur.fetchone()
+        assert row is not None
+        return usage.inserted(scope, call, row)
+
+    def list_usage(self, tenant: str, agent: str | None = None, session: str | None = None,
+                   since: datetime | None = None, until: datetime | None = None,
+                   ) -> list[UsageRecord]:
+        return usage.select(self._query, "%s", tenant, agent, session, since, until)
 
     # -- state --------------------------------------------------------------------
     def set_state(self, scope: Scope, key: str, value: str, now: datetime) -> StateItem:

@@ -62,7 +62,7 @@ class PostgresTransfer(PostgresBase):
             transfer.import_events(cur, DIALECT, data.scope, data.events)
             transfer.import_rows(cur, DIALECT, data)
             # Ids were given explicitly: move the sequences past them.
-            for table in ("events", "compactions"):
+            for table in ("events", "compactions", "usage"):
                 cur.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                     f"GREATEST((SELECT MAX(id) FROM {table}), 1))")

@@ -18,6 +18,7 @@ class SQLiteErasure(SQLiteBase):
         with self._write() as db:
             erased = db.execute(f"DELETE FROM events {where}", key).rowcount
             db.execute(f"DELETE FROM compactions {where}", key)
+            db.execute(f"DELETE FROM usage {where}", key)
         self._forget_vectors(scope, ["event"])
         self._scrub(["events"])
         return int(erased)

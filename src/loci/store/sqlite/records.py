@@ -1,17 +1,30 @@
-"""Small records of the SQLite backend: key/value state and server API keys."""
+"""Small records of the SQLite backend: key/value state, server API keys and the usage
+ledger (``store.usage``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from loci.models import ApiKey, Scope, StateItem
+from loci.models import ApiKey, NewUsage, Scope, StateItem, UsageRecord
+from loci.store import usage
 from loci.store.codec import to_micros
 from loci.store.rows import API_KEY_COLUMNS, to_api_key, to_state
 from loci.store.sqlite.base import SQLiteBase
 
 
 class SQLiteRecords(SQLiteBase):
-    """State and API keys."""
+    """State, API keys and usage."""
+
+    def add_usage(self, scope: Scope, call: NewUsage) -> UsageRecord:
+        sql, params = usage.insert("?", scope, call)
+        with self._write() as db:
+            row = db.execute(sql, params).fetchone()
+        return usage.inserted(scope, call, row)
+
+    def list_usage(self, tenant: str, agent: str | None = None, session: str | None = None,
+                   since: datetime | None = None, until: datetime | None = None,
+                   ) -> list[UsageRecord]:
+        return usage.select(self._query, "?", tenant, agent, session, since, until)
 
     def set_state(self, scope: Scope, key: str, value: str, now: datetime) -> StateItem:
         with self._write() as db:

@@ -10,6 +10,7 @@ import sqlite3
 from collections.abc import Callable
 
 from loci.search import conversation
+from loci.store import usage
 from loci.store.codec import load_json
 from loci.store.sqlite.rows import FULL_TEXT, MAX_SCOPES, SCOPE_SHIFT, FullText
 
@@ -299,6 +300,12 @@ def _v11_scope_statistics(db: sqlite3.Connection) -> None:
     run_script(db, statistics_sql())
 
 
+def _v12_usage(db: sqlite3.Connection) -> None:
+    """The usage ledger: one row per LLM call (``store.usage``)."""
+    for statement in usage.create_sql("INTEGER PRIMARY KEY AUTOINCREMENT"):
+        db.execute(statement)
+
+
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
     2: ("embeddings in rows", _v2_embeddings),
@@ -311,6 +318,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     9: ("scoped full-text rowids", _v9_scoped_full_text),
     10: ("tool-call arguments searchable", _v10_tool_arguments),
     11: ("keyword statistics per scope", _v11_scope_statistics),
+    12: ("usage ledger", _v12_usage),
 }
 
 

@@ -1,0 +1,202 @@
+"""A fake LLM provider over real HTTP on loopback, for tests and benchmarks: OpenAI's
+``POST /v1/chat/completions`` and Anthropic's ``POST /v1/messages``, streamed or not, in
+the published wire formats, with the usage each provider's prompt cache would report
+(``prompt_cache``). It answers what ``reply`` says: text, or OpenAI-shaped tool calls
+(sent as ``tool_use`` blocks on the Anthropic side). Never used at run time.
+
+    with FakeProvider(reply=lambda body: "ok") as provider:
+        settings = load_settings(proxy_provider="openai", proxy_base_url=provider.url + "/v1")
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+from loci.llm.prompt_cache import AnthropicCache, OpenAIPrefixCache, canonical
+from loci.tokens import token_counter
+
+#: Text, or OpenAI-shaped tool calls.
+Reply = str | list[dict[str, Any]]
+_COUNTER = token_counter("gpt-4o")
+
+
+def output_tokens(reply: Reply) -> int:
+    return _COUNTER.count(reply if isinstance(reply, str) else canonical(reply))
+
+
+def openai_events(reply: Reply, usage: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A chat completion as OpenAI streams it: text in pieces, or each tool call's id
+    and name first and its arguments in pieces; then the finish reason, then the usage
+    (only when the request asked for it, ``usage`` None otherwise)."""
+    head = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": "fake"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    if isinstance(reply, str):
+        events = [chunk({"content": piece}) for piece in pieces(reply, 4)]
+        events.append(chunk({}, "stop"))
+    else:
+        events = []
+        for index, call in enumerate(reply):
+            events.append(chunk({"tool_calls": [{
+                "index": index, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+            events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": p}}]})
+                       for p in pieces(call["function"]["arguments"], 5)]
+        events.append(chunk({}, "tool_calls"))
+    if usage is not None:
+        events.append({**head, "choices": [], "usage": usage})
+    return events
+
+
+def anthropic_events(reply: Reply, usage: dict[str, int],
+                     before: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """A message as Anthropic streams it: ``message_start`` with the input usage, the
+    ``before`` events (e.g. a thinking block at index 0), a text block, one ``tool_use``
+    block per call with its input in pieces, then ``message_delta`` with the output
+    tokens and ``message_stop``."""
+    at = 1 if before else 0
+    start_usage = {k: v for k, v in usage.items() if k != "output_tokens"}
+    text = reply if isinstance(reply, str) else "Checking."
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {
+            "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
+            "content": [], "usage": {**start_usage, "output_tokens": 1}}},
+        *(before or []),
+        {"type": "content_block_start", "index": at,
+         "content_block": {"type": "text", "text": ""}},
+        *({"type": "content_block_delta", "index": at,
+           "delta": {"type": "text_delta", "text": p}} for p in pieces(text, 4)),
+        {"type": "content_block_stop", "index": at}]
+    for index, call in enumerate([] if isinstance(reply, str) else reply, start=at + 1):
+        events.append({"type": "content_block_start", "index": index, "content_block": {
+            "type": "tool_use", "id": call["id"], "name": call["function"]["name"],
+            "input": {}}})
+        events += [{"type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": p}}
+                   for p in pieces(call["function"]["arguments"], 5)]
+        events.append({"type": "content_block_stop", "index": index})
+    stop = "end_turn" if isinstance(reply, str) else "tool_use"
+    return [*events, {"type": "message_delta", "delta": {"stop_reason": stop},
+                      "usage": {"output_tokens": usage["output_tokens"]}},
+            {"type": "message_stop"}]
+
+
+def anthropic_message(reply: Reply, usage: dict[str, int],
+                      before: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    if isinstance(reply, str):
+        content = [{"type": "text", "text": reply}]
+    else:
+        content = [{"type": "text", "text": "Checking."}] + [
+            {"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
+             "input": json.loads(c["function"]["arguments"] or "{}")} for c in reply]
+    return {"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
+            "content": [*(before or []), *content],
+            "stop_reason": "end_turn" if isinstance(reply, str) else "tool_use",
+            "stop_sequence": None, "usage": usage}
+
+
+def openai_completion(reply: Reply, usage: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    if isinstance(reply, str):
+        message["content"] = reply
+    else:
+        message["tool_calls"] = reply
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "model": "fake",
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "stop" if isinstance(reply, str) else "tool_calls"}],
+            "usage": usage}
+
+
+def pieces(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+class FakeProvider:
+    """The server; ``requests`` holds each request's path and body, ``clock`` (seconds)
+    decides when cached prefixes expire (a benchmark may simulate time)."""
+
+    def __init__(self, reply: Callable[[dict[str, Any]], Reply] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.reply = reply or (lambda body: "ok")
+        self.openai, self.anthropic = OpenAIPrefixCache(clock), AnthropicCache(clock)
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeProvider:
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[Reply, dict[str, Any]]:
+        """The reply to ``body`` and its usage, as the provider of ``path`` counts it."""
+        with self._lock:  # one cache, requests in order
+            self.requests.append((path, body))
+            reply = self.reply(body)
+            out = output_tokens(reply)
+            if path.endswith("/messages"):
+                count = self.anthropic.count(body)
+                return reply, {"input_tokens": count.input_tokens,
+                               "cache_read_input_tokens": count.cache_read,
+                               "cache_creation_input_tokens": count.cache_write,
+                               "output_tokens": out}
+            total, cached = self.openai.cached(body)
+            return reply, {"prompt_tokens": total, "completion_tokens": out,
+                           "total_tokens": total + out,
+                           "prompt_tokens_details": {"cached_tokens": cached}}
+
+
+def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            if not self.path.endswith(("/chat/completions", "/messages")):
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            reply, usage = provider.answer(self.path, body)
+            anthropic = self.path.endswith("/messages")
+            if not body.get("stream"):
+                self._send(200, anthropic_message(reply, usage) if anthropic
+                           else openai_completion(reply, usage))
+                return
+            wanted = (body.get("stream_options") or {}).get("include_usage")
+            events = (anthropic_events(reply, usage) if anthropic
+                      else openai_events(reply, usage if wanted else None))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            for event in events:
+                name = f"event: {event['type']}\n" if anthropic else ""
+                self.wfile.write(f"{name}data: {json.dumps(event)}\n\n".encode())
+            if not anthropic:
+                self.wfile.write(b"data: [DONE]\n\n")
+            self.close_connection = True
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
