@@ -5,11 +5,15 @@ The same 23 sessions as ``agent_sessions.py``. The agent holds its own message l
 system prompt, the task, every answer and tool result) and sends all of it on each call,
 as mini-swe-agent does; Loci's server sits in between (in process, through the ASGI
 app), records what is new, compiles the context and calls the upstream. The upstream is
-a scripted OpenAI-compatible server that answers each call with the session's next
-recorded assistant message, tool calls included, and keeps the requests it received. At
-50%, 75% and 100% of the session the request the upstream received is checked for the
-trail so far, exactly as ``agent_sessions.py`` checks a compiled context, with the same
-recency baselines.
+the fake provider (``loci.llm.fake_provider``), answering each call with the session's
+next recorded assistant message, tool calls included, and reporting the usage OpenAI's
+prompt cache would. At 50%, 75% and 100% of the session the request the upstream
+received is checked for the trail so far, exactly as ``agent_sessions.py`` checks a
+compiled context, with the same recency baselines.
+
+Prompt cache and cost, in the same run: the same agent without Loci sends the same
+message list straight to a second fake provider (as if its model's window held it all);
+both priced as gpt-4.1, and the whole list uncached beside them.
 
     python benchmarks/agent_proxy.py --data ../shared/data/agent_sessions --json
 """
@@ -22,10 +26,8 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +48,10 @@ from agent_sessions import (
     transcript_lines,
 )
 from common import machine
-from loci import load_settings
+from loci import Usage, load_settings
+from loci.llm.fake_provider import FakeProvider
+from loci.llm.wire import read_usage
+from loci.pricing import price_of
 from loci.server import create_app
 from loci.tokens import token_counter
 
@@ -56,58 +61,26 @@ BASH = {"type": "function", "function": {
                    "required": ["command"]}}}
 
 
-class Upstream:
-    """Answers each call with the next scripted assistant message; keeps the requests."""
-
-    def __init__(self) -> None:
-        self.replies: list[dict[str, Any]] = []
-        self.requests: list[dict[str, Any]] = []
-        state = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                state.requests.append(body)
-                reply = state.replies.pop(0)
-                message = {"role": "assistant", "content": reply.get("content")}
-                if reply.get("tool_calls"):
-                    message["tool_calls"] = reply["tool_calls"]
-                data = json.dumps({
-                    "id": "up", "object": "chat.completion", "created": 0, "model": "up",
-                    "choices": [{"index": 0, "message": message, "finish_reason":
-                                 "tool_calls" if reply.get("tool_calls") else "stop"}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1,
-                              "total_tokens": 2}}).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Path
         ) -> dict[str, Any]:
     model = f"agent-{window // 1000}k"
-    upstream = Upstream()
+    replies: list[dict[str, Any]] = []
+    upstream = FakeProvider(reply=lambda body: replies[0]).__enter__()
+    naive = FakeProvider(reply=lambda body: replies.pop(0)).__enter__()
     settings = load_settings(home=str(home), store=f"sqlite:///{home}/proxy-{window}.db",
                              model=model, models={model: window}, memory_mirror=False,
                              workspace=str(home), proxy_provider="openai",
-                             proxy_base_url=upstream.url, proxy_api_key="sk-fake")
+                             proxy_base_url=f"{upstream.url}/v1", proxy_api_key="sk-fake")
     counter = token_counter(model)
     tally = {name: Tally() for name in ("loci", "tail_at_loci_tokens", "whole")}
     figures: dict[str, list[float]] = defaultdict(list)
     calls_ms: list[float] = []
+    spent: dict[str, list[Usage]] = {"loci": [], "naive": []}
     broken = empty = requests = 0
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as http:
         client = OpenAI(base_url="http://127.0.0.1/v1", api_key="open", http_client=http,
                         max_retries=0)
+        direct = OpenAI(base_url=f"{naive.url}/v1", api_key="sk-fake", max_retries=0)
         for name, messages in sessions:
             trail = trail_of(messages)
             task = next(str(m["content"]) for m in messages if m["role"] == "user")
@@ -119,13 +92,16 @@ def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Pat
                 if message["role"] != "assistant":
                     sent.append(message)
                     continue
-                upstream.replies.append(message)
+                replies.append(message)
                 started = time.perf_counter()
-                client.chat.completions.create(
+                answer = client.chat.completions.create(
                     model=model, messages=sent, tools=[BASH],  # type: ignore[arg-type]
                     extra_headers={"X-Loci-Session": name, "X-Loci-User": name})
                 calls_ms.append((time.perf_counter() - started) * 1000)
-                request = upstream.requests[-1]["messages"]
+                spent["loci"].append(read_usage(answer.usage))
+                spent["naive"].append(read_usage(direct.chat.completions.create(
+                    model=model, messages=sent, tools=[BASH]).usage))  # type: ignore[arg-type]
+                request = upstream.requests[-1][1]["messages"]
                 history = [m for m in request if m["role"] != "system"]
                 broken += broken_pairs(history)
                 # Empty: nothing but the newest message, though the agent sent more.
@@ -136,8 +112,9 @@ def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Pat
                             tally, figures, counter, cuts[index])
                 sent.append({k: v for k, v in message.items() if k in
                              ("role", "content", "tool_calls")})
-    upstream.server.shutdown()
-    report: dict[str, Any] = {"window": window}
+    upstream.__exit__(None, None, None)
+    naive.__exit__(None, None, None)
+    report: dict[str, Any] = {"window": window, **cache_figures(spent)}
     for cut in CUTS:
         for key in (*CLASSES, "all"):
             for label, t in tally.items():
@@ -147,6 +124,23 @@ def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Pat
     report.update(call_p50_ms=round(statistics.median(calls_ms), 2), requests=requests,
                   empty_histories=empty, broken_pairs=broken)
     return report
+
+
+def cache_figures(spent: dict[str, list[Usage]]) -> dict[str, Any]:
+    """Cache-hit rate over input tokens and cost (gpt-4.1 prices) of each client, and
+    the naive client's list sent uncached."""
+    price = price_of("gpt-4.1")
+    assert price is not None
+    figures: dict[str, Any] = {}
+    for client, usages in spent.items():
+        total = sum(usages, Usage())
+        figures[f"{client}_input_tokens"] = total.input_tokens
+        figures[f"{client}_hit_rate"] = round(total.cached_tokens / total.input_tokens, 4)
+        figures[f"{client}_cost"] = round(sum(price.cost(u) for u in usages), 2)
+    total = sum(spent["naive"], Usage())
+    figures["uncached_cost"] = round(price.uncached_cost(total.input_tokens,
+                                                         total.output_tokens), 2)
+    return figures
 
 
 def measure(request: list[dict[str, Any]], trail: Any, position: int, lines: list[str],
@@ -191,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n== window {window:,}: {report['requests']} calls, empty histories "
                   f"{report['empty_histories']}, broken pairs {report['broken_pairs']}, "
                   f"call p50 {report['call_p50_ms']} ms")
+            print("   cache hits / cost: Loci {loci_hit_rate} / ${loci_cost}, naive "
+                  "{naive_hit_rate} / ${naive_cost}, naive uncached ${uncached_cost}"
+                  .format(**report))
             for cut in CUTS:
                 row = " ".join(f"{k} {report[f'{cut}|{k}|loci']}" for k in (*CLASSES, "all"))
                 print(f"{cut:>5} {row}; tail at Loci's tokens "

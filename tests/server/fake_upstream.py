@@ -24,6 +24,13 @@ from fastapi import FastAPI
 from openai import OpenAI
 
 from loci import Loci, load_settings
+from loci.llm.fake_provider import (
+    anthropic_events,
+    anthropic_message,
+    openai_completion,
+    openai_events,
+)
+from loci.llm.fake_provider import pieces as wire_pieces
 from loci.models import Scope
 from loci.server import create_app
 from loci.server.hub import Hub, Principal
@@ -93,36 +100,15 @@ class Upstream:
         return self.replies.pop(0) if self.replies else "ok"
 
 
+#: The usage the scripted upstream reports, per API.
+OPENAI_USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+ANTHROPIC_USAGE = {"input_tokens": 13, "output_tokens": 5}
+ANTHROPIC_TOOL_USAGE = {"input_tokens": 13, "output_tokens": 9}
+
+
 def pieces(text: str, size: int = 4) -> list[str]:
     """The reply in small pieces, so tags arrive split across chunks."""
-    return [text[i:i + size] for i in range(0, len(text), size)]
-
-
-def openai_events(reply: str) -> list[dict[str, Any]]:
-    head = {"id": "up-1", "object": "chat.completion.chunk", "model": "up"}
-    events = [{**head, "choices": [{"index": 0, "delta": {"content": p},
-                                    "finish_reason": None}]} for p in pieces(reply)]
-    events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-    events.append({**head, "choices": [], "usage": {"prompt_tokens": 11,
-                                                    "completion_tokens": 7}})
-    return events
-
-
-def tool_call_events(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Tool calls as OpenAI streams them: id and name first, arguments in pieces."""
-    head = {"id": "up-1", "object": "chat.completion.chunk", "model": "up"}
-    events = []
-    for index, call in enumerate(calls):
-        first = {"index": index, "id": call["id"], "type": "function",
-                 "function": {"name": call["function"]["name"], "arguments": ""}}
-        events.append({**head, "choices": [{"index": 0, "delta": {"tool_calls": [first]},
-                                            "finish_reason": None}]})
-        events += [{**head, "choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": index, "function": {"arguments": p}}]}, "finish_reason": None}]}
-            for p in pieces(call["function"]["arguments"], 5)]
-    events.append({**head, "choices": [{"index": 0, "delta": {},
-                                        "finish_reason": "tool_calls"}]})
-    return events
+    return wire_pieces(text, size)
 
 
 def thinking_events(block: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -139,54 +125,12 @@ def thinking_events(block: dict[str, Any] | None) -> list[dict[str, Any]]:
             {"type": "content_block_stop", "index": 0}]
 
 
-def anthropic_events(reply: str, thinking: dict[str, Any] | None = None
-                     ) -> list[dict[str, Any]]:
-    at = 1 if thinking else 0
-    events: list[dict[str, Any]] = [
-        {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 13}}},
-        *thinking_events(thinking),
-        {"type": "content_block_start", "index": at,
-         "content_block": {"type": "text", "text": ""}}]
-    events += [{"type": "content_block_delta", "index": at,
-                "delta": {"type": "text_delta", "text": p}} for p in pieces(reply)]
-    events += [{"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                "usage": {"output_tokens": 5}}, {"type": "message_stop"}]
-    return events
-
-
-def anthropic_tool_events(calls: list[dict[str, Any]], thinking: dict[str, Any] | None = None
-                          ) -> list[dict[str, Any]]:
-    """Tool calls as Anthropic streams them: a text block, then one ``tool_use`` block
-    per call with its input in ``input_json_delta`` pieces."""
-    at = 1 if thinking else 0
-    events: list[dict[str, Any]] = [
-        {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 13}}},
-        *thinking_events(thinking),
-        {"type": "content_block_start", "index": at,
-         "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": at,
-         "delta": {"type": "text_delta", "text": "Checking."}},
-        {"type": "content_block_stop", "index": at}]
-    for index, call in enumerate(calls, start=at + 1):
-        events.append({"type": "content_block_start", "index": index, "content_block": {
-            "type": "tool_use", "id": call["id"], "name": call["function"]["name"],
-            "input": {}}})
-        events += [{"type": "content_block_delta", "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": p}}
-                   for p in pieces(call["function"]["arguments"], 5)]
-        events.append({"type": "content_block_stop", "index": index})
-    return [*events, {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
-                      "usage": {"output_tokens": 9}}, {"type": "message_stop"}]
-
-
-def anthropic_tool_message(calls: list[dict[str, Any]], thinking: dict[str, Any] | None = None
-                           ) -> dict[str, Any]:
-    blocks = [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
-               "input": json.loads(c["function"]["arguments"])} for c in calls]
-    return {"id": "msg_1", "type": "message", "role": "assistant",
-            "content": [*([thinking] if thinking else []),
-                        {"type": "text", "text": "Checking."}, *blocks],
-            "stop_reason": "tool_use", "usage": {"input_tokens": 13, "output_tokens": 9}}
+def anthropic_answer(reply: Any, thinking: dict[str, Any] | None, stream: bool) -> Any:
+    """Text or tool calls as Anthropic answers them, after a thinking block if any."""
+    usage = ANTHROPIC_TOOL_USAGE if isinstance(reply, list) else ANTHROPIC_USAGE
+    if stream:
+        return anthropic_events(reply, usage, thinking_events(thinking))
+    return anthropic_message(reply, usage, [thinking] if thinking else None)
 
 
 def make_handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
@@ -214,39 +158,17 @@ def make_handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
                     return
                 thinking = thinking_block(len(state.requests))
             reply = state.next_reply()
-            if isinstance(reply, list) and anthropic:
-                if body.get("stream"):
-                    self._stream(anthropic_tool_events(reply, thinking), True)
-                else:
-                    self._json(200, anthropic_tool_message(reply, thinking))
-                return
-            if isinstance(reply, list):
-                if body.get("stream"):
-                    self._stream(tool_call_events(reply), False)
-                    return
-                self._json(200, {"id": "up-1", "object": "chat.completion", "model": "up",
-                                 "choices": [{"index": 0, "finish_reason": "tool_calls",
-                                              "message": {"role": "assistant",
-                                                          "content": None,
-                                                          "tool_calls": reply}}]})
-                return
-            if body.get("stream"):
-                events = (anthropic_events(reply, thinking) if anthropic
-                          else openai_events(reply))
-                self._stream(events, anthropic)
-            elif anthropic:
-                self._json(200, {"id": "msg_1", "type": "message", "role": "assistant",
-                                 "content": [*([thinking] if thinking else []),
-                                             {"type": "text", "text": reply}],
-                                 "stop_reason": "end_turn",
-                                 "usage": {"input_tokens": 13, "output_tokens": 5}})
+            stream = bool(body.get("stream"))
+            if anthropic:
+                answer = anthropic_answer(reply, thinking, stream)
+            elif stream:
+                answer = openai_events(reply, OPENAI_USAGE)
             else:
-                self._json(200, {"id": "up-1", "object": "chat.completion", "model": "up",
-                                 "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant",
-                                                          "content": reply}}],
-                                 "usage": {"prompt_tokens": 11, "completion_tokens": 7,
-                                           "total_tokens": 18}})
+                answer = openai_completion(reply, OPENAI_USAGE)
+            if stream:
+                self._stream(answer, anthropic)
+            else:
+                self._json(200, answer)
 
         def _json(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()

@@ -1,8 +1,9 @@
 """A fake LLM provider over real HTTP on loopback, for tests and benchmarks: OpenAI's
 ``POST /v1/chat/completions`` and Anthropic's ``POST /v1/messages``, streamed or not, in
 the published wire formats, with the usage each provider's prompt cache would report
-(``prompt_cache``). It answers what ``reply`` says: text, or OpenAI-shaped tool calls
-(sent as ``tool_use`` blocks on the Anthropic side). Never used at run time.
+(``prompt_cache``). It answers what ``reply`` says: text, OpenAI-shaped tool calls (sent
+as ``tool_use`` blocks after a short text on the Anthropic side), or an OpenAI assistant
+message with both. Never used at run time.
 
     with FakeProvider(reply=lambda body: "ok") as provider:
         settings = load_settings(proxy_provider="openai", proxy_base_url=provider.url + "/v1")
@@ -21,13 +22,24 @@ from typing import Any
 from loci.llm.prompt_cache import AnthropicCache, OpenAIPrefixCache, canonical
 from loci.tokens import token_counter
 
-#: Text, or OpenAI-shaped tool calls.
-Reply = str | list[dict[str, Any]]
+#: Text, OpenAI-shaped tool calls, or an assistant message (``content``, ``tool_calls``).
+Reply = str | list[dict[str, Any]] | dict[str, Any]
 _COUNTER = token_counter("gpt-4o")
 
 
+def split(reply: Reply, anthropic: bool = False) -> tuple[str, list[dict[str, Any]]]:
+    """(text, tool calls) of a reply; bare tool calls come after "Checking." on the
+    Anthropic side, which answers tool use with a text block first."""
+    if isinstance(reply, str):
+        return reply, []
+    if isinstance(reply, list):
+        return ("Checking." if anthropic else ""), reply
+    return str(reply.get("content") or ""), list(reply.get("tool_calls") or ())
+
+
 def output_tokens(reply: Reply) -> int:
-    return _COUNTER.count(reply if isinstance(reply, str) else canonical(reply))
+    text, calls = split(reply)
+    return _COUNTER.count(text + (canonical(calls) if calls else ""))
 
 
 def openai_events(reply: Reply, usage: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -39,12 +51,12 @@ def openai_events(reply: Reply, usage: dict[str, Any] | None) -> list[dict[str, 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
-    if isinstance(reply, str):
-        events = [chunk({"content": piece}) for piece in pieces(reply, 4)]
+    text, calls = split(reply)
+    events = [chunk({"content": piece}) for piece in pieces(text, 4)]
+    if not calls:
         events.append(chunk({}, "stop"))
     else:
-        events = []
-        for index, call in enumerate(reply):
+        for index, call in enumerate(calls):
             events.append(chunk({"tool_calls": [{
                 "index": index, "id": call["id"], "type": "function",
                 "function": {"name": call["function"]["name"], "arguments": ""}}]}))
@@ -64,7 +76,7 @@ def anthropic_events(reply: Reply, usage: dict[str, int],
     tokens and ``message_stop``."""
     at = 1 if before else 0
     start_usage = {k: v for k, v in usage.items() if k != "output_tokens"}
-    text = reply if isinstance(reply, str) else "Checking."
+    text, calls = split(reply, anthropic=True)
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {
             "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
@@ -75,7 +87,7 @@ def anthropic_events(reply: Reply, usage: dict[str, int],
         *({"type": "content_block_delta", "index": at,
            "delta": {"type": "text_delta", "text": p}} for p in pieces(text, 4)),
         {"type": "content_block_stop", "index": at}]
-    for index, call in enumerate([] if isinstance(reply, str) else reply, start=at + 1):
+    for index, call in enumerate(calls, start=at + 1):
         events.append({"type": "content_block_start", "index": index, "content_block": {
             "type": "tool_use", "id": call["id"], "name": call["function"]["name"],
             "input": {}}})
@@ -83,7 +95,7 @@ def anthropic_events(reply: Reply, usage: dict[str, int],
                     "delta": {"type": "input_json_delta", "partial_json": p}}
                    for p in pieces(call["function"]["arguments"], 5)]
         events.append({"type": "content_block_stop", "index": index})
-    stop = "end_turn" if isinstance(reply, str) else "tool_use"
+    stop = "tool_use" if calls else "end_turn"
     return [*events, {"type": "message_delta", "delta": {"stop_reason": stop},
                       "usage": {"output_tokens": usage["output_tokens"]}},
             {"type": "message_stop"}]
@@ -91,27 +103,24 @@ def anthropic_events(reply: Reply, usage: dict[str, int],
 
 def anthropic_message(reply: Reply, usage: dict[str, int],
                       before: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    if isinstance(reply, str):
-        content = [{"type": "text", "text": reply}]
-    else:
-        content = [{"type": "text", "text": "Checking."}] + [
-            {"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
-             "input": json.loads(c["function"]["arguments"] or "{}")} for c in reply]
+    text, calls = split(reply, anthropic=True)
+    content = [{"type": "text", "text": text}] if text else []
+    content += [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
+                 "input": json.loads(c["function"]["arguments"] or "{}")} for c in calls]
     return {"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
             "content": [*(before or []), *content],
-            "stop_reason": "end_turn" if isinstance(reply, str) else "tool_use",
+            "stop_reason": "tool_use" if calls else "end_turn",
             "stop_sequence": None, "usage": usage}
 
 
 def openai_completion(reply: Reply, usage: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": None}
-    if isinstance(reply, str):
-        message["content"] = reply
-    else:
-        message["tool_calls"] = reply
+    text, calls = split(reply)
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = calls
     return {"id": "chatcmpl-fake", "object": "chat.completion", "model": "fake",
             "choices": [{"index": 0, "message": message,
-                         "finish_reason": "stop" if isinstance(reply, str) else "tool_calls"}],
+                         "finish_reason": "tool_calls" if calls else "stop"}],
             "usage": usage}
 
 
