@@ -7,10 +7,12 @@ Usage: python benchmarks/cache_stability.py [--turns 300] [--json]
    Before each assistant reply the context is compiled for the incoming message, as an
    agent would; the prefix ratio of a request is the share of its tokens that equal a
    prefix of the previous request (what a provider's prompt cache can reuse).
-2. The same kind of conversation as a client drives it through the proxy against the
-   providers' published prompt-cache rules, both styles, beside a naive client
-   (``provider_cache.py``): cache-hit rate over input tokens and cost, against the whole
-   history sent uncached; and what recording a call in the usage ledger costs.
+2. The same kind of conversation as a client drives it through each face of the proxy
+   (Chat Completions, Messages with and without extended thinking, Responses with a
+   compaction every 100 turns) against the providers' published prompt-cache rules,
+   beside a naive client (``provider_cache.py``): cache-hit rate over input tokens, cost
+   against the whole history sent uncached, thinking signatures and tool pairs intact;
+   and what recording a call in the usage ledger costs.
 3. Compile latency p50/p95 with 10k memories and a 1,000-event session, for the bundled
    local embedding model (recall embeds each message) and for the hash embedder (the
    engine's own cost), with each embedder's time for one message measured alone.
@@ -143,8 +145,8 @@ def main() -> None:
         tmp = Path(name)
         sim = simulate(tmp, args.turns, rng)
         plan = provider_cache.script(args.turns, random.Random(3))
-        cache = {style: provider_cache.drive(style, plan, tmp)
-                 for style in ("openai", "anthropic")}
+        cache = {face: provider_cache.drive(face, plan, tmp)
+                 for face in provider_cache.FACES}
         recording = provider_cache.record_cost(tmp)
         local = latency(tmp, "local", rng)
         hashed = latency(tmp, "hash", rng)
@@ -156,8 +158,8 @@ def main() -> None:
         return
     print(f"machine: {machine()}")
     print(f"conversation: {sim}")
-    for style, figures in cache.items():
-        print(f"provider cache, {style}: {figures}")
+    for face, figures in cache.items():
+        print(f"provider cache, {face}: {figures}")
     print(f"recording a call in the usage ledger: {recording}")
     print(f"compile, local model (10k memories, 1,000-event session): {local}")
     print(f"compile, hash embedder (engine cost alone): {hashed}")

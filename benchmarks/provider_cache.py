@@ -3,15 +3,17 @@ rules (``loci.llm.fake_provider``), beside a naive client in the same run.
 
 An agent conversation of ``turns`` user turns (a 1.6k-token system prompt; a tool call
 with a 300-token result every third turn; a memory tag every 25th reply; compaction for a
-32k-token window) is driven twice per style, with the same replies:
+32k-token window) is driven through each face (``FACES``), with the same replies:
 
 - **Loci**: the client sends its whole message list through Loci's proxy (Chat
   Completions to an OpenAI-style upstream; Messages, its system prompt marked with
-  ``cache_control``, to an Anthropic-style upstream), which records each call in the
-  usage ledger;
+  ``cache_control``, to an Anthropic-style upstream, also with extended thinking;
+  Responses, only the new items after ``previous_response_id`` and a
+  ``responses.compact`` every 100 turns), which records each call in the usage ledger;
 - **naive**: the same client sends the same list straight to the same kind of upstream
   (for Anthropic with a breakpoint on its last message, as the provider's guide
-  advises): the whole history every time, cached by the provider.
+  advises): the whole history every time, cached by the provider. The fake provider
+  serves no Responses API: that face has no naive run.
 
 Reported per style: the cache-hit rate over input tokens, input tokens, cost under the
 price table; the counterfactual of issue #21 (the whole history, uncached) from the
@@ -20,10 +22,12 @@ ledger. The upstream's clock advances 30 simulated seconds per call.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +37,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import sentence
 from loci import Usage, load_settings
 from loci.llm.fake_provider import FakeProvider, Reply
+from loci.llm.provider_rules import pairing_error, signature
 from loci.llm.wire import read_usage
 from loci.models import Scope
 from loci.pricing import price_of
 from loci.server import create_app
 from loci.server.hub import Principal
 
-MODELS = {"openai": "gpt-4.1", "anthropic": "claude-sonnet-4-6"}
+MODELS = {"chat": "gpt-4.1", "messages": "claude-sonnet-4-6", "responses": "gpt-4.1"}
 SYSTEM = "You are a coding agent working in a large repository. " + " ".join(
     f"Guideline {n}: keep the change small, run the tests of module {n}, and report the "
     "files you changed with one line each." for n in range(60))
@@ -87,7 +92,7 @@ def run_openai(plan: list[Any], base: str, http: Any, clock: Clock) -> list[Usag
         for _ in replies:
             clock.now += 30
             answer = client.chat.completions.create(
-                model=MODELS["openai"], messages=sent, tools=[SEARCH],  # type: ignore[arg-type]
+                model=MODELS["chat"], messages=sent, tools=[SEARCH],  # type: ignore[arg-type]
                 extra_headers={"X-Loci-Session": "agent"})
             usages.append(read_usage(answer.usage))
             choice = answer.choices[0].message
@@ -101,8 +106,10 @@ def run_openai(plan: list[Any], base: str, http: Any, clock: Clock) -> list[Usag
     return usages
 
 
-def run_anthropic(plan: list[Any], base: str, http: Any, clock: Clock) -> list[Usage]:
-    """The client's calls in the Messages shape; the usages it was told."""
+def run_anthropic(plan: list[Any], base: str, http: Any, clock: Clock,
+                  thinking: bool = False) -> list[Usage]:
+    """The client's calls in the Messages shape (with extended thinking: its signed
+    blocks sent back as they came); the usages it was told."""
     from anthropic import Anthropic
     client = Anthropic(base_url=base, api_key="open", max_retries=0,
                        **({"http_client": http} if http else {}))
@@ -117,8 +124,9 @@ def run_anthropic(plan: list[Any], base: str, http: Any, clock: Clock) -> list[U
             marked = [*sent[:-1], {**sent[-1], "content": [
                 *sent[-1]["content"][:-1],
                 {**sent[-1]["content"][-1], "cache_control": {"type": "ephemeral"}}]}]
+            extra = {"thinking": {"type": "enabled", "budget_tokens": 1024}} if thinking else {}
             answer = client.messages.create(
-                model=MODELS["anthropic"], max_tokens=1024, tools=[tool],  # type: ignore[list-item]
+                model=MODELS["messages"], max_tokens=2048, tools=[tool], **extra,  # type: ignore[arg-type]
                 system=[{"type": "text", "text": SYSTEM,
                          "cache_control": {"type": "ephemeral"}}],
                 messages=marked, extra_headers={"X-Loci-Session": "agent"})  # type: ignore[arg-type]
@@ -133,15 +141,50 @@ def run_anthropic(plan: list[Any], base: str, http: Any, clock: Clock) -> list[U
     return usages
 
 
+def run_responses(plan: list[Any], base: str, http: Any, clock: Clock) -> list[Usage]:
+    """The client's calls in the Responses shape: only the new items, after
+    ``previous_response_id``; every 100 turns ``responses.compact``, whose output (the
+    user's messages and an opaque compaction item) opens the next input."""
+    from openai import OpenAI
+    client = OpenAI(base_url=f"{base}/v1", api_key="open", max_retries=0, http_client=http)
+    tool = {"type": "function", "name": "search", "description": "Search the repository.",
+            "parameters": SEARCH["function"]["parameters"]}
+    session = {"X-Loci-Session": "agent"}
+    usages, previous, opening = [], None, []
+    for n, (message, replies, results) in enumerate(plan):
+        items: list[Any] = [*opening, {"role": "user", "content": message}]
+        for _ in replies:
+            clock.now += 30
+            answer = client.responses.create(
+                model=MODELS["responses"], instructions=SYSTEM, input=items, tools=[tool],  # type: ignore[list-item]
+                previous_response_id=previous, extra_headers=session)  # type: ignore[arg-type]
+            usages.append(read_usage(answer.usage))
+            previous = answer.id
+            calls = [o for o in answer.output if o.type == "function_call"]
+            items = [{"type": "function_call_output", "call_id": c.call_id, "output": r}
+                     for c, r in zip(calls, results if calls else [], strict=True)]
+        opening = []
+        if n and n % 100 == 0:
+            compacted = client.responses.compact(model=MODELS["responses"],
+                                                 input=message, extra_headers=session)
+            opening = [item.model_dump(exclude_none=True, warnings=False)
+                       for item in compacted.output]
+            previous = None
+    return usages
+
+
 def replies_of(plan: list[Any]) -> list[Reply]:
     return [reply for _, replies, _ in plan for reply in replies]
 
 
-def drive(style: str, plan: list[Any], home: Path) -> dict[str, Any]:
-    model = MODELS[style]
-    run = run_openai if style == "openai" else run_anthropic
+def drive(face: str, plan: list[Any], home: Path) -> dict[str, Any]:
+    """Loci and (but for Responses, which the fake provider does not serve) the naive
+    client through ``face``: hit rate and cost of each, the ledger's counterfactual,
+    and what reached the upstream: signed thinking blocks sent back and how many were
+    altered, tool pairs broken (the fake provider refuses both, as the providers do)."""
+    model, upstream, run = FACES[face]
     figures: dict[str, Any] = {}
-    for client in ("loci", "naive"):
+    for client in ("loci", "naive") if face != "responses" else ("loci",):
         clock, queue = Clock(), replies_of(plan)
         with FakeProvider(reply=lambda body, queue=queue: queue.pop(0),  # type: ignore[misc]
                           clock=clock) as provider:
@@ -150,9 +193,9 @@ def drive(style: str, plan: list[Any], home: Path) -> dict[str, Any]:
                 figures[client] = priced(model, usages)
                 continue
             settings = load_settings(
-                home=str(home), store=f"sqlite:///{home}/{style}.db", model=model,
+                home=str(home), store=f"sqlite:///{home}/{face}.db", model=model,
                 models={model: 32_000}, memory_mirror=False, workspace=str(home),
-                embedding_provider="hash", proxy_provider=style,
+                embedding_provider="hash", proxy_provider=upstream,
                 proxy_base_url=f"{provider.url}/v1", proxy_api_key="sk-fake")
             app = create_app(settings)
             with TestClient(app, base_url="http://127.0.0.1") as http:
@@ -166,10 +209,38 @@ def drive(style: str, plan: list[Any], home: Path) -> dict[str, Any]:
                 compactions=totals.compactions,
                 ledger_agrees=totals.usage == sum(usages, Usage()),
                 full_history_uncached_cost=round(totals.full_cost or 0, 4),
-                saving_vs_full_uncached=round(totals.saving or 0, 4))
-    figures["loci"]["saving_vs_naive_cached"] = round(
-        1 - figures["loci"]["cost"] / figures["naive"]["cost"], 4)
+                saving_vs_full_uncached=round(totals.saving or 0, 4),
+                **upstream_checks(provider.requests))
+    if "naive" in figures:
+        figures["loci"]["saving_vs_naive_cached"] = round(
+            1 - figures["loci"]["cost"] / figures["naive"]["cost"], 4)
     return figures
+
+
+def upstream_checks(requests: list[tuple[str, dict[str, Any]]]) -> dict[str, int]:
+    """Thinking blocks sent back to the upstream, those altered, and requests whose
+    tool calls and results do not pair up."""
+    sent = altered = broken = 0
+    for path, body in requests:
+        anthropic = path.endswith("/messages")
+        broken += pairing_error(body, anthropic) is not None
+        for message in body["messages"] if anthropic else ():
+            for block in message["content"] if isinstance(message["content"], list) else ():
+                if block.get("type") == "thinking":
+                    sent += 1
+                    altered += block.get("signature") != signature(block["thinking"])
+    return {"thinking_blocks_sent_back": sent, "thinking_blocks_altered": altered,
+            "broken_tool_pairs": broken}
+
+
+#: Face → (model, upstream provider, the client's calls).
+FACES: dict[str, tuple[str, str, Callable[..., list[Usage]]]] = {
+    "chat": (MODELS["chat"], "openai", run_openai),
+    "messages": (MODELS["messages"], "anthropic", run_anthropic),
+    "messages+thinking": (MODELS["messages"], "anthropic",
+                          functools.partial(run_anthropic, thinking=True)),
+    "responses": (MODELS["responses"], "openai", run_responses),
+}
 
 
 def priced(model: str, usages: list[Usage]) -> dict[str, Any]:

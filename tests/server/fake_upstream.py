@@ -2,15 +2,11 @@
 real HTTP on loopback) that answers scripted replies and records what it was sent, with
 helpers to build the proxy around it.
 
-The Anthropic shape follows Anthropic's rules for extended thinking: with ``thinking``
-enabled, each answer starts with a signed ``thinking`` block; a request whose last user
-turn brings tool results must send the assistant turn they answer starting with its
-thinking block, and every thinking block must come back with its text and signature
-unchanged (else 400, as Anthropic answers)."""
+The Anthropic shape follows Anthropic's rules for extended thinking and empty text blocks
+(``loci.llm.provider_rules``: else 400, as Anthropic answers)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections.abc import Iterator
@@ -30,56 +26,18 @@ from loci.llm.fake_provider import (
     openai_completion,
     openai_events,
 )
-from loci.llm.fake_provider import pieces as wire_pieces
+from loci.llm.provider_rules import (
+    empty_text,
+    thinking_block,
+    thinking_error,
+    thinking_events,
+)
+from loci.llm.provider_rules import pieces as wire_pieces
 from loci.models import Scope
 from loci.server import create_app
 from loci.server.hub import Hub, Principal
 
 UPSTREAM_KEY = "sk-upstream-test"
-
-
-def signature(thinking: str) -> str:
-    """The fake upstream's signature of a thinking text."""
-    return hashlib.sha256(f"fake-upstream|{thinking}".encode()).hexdigest()
-
-
-def thinking_block(number: int) -> dict[str, Any]:
-    text = f"Let me think about step {number}."
-    return {"type": "thinking", "thinking": text, "signature": signature(text)}
-
-
-def empty_text(body: dict[str, Any]) -> str | None:
-    """Anthropic's refusal of an empty text block, or None."""
-    system = body.get("system")
-    places = [("system", system if isinstance(system, list) else [])]
-    places += [(f"messages.{n}", m["content"]) for n, m in enumerate(body["messages"])
-               if isinstance(m.get("content"), list)]
-    for where, blocks in places:
-        if any(b.get("type") == "text" and not b.get("text") for b in blocks):
-            return f"{where}: text content blocks must be non-empty"
-    return None
-
-
-def thinking_error(body: dict[str, Any]) -> str | None:
-    """What Anthropic would refuse in ``body``'s thinking blocks, or None."""
-    messages = body.get("messages") or []
-    for n, message in enumerate(messages):
-        for block in message.get("content") if isinstance(message.get("content"), list) else ():
-            if block.get("type") == "thinking" and block.get("signature") != signature(
-                    block.get("thinking", "")):
-                return f"messages.{n}: Invalid `signature` in `thinking` block"
-    last = messages[-1] if messages else {}
-    content = last.get("content") if isinstance(last.get("content"), list) else []
-    if any(b.get("type") == "tool_result" for b in content):
-        assistant = next((m for m in reversed(messages) if m["role"] == "assistant"), {})
-        first = (assistant.get("content") or [{}])[0]
-        if not isinstance(first, dict) or first.get("type") not in (
-                "thinking", "redacted_thinking"):
-            return ("Expected `thinking` or `redacted_thinking`, but found "
-                    f"`{first.get('type') if isinstance(first, dict) else 'text'}`. When "
-                    "`thinking` is enabled, a final `assistant` message must start with a "
-                    "thinking block")
-    return None
 
 
 @dataclass
@@ -109,20 +67,6 @@ ANTHROPIC_TOOL_USAGE = {"input_tokens": 13, "output_tokens": 9}
 def pieces(text: str, size: int = 4) -> list[str]:
     """The reply in small pieces, so tags arrive split across chunks."""
     return wire_pieces(text, size)
-
-
-def thinking_events(block: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """A thinking block as Anthropic streams it (at index 0), or nothing."""
-    if block is None:
-        return []
-    return [{"type": "content_block_start", "index": 0,
-             "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
-            *({"type": "content_block_delta", "index": 0,
-               "delta": {"type": "thinking_delta", "thinking": p}}
-              for p in pieces(block["thinking"], 9)),
-            {"type": "content_block_delta", "index": 0,
-             "delta": {"type": "signature_delta", "signature": block["signature"]}},
-            {"type": "content_block_stop", "index": 0}]
 
 
 def anthropic_answer(reply: Any, thinking: dict[str, Any] | None, stream: bool) -> Any:

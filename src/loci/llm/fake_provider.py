@@ -1,9 +1,11 @@
 """A fake LLM provider over real HTTP on loopback, for tests and benchmarks: OpenAI's
 ``POST /v1/chat/completions`` and Anthropic's ``POST /v1/messages``, streamed or not, in
 the published wire formats, with the usage each provider's prompt cache would report
-(``prompt_cache``). It answers what ``reply`` says: text, OpenAI-shaped tool calls (sent
-as ``tool_use`` blocks after a short text on the Anthropic side), or an OpenAI assistant
-message with both. Never used at run time.
+(``prompt_cache``), and the providers' refusals (``provider_rules``: altered thinking
+signatures, empty text blocks, broken tool pairs are a 400). It answers what ``reply``
+says: text, OpenAI-shaped tool calls (sent as ``tool_use`` blocks after a short text on
+the Anthropic side), or an OpenAI assistant message with both; with Anthropic's
+``thinking`` enabled, after a signed thinking block. Never used at run time.
 
     with FakeProvider(reply=lambda body: "ok") as provider:
         settings = load_settings(proxy_provider="openai", proxy_base_url=provider.url + "/v1")
@@ -20,6 +22,14 @@ from types import TracebackType
 from typing import Any
 
 from loci.llm.prompt_cache import AnthropicCache, OpenAIPrefixCache, canonical
+from loci.llm.provider_rules import (
+    empty_text,
+    pairing_error,
+    pieces,
+    thinking_block,
+    thinking_error,
+    thinking_events,
+)
 from loci.tokens import token_counter
 
 #: Text, OpenAI-shaped tool calls, or an assistant message (``content``, ``tool_calls``).
@@ -124,10 +134,6 @@ def openai_completion(reply: Reply, usage: dict[str, Any]) -> dict[str, Any]:
             "usage": usage}
 
 
-def pieces(text: str, size: int) -> list[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)]
-
-
 class FakeProvider:
     """The server; ``requests`` holds each request's path and body, ``clock`` (seconds)
     decides when cached prefixes expire (a benchmark may simulate time)."""
@@ -152,6 +158,14 @@ class FakeProvider:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+    def refusal(self, path: str, body: dict[str, Any]) -> str | None:
+        """What the provider of ``path`` would answer 400 to in ``body``, or None."""
+        if not path.endswith("/messages"):
+            return pairing_error(body, anthropic=False)
+        thinking = (body.get("thinking") or {}).get("type") in ("enabled", "adaptive")
+        return (empty_text(body) or pairing_error(body, anthropic=True)
+                or (thinking_error(body) if thinking else None))
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[Reply, dict[str, Any]]:
         """The reply to ``body`` and its usage, as the provider of ``path`` counts it."""
@@ -181,14 +195,23 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             if not self.path.endswith(("/chat/completions", "/messages")):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
-            reply, usage = provider.answer(self.path, body)
             anthropic = self.path.endswith("/messages")
+            if (error := provider.refusal(self.path, body)) is not None:
+                self._send(400, {"type": "error", "error": {
+                    "type": "invalid_request_error", "message": error}} if anthropic
+                    else {"error": {"message": error, "type": "invalid_request_error"}})
+                return
+            reply, usage = provider.answer(self.path, body)
+            thinking = None
+            if anthropic and (body.get("thinking") or {}).get("type") in ("enabled",
+                                                                          "adaptive"):
+                thinking = thinking_block(len(provider.requests))
             if not body.get("stream"):
-                self._send(200, anthropic_message(reply, usage) if anthropic
-                           else openai_completion(reply, usage))
+                self._send(200, anthropic_message(reply, usage, [thinking] if thinking else None)
+                           if anthropic else openai_completion(reply, usage))
                 return
             wanted = (body.get("stream_options") or {}).get("include_usage")
-            events = (anthropic_events(reply, usage) if anthropic
+            events = (anthropic_events(reply, usage, thinking_events(thinking)) if anthropic
                       else openai_events(reply, usage if wanted else None))
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
