@@ -99,9 +99,8 @@ class Loci:
                                           indexer=indexer)
         base = self.runtime.settings
         self.settings = base.with_overrides(user=user, agent=agent) if user or agent else base
-        self.scope = Scope(
-            check_name("user", self.settings.user), check_name("agent", self.settings.agent)
-        )
+        self.scope = Scope(check_name("user", self.settings.user),
+                           check_name("agent", self.settings.agent))
         self.store = self.runtime.store
         self.clock = clock or self.runtime.clock
         self.indexer = self.runtime.indexer
@@ -126,8 +125,8 @@ class Loci:
 
     @cached_property
     def _memories(self) -> MemoryService:
-        mirror = Mirror(self.settings.memory_root, self.scope) if (
-            self.settings.memory_mirror) else None
+        memory = self.settings.memory_mirror
+        mirror = Mirror(self.settings.memory_root, self.scope) if memory else None
         return MemoryService(self.store, self.scope, self.indexer, self._now,
                              self.settings.memory_types, mirror)
 
@@ -393,15 +392,18 @@ class Loci:
 
     def compile(
         self, session: str | None, message: str | None = None, *, model: str | None = None,
-        window: int | None = None, guest: bool = False,
+        window: int | None = None, guest: bool = False, provider_edits: Sequence[str] | None = None,
     ) -> CompiledContext:
         """The context for the next LLM call of ``session`` around ``message``, the session
-        compacted first if the policy says so; ``window`` overrides the model's for this
-        call; ``guest`` (someone else's agent: the proxy) adds no built-in persona."""
+        compacted first if the policy says so; ``window`` overrides the model's; ``guest``
+        (someone else's agent: the proxy) adds no built-in persona; ``provider_edits``: the
+        context edits the session's provider applies (``CompactionService.note_edits``)."""
         window = self._checked(message, window)
         decision = Decision.NONE
         if session is not None:
             check_name("session", session)
+            if provider_edits is not None:
+                self._compaction.note_edits(session, provider_edits)
             decision, _ = self._compaction.maybe_compact(session, model=model,
                                                         before_compile=True, window=window)
         return self._compile(session, message, model, window,
@@ -453,7 +455,7 @@ class Loci:
         request = CompileRequest(
             model=model, window=window, budget=int(window * self.settings.context.target),
             layers=layers, sections=sections, compactions=compactions,
-        )
+            provider_edits=self._compaction.edits(session) if session else ())
         counter = token_counter(model, self.settings.tokenizer)
         compiled = ContextCompiler(counter).compile(ctx, request)
         if given is None and known_window(model, self.settings.models) is None:

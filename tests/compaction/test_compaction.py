@@ -277,3 +277,31 @@ def test_a_chat_model_is_asked_for_the_trail_and_dated_facts(home: Path, clock: 
     assert "## Files\n- Read: a.py" in user  # the earlier summary, to merge
     assert f"[{clock.now:%Y-%m-%d %H:%M}] Ana: Fix the build." in user
     assert 'bash({"command":"make test"})' in user
+
+
+def test_when_the_provider_clears_tool_uses_loci_masks_none_and_explain_says_who(
+        home: Path, clock: FakeClock) -> None:
+    edits = ["clear_tool_uses_20250919"]
+    with open_loci(home, clock) as loci:
+        # The proxy notes the client's edits with each call of the session.
+        loci.compile("theirs", "start", provider_edits=edits)
+        for session in ("theirs", "ours"):
+            chat(loci, 10, session=session, big=600)
+            loci.compact(session, strategy="mask")
+        masked = loci.compile("ours", "next?").explain()
+        for session in ("theirs", "ours"):
+            loci.compact(session)  # and a summary
+        theirs = loci.compile("theirs", "next?", provider_edits=edits)
+        ours = loci.compile("ours", "next?")
+        assert [c.strategy for c in loci.compactions("theirs")] == ["summary"]
+        assert not [e for e in loci.events("theirs") if e.masked is not None]
+        assert [e for e in loci.events("ours") if e.masked is not None]
+        assert "clear_tool_uses" not in theirs.to_text()  # Loci's note, not the model's
+        # A request without edits ends them: Loci masks again.
+        loci.compile("theirs", "and now?", provider_edits=[])
+        chat(loci, 4, session="theirs", big=600, start=10)
+        assert loci.compact("theirs", strategy="mask").masked > 0
+    assert "clear_tool_uses_20250919" in theirs.explain()
+    assert "applied by the provider" in theirs.explain()
+    assert "tool output(s) masked by Loci's compaction" in masked
+    assert "summary event" in ours.explain() and "by Loci's compaction" in ours.explain()

@@ -256,6 +256,35 @@ def test_anthropics_own_tool_types_pass_to_an_anthropic_upstream(
     assert upstream.last["headers"]["anthropic-beta"] == "context-management-2025-06-27"
 
 
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_tool_results_the_provider_clears_are_not_masked_by_loci_too(
+        home: Path, upstream: Upstream, live_server: LiveServer, kind: str) -> None:
+    app = proxy_app(home, upstream, kind)
+    loci = engine(app)
+    for n in range(8):
+        loci.add_events("work", [
+            {"role": "user", "content": f"Read part {n}."},
+            {"type": "tool_call", "tool_name": "read", "tool_call_id": f"r{n}",
+             "args": {"part": n}},
+            {"type": "tool_result", "tool_call_id": f"r{n}", "content": "line\n" * 800},
+            {"role": "assistant", "content": f"Part {n} read."}])
+    edits = {"edits": [{"type": "clear_tool_uses_20250919", "keep": {
+        "type": "tool_uses", "value": 2}}]}
+    with client(live_server(app)) as claude:
+        claude.beta.messages.create(
+            model="m", max_tokens=8, extra_headers=SESSION, context_management=edits,
+            betas=["context-management-2025-06-27"],
+            messages=[{"role": "user", "content": "Summarize the parts."}])
+    # The session outgrew the window: Loci compacted it before the call. An Anthropic
+    # upstream clears old tool results itself, so Loci left them whole; another upstream
+    # never sees the edits, so Loci masked them.
+    assert loci.compactions("work")
+    masked = [e for e in loci.events("work") if e.masked is not None]
+    assert (not masked) == (kind == "anthropic")
+    explained = loci.compile("work", "next?").explain()
+    assert ("clear_tool_uses_20250919" in explained) == (kind == "anthropic")
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_proxy_runs_the_memory_tool_when_asked(
         home: Path, upstream: Upstream, live_server: LiveServer, stream: bool) -> None:

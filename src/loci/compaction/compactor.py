@@ -64,13 +64,13 @@ class Compactor:
 
     def compact(
         self, session: str, window: int, *, strategy: str = "full",
-        instructions: str | None = None, dry_run: bool = False,
+        instructions: str | None = None, dry_run: bool = False, mask_tools: bool = True,
     ) -> CompactionResult:
         live = self.store.list_events(self.scope, session, include_archived=False)
         summaries = [e for e in live if e.type == "summary"]
         old, recent = self._split([e for e in live if e.type != "summary"], window)
         masks = plan_masks(old, recent, session, self.policy.mask_chars,
-                           self.policy.artifact_chars)
+                           self.policy.artifact_chars) if mask_tools else []
         by_id = {m.event_id: m for m in masks}
         before = sum(e.tokens for e in live)
         masked_tokens = {m.event_id: self.counter.count_message("tool", m.text) for m in masks}

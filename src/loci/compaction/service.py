@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 
 from loci.compaction.compactor import STRATEGIES, CompactionResult, Compactor
-from loci.compaction.policy import COMPACTING, Decision, decide
+from loci.compaction.policy import CLEARS_TOOLS, COMPACTING, Decision, decide
 from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summarizer
 from loci.context.layers import PRESERVE_SHARE, SUMMARY_SHARE, configure, history_budget
 from loci.errors import ValidationError
@@ -21,6 +21,8 @@ from loci.tokens import context_window, token_counter
 
 #: State keys marking how far a session's events were flushed to memory.
 FLUSHED_PREFIX = "flushed:"
+#: State keys holding the context edits a session's provider applies (``note_edits``).
+EDITS_PREFIX = "provider_edits:"
 
 
 def chat_model_from(settings: Settings) -> ChatModel | None:
@@ -74,7 +76,27 @@ class CompactionService:
             preserve_cap=int(history * PRESERVE_SHARE),
         )
         return compactor.compact(session, self.window(model, window), strategy=strategy,
-                                 instructions=instructions, dry_run=dry_run)
+                                 instructions=instructions, dry_run=dry_run,
+                                 mask_tools=not any(e.startswith(CLEARS_TOOLS)
+                                                    for e in self.edits(session)))
+
+    def edits(self, session: str) -> tuple[str, ...]:
+        """The context edits the provider applies to ``session``'s calls (noted by the
+        proxy from the client's requests)."""
+        noted = self.store.get_state(self.scope, EDITS_PREFIX + session)
+        return tuple(noted.value.split()) if noted else ()
+
+    def note_edits(self, session: str, edits: Sequence[str]) -> None:
+        """Remember the edits of the session's latest request; with Anthropic's
+        ``clear_tool_uses_*`` the provider clears old tool results, so Loci's compactions
+        of the session leave them whole rather than mask them a second time."""
+        if tuple(edits) == self.edits(session):
+            return
+        if edits:
+            self.store.set_state(self.scope, EDITS_PREFIX + session, " ".join(edits),
+                                 self.clock())
+        else:
+            self.store.delete_state(self.scope, EDITS_PREFIX + session)
 
     def decide(self, session: str, *, model: str | None = None,
                before_compile: bool = False, window: int | None = None) -> Decision:

@@ -49,6 +49,8 @@ class CompileRequest:
     layers: Sequence[LayerSpec]
     sections: dict[str, float]
     compactions: int = 0
+    #: Context edits the provider applies to this call (``Loci.compile``).
+    provider_edits: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class ContextCompiler:
                       available)
         reports: dict[str, LayerReport] = {}
         summary = self._summary(ctx, request, planned)
-        history = self._history(ctx, planned - summary.cost, reports)
+        history = self._history(ctx, planned - summary.cost, reports, request.provider_edits)
         sections = self._section_budgets(request, available - history.tokens - summary.cost)
         texts: dict[str, list[str]] = {}
         for section in ("static", "dynamic", "retrieved"):
@@ -250,7 +252,8 @@ class ContextCompiler:
         return "\n\n".join(blocks)
 
     def _history(
-        self, ctx: BuildContext, budget: int, reports: dict[str, LayerReport]
+        self, ctx: BuildContext, budget: int, reports: dict[str, LayerReport],
+        provider_edits: tuple[str, ...] = (),
     ) -> History:
         report = reports["history"] = LayerReport("history", "history", max(budget, 0))
         live = [e for e in ctx.events if not e.archived and e.type != "summary"]
@@ -262,7 +265,12 @@ class ContextCompiler:
                                    "pinned")
         steps = [e for e in history.events if e is not history.pinned_task]
         if steps:
-            report.included.append(f"events {steps[0].id}-{steps[-1].id}")
+            masked = sum(e.masked is not None for e in steps)
+            report.included.append(f"events {steps[0].id}-{steps[-1].id}" + (
+                f", {masked} tool output(s) masked by Loci's compaction" if masked else ""))
+        if provider_edits:
+            report.included.append(f"the client's context edits ({', '.join(provider_edits)}) "
+                                   "are applied by the provider, to what Loci sends")
         if history.dropped_steps:
             report.dropped.append((f"{history.dropped_steps} older step(s)",
                                    "over the history budget (compaction summarizes them)"))

@@ -35,7 +35,7 @@ RECENT_MEMORIES = 100
 #: Recalled items scoring below this (search scores are in [0, 1]) cost no tokens.
 RECALL_MIN_SCORE = 0.3
 #: State keys Loci keeps for itself (focus, flush marks), not shown as state.
-INTERNAL_STATE = (STATE_PREFIX, "flushed:")
+INTERNAL_STATE = (STATE_PREFIX, "flushed:", "provider_edits:")
 _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNORECASE)
 
 
@@ -213,7 +213,8 @@ def memories(ctx: BuildContext) -> list[Item]:
 
 def compaction_summary(ctx: BuildContext) -> list[Item]:
     latest = ctx.store.latest_summary(ctx.scope, ctx.session) if ctx.session else None
-    return [Item(f"summary event {latest.id}", latest.content)] if latest else []
+    return [Item(f"summary event {latest.id}, by Loci's compaction", latest.content)
+            ] if latest else []
 
 
 def focus(ctx: BuildContext) -> list[Item]:

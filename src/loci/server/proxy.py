@@ -66,7 +66,7 @@ from loci.server.proxy_types import (
     chat_usage,
     system_blocks,
 )
-from loci.server.proxy_upstream import OWN_FIELDS, make_upstream
+from loci.server.proxy_upstream import OWN_FIELDS, make_upstream, provider_edits
 
 router = APIRouter(tags=["proxy"])
 log = logging.getLogger(__name__)
@@ -188,7 +188,9 @@ class Turn:
             raise ValidationError("the last message must be the user's new message or "
                                   "the results of the assistant's tool calls")
         shown = (text or self.message) if self.message is not None else None
-        context = loci.compile(session, shown, model=body.model, guest=True)
+        self.edits = provider_edits(loci.settings, body.params())
+        context = loci.compile(session, shown, model=body.model, guest=True,
+                               provider_edits=self.edits)
         system = [block for m in body.messages if m.get("role") in ("system", "developer")
                   for block in system_blocks(m.get("content"))]
         self.request = UpstreamRequest(body.model, context, system, body.params(),
@@ -254,7 +256,8 @@ class Turn:
         clean = self.record(reply, calls, blocks)
         self.loci.add_events(self.session, proxy_memory.run(self.loci, calls))
         self.message = None  # recorded: the log holds it from now on
-        context = self.loci.compile(self.session, None, model=self.body.model, guest=True)
+        context = self.loci.compile(self.session, None, model=self.body.model, guest=True,
+                                    provider_edits=self.edits)
         self.request = replace(self.request, context=context, attachments=[])
         return clean
 

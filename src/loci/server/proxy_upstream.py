@@ -43,9 +43,22 @@ class NoUpstreamError(ConfigError):
     http_status = 503
 
 
+def provider_of(settings: Settings) -> str:
+    return (settings.proxy.provider or settings.llm.provider).strip().lower()
+
+
+def provider_edits(settings: Settings, params: dict[str, Any]) -> tuple[str, ...]:
+    """The types of the client's ``context_management`` edits that the upstream applies
+    (an Anthropic upstream; any other drops them)."""
+    if provider_of(settings) != "anthropic":
+        return ()
+    edits = mapping(params.get("context_management")).get("edits")
+    return tuple(str(mapping(e).get("type")) for e in edits or () if mapping(e).get("type"))
+
+
 def make_upstream(settings: Settings) -> Upstream:
     """The configured upstream, or a NoUpstreamError saying how to configure one."""
-    provider = (settings.proxy.provider or settings.llm.provider).strip().lower()
+    provider = provider_of(settings)
     base_url = settings.proxy.base_url or settings.llm.base_url
     api_key = settings.proxy.api_key or settings.llm.api_key or None
     # The providers want a default model; the proxy always sends the client's.
