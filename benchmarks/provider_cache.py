@@ -37,14 +37,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import sentence
 from loci import Usage, load_settings
 from loci.llm.fake_provider import FakeProvider, Reply
-from loci.llm.provider_rules import pairing_error, signature
+from loci.llm.provider_rules import pairing_error, responses_error, signature
 from loci.llm.wire import read_usage
 from loci.models import Scope
 from loci.pricing import price_of
 from loci.server import create_app
 from loci.server.hub import Principal
 
-MODELS = {"chat": "gpt-4.1", "messages": "claude-sonnet-4-6", "responses": "gpt-4.1"}
+MODELS = {"chat": "gpt-4.1", "messages": "claude-sonnet-4-6", "responses": "gpt-5"}
 SYSTEM = "You are a coding agent working in a large repository. " + " ".join(
     f"Guideline {n}: keep the change small, run the tests of module {n}, and report the "
     "files you changed with one line each." for n in range(60))
@@ -141,7 +141,8 @@ def run_anthropic(plan: list[Any], base: str, http: Any, clock: Clock,
     return usages
 
 
-def run_responses(plan: list[Any], base: str, http: Any, clock: Clock) -> list[Usage]:
+def run_responses(plan: list[Any], base: str, http: Any, clock: Clock,
+                  reasoning: bool = False) -> list[Usage]:
     """The client's calls in the Responses shape: only the new items, after
     ``previous_response_id``; every 100 turns ``responses.compact``, whose output (the
     user's messages and an opaque compaction item) opens the next input."""
@@ -155,9 +156,10 @@ def run_responses(plan: list[Any], base: str, http: Any, clock: Clock) -> list[U
         items: list[Any] = [*opening, {"role": "user", "content": message}]
         for _ in replies:
             clock.now += 30
+            extra = {"reasoning": {"effort": "low"}} if reasoning else {}
             answer = client.responses.create(
                 model=MODELS["responses"], instructions=SYSTEM, input=items, tools=[tool],  # type: ignore[list-item]
-                previous_response_id=previous, extra_headers=session)  # type: ignore[arg-type]
+                previous_response_id=previous, extra_headers=session, **extra)  # type: ignore[arg-type]
             usages.append(read_usage(answer.usage))
             previous = answer.id
             calls = [o for o in answer.output if o.type == "function_call"]
@@ -184,7 +186,7 @@ def drive(face: str, plan: list[Any], home: Path) -> dict[str, Any]:
     altered, tool pairs broken (the fake provider refuses both, as the providers do)."""
     model, upstream, run = FACES[face]
     figures: dict[str, Any] = {}
-    for client in ("loci", "naive") if face != "responses" else ("loci",):
+    for client in ("loci", "naive") if not face.startswith("responses") else ("loci",):
         clock, queue = Clock(), replies_of(plan)
         with FakeProvider(reply=lambda body, queue=queue: queue.pop(0),  # type: ignore[misc]
                           clock=clock) as provider:
@@ -218,18 +220,24 @@ def drive(face: str, plan: list[Any], home: Path) -> dict[str, Any]:
 
 
 def upstream_checks(requests: list[tuple[str, dict[str, Any]]]) -> dict[str, int]:
-    """Thinking blocks sent back to the upstream, those altered, and requests whose
-    tool calls and results do not pair up."""
+    """Signed blocks sent back to the upstream (Anthropic's thinking, the Responses API's
+    reasoning items), those altered, and requests whose tool calls and results do not
+    pair up."""
     sent = altered = broken = 0
     for path, body in requests:
-        anthropic = path.endswith("/messages")
-        broken += pairing_error(body, anthropic) is not None
-        for message in body["messages"] if anthropic else ():
-            for block in message["content"] if isinstance(message["content"], list) else ():
-                if block.get("type") == "thinking":
-                    sent += 1
-                    altered += block.get("signature") != signature(block["thinking"])
-    return {"thinking_blocks_sent_back": sent, "thinking_blocks_altered": altered,
+        if path.endswith("/responses"):
+            broken += responses_error(body) is not None
+            kept = [(b["encrypted_content"], f"reasoning|{b['id']}") for b in body["input"]
+                    if b.get("type") == "reasoning"]
+        else:
+            anthropic = path.endswith("/messages")
+            broken += pairing_error(body, anthropic) is not None
+            kept = [(b.get("signature"), b["thinking"]) for m in body["messages"]
+                    if anthropic and isinstance(m["content"], list)
+                    for b in m["content"] if b.get("type") == "thinking"]
+        sent += len(kept)
+        altered += sum(sign != signature(text) for sign, text in kept)
+    return {"signed_blocks_sent_back": sent, "signed_blocks_altered": altered,
             "broken_tool_pairs": broken}
 
 
@@ -240,6 +248,8 @@ FACES: dict[str, tuple[str, str, Callable[..., list[Usage]]]] = {
     "messages+thinking": (MODELS["messages"], "anthropic",
                           functools.partial(run_anthropic, thinking=True)),
     "responses": (MODELS["responses"], "openai", run_responses),
+    "responses native+reasoning": (MODELS["responses"], "openai-responses",
+                                   functools.partial(run_responses, reasoning=True)),
 }
 
 

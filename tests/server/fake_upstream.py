@@ -30,7 +30,6 @@ from loci.llm.provider_rules import (
     empty_text,
     thinking_block,
     thinking_error,
-    thinking_events,
 )
 from loci.llm.provider_rules import pieces as wire_pieces
 from loci.models import Scope
@@ -73,7 +72,7 @@ def anthropic_answer(reply: Any, thinking: dict[str, Any] | None, stream: bool) 
     """Text or tool calls as Anthropic answers them, after a thinking block if any."""
     usage = ANTHROPIC_TOOL_USAGE if isinstance(reply, list) else ANTHROPIC_USAGE
     if stream:
-        return anthropic_events(reply, usage, thinking_events(thinking))
+        return anthropic_events(reply, usage, [thinking] if thinking else None)
     return anthropic_message(reply, usage, [thinking] if thinking else None)
 
 

@@ -5,6 +5,7 @@ real HTTP); the client gets the cached counts in its API's shape."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,3 +142,43 @@ def test_a_failing_ledger_never_costs_the_answer(
     chat_turns(live_server(app), 1, stream=False)
     assert [e.content for e in engine(app).events("work")] == [
         "Step 0: the figures, please.", "Noted, step done."]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropics_own_compaction_goes_through_and_loci_starts_from_it(
+        home: Path, live_server: LiveServer, stream: bool) -> None:
+    """With ``compact_20260112`` the provider summarizes the conversation into a
+    compaction block: the client gets it, Loci keeps it with the turn and sends it back
+    unchanged (the fake provider refuses an altered one), and the history Loci sends and
+    compacts itself starts there: what the block stands for is not sent or compacted
+    a second time."""
+    replies = iter(["First answer.", "Second answer.", "Third answer."])
+    with FakeProvider(reply=lambda body: next(replies)) as fake:
+        app = app_for(home, fake, "anthropic")
+        edits = {"edits": [{"type": "compact_20260112",
+                            "trigger": {"type": "input_tokens", "value": 500}}]}
+        seen = []
+        with Anthropic(base_url=live_server(app), api_key="open", max_retries=0) as claude:
+            for n, text in enumerate(["Hello.", RULES[:2000] + " Noted?", "And now?"]):
+                ask: dict[str, Any] = {
+                    "model": "claude-sonnet-4-6", "max_tokens": 64, "extra_headers": SESSION,
+                    "betas": ["compact-2026-01-12"], "context_management": edits,
+                    "messages": [{"role": "user", "content": f"{n}: {text}"}]}
+                if stream:
+                    with claude.beta.messages.stream(**ask) as events:
+                        seen.append(events.get_final_message())
+                else:
+                    seen.append(claude.beta.messages.create(**ask))
+    # The second request crossed the trigger: its answer starts with the summary.
+    assert [b.type for b in seen[1].content] == ["compaction", "text"]
+    block = seen[1].content[0].model_dump(exclude_none=True)
+    assert block["content"].startswith("Summary of")
+    third = fake.requests[-1][1]["messages"]
+    # The last request starts with the turn the summary answered, the block as it came.
+    assert third[0]["role"] == "user" and "1: " in json.dumps(third[0])
+    assert third[1]["content"][0] == {
+        k: v for k, v in block.items() if k in ("type", "content", "encrypted_content")}
+    assert "0: Hello." not in json.dumps(third)
+    loci = engine(app)
+    assert loci.compact("work").archived == 0  # nothing after the summary to compact
+    assert "compact_20260112" in loci.compile("work", "next?").explain()

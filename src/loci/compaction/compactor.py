@@ -18,6 +18,7 @@ from loci.compaction.masking import Mask, plan_masks
 from loci.compaction.policy import preserve_tokens
 from loci.compaction.summarize import Summarizer
 from loci.context.history import group_steps, turn_opener
+from loci.context.render import since_provider_compaction
 from loci.eventlog import new_event
 from loci.models import Compaction, Document, Event, NewEvent, Scope
 from loci.settings import CompactionSettings
@@ -65,8 +66,14 @@ class Compactor:
     def compact(
         self, session: str, window: int, *, strategy: str = "full",
         instructions: str | None = None, dry_run: bool = False, mask_tools: bool = True,
+        provider_compacts: bool = False,
     ) -> CompactionResult:
+        """Compact ``session``; ``mask_tools`` False leaves tool outputs whole (the
+        provider clears them), ``provider_compacts`` leaves what the provider's latest
+        compaction stands for alone."""
         live = self.store.list_events(self.scope, session, include_archived=False)
+        if provider_compacts:
+            live = since_provider_compaction(live)
         summaries = [e for e in live if e.type == "summary"]
         old, recent = self._split([e for e in live if e.type != "summary"], window)
         masks = plan_masks(old, recent, session, self.policy.mask_chars,

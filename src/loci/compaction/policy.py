@@ -29,10 +29,6 @@ class Decision(StrEnum):
     TRUNCATE = "truncate"
 
 
-#: A provider's context edit that clears old tool results itself (Anthropic's
-#: ``clear_tool_uses_20250919``): with it, Loci leaves tool outputs whole.
-CLEARS_TOOLS = "clear_tool_uses"
-
 #: The decisions on which ``CompactionService.maybe_compact`` compacts.
 COMPACTING = frozenset({Decision.SLEEP, Decision.COMPACT, Decision.EMERGENCY})
 

@@ -7,9 +7,10 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 
 from loci.compaction.compactor import STRATEGIES, CompactionResult, Compactor
-from loci.compaction.policy import CLEARS_TOOLS, COMPACTING, Decision, decide
+from loci.compaction.policy import COMPACTING, Decision, decide
 from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summarizer
 from loci.context.layers import PRESERVE_SHARE, SUMMARY_SHARE, configure, history_budget
+from loci.context.render import CLEARS_TOOLS, COMPACTS
 from loci.errors import ValidationError
 from loci.llm import ExtractiveSummarizer, make_chat_model
 from loci.llm.base import ChatModel
@@ -75,10 +76,12 @@ class CompactionService:
                                int(history * SUMMARY_SHARE)),
             preserve_cap=int(history * PRESERVE_SHARE),
         )
-        return compactor.compact(session, self.window(model, window), strategy=strategy,
-                                 instructions=instructions, dry_run=dry_run,
-                                 mask_tools=not any(e.startswith(CLEARS_TOOLS)
-                                                    for e in self.edits(session)))
+        edits = self.edits(session)
+        return compactor.compact(
+            session, self.window(model, window), strategy=strategy,
+            instructions=instructions, dry_run=dry_run,
+            mask_tools=not any(e.startswith(CLEARS_TOOLS) for e in edits),
+            provider_compacts=any(e.startswith(COMPACTS) for e in edits))
 
     def edits(self, session: str) -> tuple[str, ...]:
         """The context edits the provider applies to ``session``'s calls (noted by the

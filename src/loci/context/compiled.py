@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from loci.context.render import openai_message, to_anthropic_messages
+from loci.context.render import openai_message, to_anthropic_messages, to_responses_input
 
 
 @dataclass
@@ -67,18 +67,30 @@ class CompiledContext:
             messages.append({"role": "user", "content": self.message})
         return messages
 
-    def to_anthropic(self, *, thinking: bool = False) -> dict[str, Any]:
+    def to_responses(self) -> list[dict[str, Any]]:
+        """OpenAI Responses input items in the order of ``to_openai``, the assistant
+        turns' kept ``reasoning`` items before them (``render.to_responses_input``)."""
+        system = [{"role": "system", "content": text}
+                  for text in (self.static_prefix, self.dynamic) if text]
+        tail = [{"role": "system", "content": self.retrieved}] if self.retrieved else []
+        if self.message is not None:
+            tail.append({"role": "user", "content": self.message})
+        return to_responses_input([*system, *self.history, *tail])
+
+    def to_anthropic(self, *, thinking: bool = False, compaction: bool = False
+                     ) -> dict[str, Any]:
         """Anthropic Messages: ``system`` blocks with ``cache_control`` on the static
         prefix (and on the dynamic block, which changes rarely), then the messages, the
         history's last block marked too (the next call, whose history extends this one,
         reads it all from the cache); the retrieved context rides in front of the
         current message. With ``thinking``, assistant turns keep their signed thinking
-        blocks (``render``)."""
+        blocks, with ``compaction`` the provider's compaction blocks (``render``)."""
         # Anthropic refuses empty text blocks (a guest's static prefix may be empty).
         system: list[dict[str, Any]] = [
             {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
             for text in (self.static_prefix, self.dynamic) if text]
-        messages = to_anthropic_messages(self.history, thinking=thinking)
+        messages = to_anthropic_messages(self.history, thinking=thinking,
+                                         compaction=compaction)
         if messages and messages[-1]["content"]:
             last = messages[-1]["content"][-1]
             if last.get("type") not in ("thinking", "redacted_thinking"):

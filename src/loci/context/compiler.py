@@ -20,7 +20,7 @@ from functools import lru_cache
 from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.history import History, choose_history
 from loci.context.layers import LayerSpec, history_budget, tokens_for
-from loci.context.render import events_to_messages
+from loci.context.render import COMPACTS, events_to_messages, since_provider_compaction
 from loci.context.sources import BUILDERS, BuildContext, Item
 from loci.errors import BudgetExceededError
 from loci.models import Event
@@ -257,6 +257,8 @@ class ContextCompiler:
     ) -> History:
         report = reports["history"] = LayerReport("history", "history", max(budget, 0))
         live = [e for e in ctx.events if not e.archived and e.type != "summary"]
+        if any(edit.startswith(COMPACTS) for edit in provider_edits):
+            live = since_provider_compaction(live)
         if ctx.session is None or budget <= 0 or not live:
             return History([], 0, 0, None, 0)
         history = self._dated(choose_history(live, budget), ctx.now.date())

@@ -1,9 +1,11 @@
 """Turning events into chat messages that are valid input for the OpenAI API.
 
 An event may carry provider blocks that must go back to that provider byte for byte
-(Anthropic's signed ``thinking`` blocks of the assistant turn it starts, in
+(Anthropic's signed ``thinking`` blocks, or the ``reasoning`` items of OpenAI's Responses
+API with their ``encrypted_content``, of the assistant turn it starts, in
 ``metadata["provider_blocks"]``): its message keeps them under ``PROVIDER_BLOCKS``, which
-the OpenAI rendering drops and the Anthropic one puts first in the assistant turn.
+the Chat Completions rendering drops and the Anthropic and Responses ones put first in
+the assistant turn, each only its own provider's.
 """
 
 from __future__ import annotations
@@ -17,6 +19,18 @@ from loci.store.codec import canonical_json
 
 #: The message (and event metadata) key of provider blocks.
 PROVIDER_BLOCKS = "provider_blocks"
+#: Anthropic's kept blocks (signed thinking; its own compaction's summary); the
+#: Responses API's.
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+COMPACTION_BLOCKS = ("compaction",)
+#: A provider's context edit that clears old tool results itself (Anthropic's
+#: ``clear_tool_uses_20250919``): with it, Loci leaves tool outputs whole.
+CLEARS_TOOLS = "clear_tool_uses"
+#: A provider's edit that compacts the conversation itself (Anthropic's
+#: ``compact_20260112``): its ``compaction`` block stands for what came before it, so
+#: Loci's history and Loci's own compactions start there.
+COMPACTS = "compact_"
+REASONING_ITEMS = ("reasoning",)
 
 
 def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
@@ -82,16 +96,19 @@ def answers_open_call(messages: Sequence[dict[str, Any]], call_id: str | None) -
     return False
 
 
-def to_anthropic_messages(messages: Sequence[dict[str, Any]], *, thinking: bool = False
-                          ) -> list[dict[str, Any]]:
+def to_anthropic_messages(messages: Sequence[dict[str, Any]], *, thinking: bool = False,
+                          compaction: bool = False) -> list[dict[str, Any]]:
     """OpenAI-style history as Anthropic Messages: tool calls become ``tool_use`` blocks,
     tool results ``tool_result`` blocks in a user turn, and same-role turns merge. With
-    ``thinking`` (the request enables it), an assistant turn starts with the provider
-    blocks it was answered with, as they came."""
+    ``thinking`` (the request enables it), an assistant turn starts with the thinking
+    blocks it was answered with, as they came; with ``compaction`` (the request asks
+    the provider to compact), with its compaction block."""
+    wanted = (THINKING_BLOCKS if thinking else ()) + (COMPACTION_BLOCKS if compaction else ())
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message["role"]
-        kept = message.get(PROVIDER_BLOCKS) if thinking and role == "assistant" else None
+        kept = [b for b in message.get(PROVIDER_BLOCKS) or () if b.get("type") in
+                wanted] if role == "assistant" else None
         if kept:
             _append(out, "assistant", [dict(block) for block in kept])
         if role == "tool":
@@ -120,3 +137,40 @@ def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) 
         out[-1]["content"].extend(blocks)
     else:
         out.append({"role": role, "content": blocks})
+
+
+def to_responses_input(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI chat messages as Responses input items: messages, ``function_call`` and
+    ``function_call_output`` items, an assistant turn's kept ``reasoning`` items first."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        items += [dict(b) for b in message.get(PROVIDER_BLOCKS) or ()
+                  if b.get("type") in REASONING_ITEMS] if role == "assistant" else []
+        if role == "tool":
+            items.append({"type": "function_call_output", "call_id": message["tool_call_id"],
+                          "output": message.get("content") or ""})
+            continue
+        if message.get("content"):
+            items.append({"role": "developer" if role == "system" else role,
+                          "content": message["content"]})
+        items += [{"type": "function_call", "call_id": c["id"], "name": c["function"]["name"],
+                   "arguments": c["function"]["arguments"] or "{}"}
+                  for c in message.get("tool_calls") or ()]
+    return items
+
+
+def since_provider_compaction(events: Sequence[Event]) -> list[Event]:
+    """``events`` from the turn whose answer holds the provider's latest compaction
+    summary on (all of them if none does): the provider ignores what came before that
+    answer, which its summary stands for; the user's message that opened the turn stays,
+    since a request starts with the user's."""
+    for at in range(len(events) - 1, -1, -1):
+        blocks = (events[at].metadata or {}).get(PROVIDER_BLOCKS)
+        if isinstance(blocks, list) and any(
+                isinstance(b, dict) and b.get("type") in COMPACTION_BLOCKS
+                and b.get("content") for b in blocks):
+            opener = next((n for n in range(at, -1, -1) if events[n].type == "message"
+                           and events[n].role == "user"), at)
+            return list(events[opener:])
+    return list(events)

@@ -1,5 +1,6 @@
 """A fake LLM provider over real HTTP on loopback, for tests and benchmarks: OpenAI's
-``POST /v1/chat/completions`` and Anthropic's ``POST /v1/messages``, streamed or not, in
+``POST /v1/chat/completions`` and ``/v1/responses`` (with signed reasoning items when
+asked for) and Anthropic's ``POST /v1/messages``, streamed or not, in
 the published wire formats, with the usage each provider's prompt cache would report
 (``prompt_cache``), and the providers' refusals (``provider_rules``: altered thinking
 signatures, empty text blocks, broken tool pairs are a 400). It answers what ``reply``
@@ -23,12 +24,16 @@ from typing import Any
 
 from loci.llm.prompt_cache import AnthropicCache, OpenAIPrefixCache, canonical
 from loci.llm.provider_rules import (
+    block_events,
+    compaction_block,
+    compaction_error,
     empty_text,
     pairing_error,
     pieces,
+    reasoning_item,
+    responses_error,
     thinking_block,
     thinking_error,
-    thinking_events,
 )
 from loci.tokens import token_counter
 
@@ -81,17 +86,18 @@ def openai_events(reply: Reply, usage: dict[str, Any] | None) -> list[dict[str, 
 def anthropic_events(reply: Reply, usage: dict[str, int],
                      before: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """A message as Anthropic streams it: ``message_start`` with the input usage, the
-    ``before`` events (e.g. a thinking block at index 0), a text block, one ``tool_use``
+    ``before`` blocks (a compaction, a thinking block), a text block, one ``tool_use``
     block per call with its input in pieces, then ``message_delta`` with the output
     tokens and ``message_stop``."""
-    at = 1 if before else 0
+    before = before or []
+    at = len(before)
     start_usage = {k: v for k, v in usage.items() if k != "output_tokens"}
     text, calls = split(reply, anthropic=True)
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {
             "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
             "content": [], "usage": {**start_usage, "output_tokens": 1}}},
-        *(before or []),
+        *(event for n, block in enumerate(before) for event in block_events(n, block)),
         {"type": "content_block_start", "index": at,
          "content_block": {"type": "text", "text": ""}},
         *({"type": "content_block_delta", "index": at,
@@ -134,6 +140,42 @@ def openai_completion(reply: Reply, usage: dict[str, Any]) -> dict[str, Any]:
             "usage": usage}
 
 
+def responses_answer(reply: Reply, usage: dict[str, Any],
+                     reasoning: dict[str, Any] | None) -> dict[str, Any]:
+    """A Responses ``response``: a reasoning item (when asked for), the message, the
+    function calls."""
+    text, calls = split(reply)
+    output = [reasoning] if reasoning else []
+    if text:
+        output.append({"type": "message", "id": "msg_fake", "role": "assistant",
+                       "status": "completed", "content": [
+                           {"type": "output_text", "text": text, "annotations": []}]})
+    output += [{"type": "function_call", "id": f"fc_{c['id']}", "call_id": c["id"],
+                "name": c["function"]["name"], "arguments": c["function"]["arguments"],
+                "status": "completed"} for c in calls]
+    return {"id": "resp_fake", "object": "response", "status": "completed",
+            "model": "fake", "output": output, "usage": usage}
+
+
+def responses_events(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """The response as the Responses API streams it: each output item added and done,
+    the message's text in deltas, then ``response.completed``."""
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": {
+        **response, "status": "in_progress", "output": []}}]
+    for index, item in enumerate(response["output"]):
+        events.append({"type": "response.output_item.added", "output_index": index,
+                       "item": {**item, "status": "in_progress"}})
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            events += [{"type": "response.output_text.delta", "output_index": index,
+                        "item_id": item["id"], "content_index": 0, "delta": p}
+                       for p in pieces(text, 4)]
+        events.append({"type": "response.output_item.done", "output_index": index,
+                       "item": item})
+    events.append({"type": "response.completed", "response": response})
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
+
+
 class FakeProvider:
     """The server; ``requests`` holds each request's path and body, ``clock`` (seconds)
     decides when cached prefixes expire (a benchmark may simulate time)."""
@@ -161,11 +203,28 @@ class FakeProvider:
 
     def refusal(self, path: str, body: dict[str, Any]) -> str | None:
         """What the provider of ``path`` would answer 400 to in ``body``, or None."""
+        if path.endswith("/responses"):
+            return responses_error(body)
         if not path.endswith("/messages"):
             return pairing_error(body, anthropic=False)
         thinking = (body.get("thinking") or {}).get("type") in ("enabled", "adaptive")
         return (empty_text(body) or pairing_error(body, anthropic=True)
-                or (thinking_error(body) if thinking else None))
+                or compaction_error(body) or (thinking_error(body) if thinking else None))
+
+    def blocks(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The blocks an Anthropic answer starts with: the provider's compaction when
+        the request asks for it (``compact_*``) and its input reaches the trigger, a
+        signed thinking block when thinking is enabled."""
+        edits = (body.get("context_management") or {}).get("edits") or ()
+        compact = next((e for e in edits if str(e.get("type")).startswith("compact_")), None)
+        blocks = []
+        if compact is not None:
+            trigger = (compact.get("trigger") or {}).get("value", 150_000)
+            if self.anthropic.total(body) >= trigger:
+                blocks.append(compaction_block(body["messages"]))
+        if (body.get("thinking") or {}).get("type") in ("enabled", "adaptive"):
+            blocks.append(thinking_block(len(self.requests)))
+        return blocks
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[Reply, dict[str, Any]]:
         """The reply to ``body`` and its usage, as the provider of ``path`` counts it."""
@@ -180,6 +239,11 @@ class FakeProvider:
                                "cache_creation_input_tokens": count.cache_write,
                                "output_tokens": out}
             total, cached = self.openai.cached(body)
+            if path.endswith("/responses"):
+                return reply, {"input_tokens": total, "output_tokens": out,
+                               "total_tokens": total + out,
+                               "input_tokens_details": {"cached_tokens": cached},
+                               "output_tokens_details": {"reasoning_tokens": 0}}
             return reply, {"prompt_tokens": total, "completion_tokens": out,
                            "total_tokens": total + out,
                            "prompt_tokens_details": {"cached_tokens": cached}}
@@ -192,8 +256,11 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            if not self.path.endswith(("/chat/completions", "/messages")):
+            if not self.path.endswith(("/chat/completions", "/messages", "/responses")):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            if self.path.endswith("/responses"):
+                self._responses(body)
                 return
             anthropic = self.path.endswith("/messages")
             if (error := provider.refusal(self.path, body)) is not None:
@@ -202,24 +269,37 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                     else {"error": {"message": error, "type": "invalid_request_error"}})
                 return
             reply, usage = provider.answer(self.path, body)
-            thinking = None
-            if anthropic and (body.get("thinking") or {}).get("type") in ("enabled",
-                                                                          "adaptive"):
-                thinking = thinking_block(len(provider.requests))
+            before = provider.blocks(body) if anthropic else []
             if not body.get("stream"):
-                self._send(200, anthropic_message(reply, usage, [thinking] if thinking else None)
-                           if anthropic else openai_completion(reply, usage))
+                self._send(200, anthropic_message(reply, usage, before) if anthropic
+                           else openai_completion(reply, usage))
                 return
             wanted = (body.get("stream_options") or {}).get("include_usage")
-            events = (anthropic_events(reply, usage, thinking_events(thinking)) if anthropic
-                      else openai_events(reply, usage if wanted else None))
+            self._events(anthropic_events(reply, usage, before) if anthropic
+                         else openai_events(reply, usage if wanted else None), anthropic)
+
+        def _responses(self, body: dict[str, Any]) -> None:
+            if (error := provider.refusal(self.path, body)) is not None:
+                self._send(400, {"error": {"message": error, "type": "invalid_request_error"}})
+                return
+            reply, usage = provider.answer(self.path, body)
+            reasoning = bool(body.get("reasoning")) or "reasoning.encrypted_content" in (
+                body.get("include") or ())
+            response = responses_answer(reply, usage, reasoning_item(
+                len(provider.requests)) if reasoning else None)
+            if body.get("stream"):
+                self._events(responses_events(response), True)
+            else:
+                self._send(200, response)
+
+        def _events(self, events: list[dict[str, Any]], named: bool) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.end_headers()
             for event in events:
-                name = f"event: {event['type']}\n" if anthropic else ""
+                name = f"event: {event['type']}\n" if named else ""
                 self.wfile.write(f"{name}data: {json.dumps(event)}\n\n".encode())
-            if not anthropic:
+            if not named:
                 self.wfile.write(b"data: [DONE]\n\n")
             self.close_connection = True
 

@@ -144,3 +144,39 @@ class OpenAICompatibleChat:
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleChat(model={self.model!r}, base_url={self.base_url!r})"
+
+
+class OpenAIResponses:
+    """OpenAI's Responses API (``POST {base_url}/responses``), whole requests as the
+    proxy forwards them."""
+
+    def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None,
+                 timeout: float = 60) -> None:
+        url = check_base_url(base_url, "proxy") + "/responses"
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = ChatTransport(url, headers, timeout, secret=api_key,
+                                   what="the Responses API server")
+
+    def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``response`` object, checked to hold an ``output`` list."""
+        payload = self._http.post_json(body)
+        if not isinstance(payload, dict) or not isinstance(payload.get("output"), list):
+            raise ProviderError(f"{self._http.where} answered without an 'output' list")
+        return payload
+
+    def send_stream(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """Each event object of the streamed answer; a failure event raises."""
+        for event in self._http.stream_events(body):
+            data = self._http.decode(event.data)
+            if not isinstance(data, dict):
+                self._http.fail_stream("sent an event that is not a JSON object")
+            if data.get("type") in ("response.failed", "error"):
+                response = data.get("response")
+                error = response.get("error") if isinstance(response, dict) else data
+                detail = error.get("message") if isinstance(error, dict) else error
+                raise ProviderError(f"{self._http.where} reported an error mid-stream: "
+                                    f"{detail or data}")
+            yield data
+
+    def close(self) -> None:
+        self._http.close()

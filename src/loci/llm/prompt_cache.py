@@ -56,9 +56,11 @@ class OpenAIPrefixCache:
         self.entries = _Entries(OPENAI_LIFETIME, clock)
 
     def tokens(self, body: dict[str, Any]) -> list[int]:
-        """The request as one token sequence: tools first, then each message."""
-        parts = [canonical(body.get("tools") or [])]
-        parts += [canonical(m) for m in body.get("messages") or ()]
+        """The request as one token sequence: tools first, then each message (or each
+        input item of a Responses request)."""
+        parts = [canonical(body.get("tools") or []), canonical(body.get("instructions"))]
+        items = body.get("messages") or body.get("input") or ()
+        parts += [canonical(m) for m in ([items] if isinstance(items, str) else items)]
         return list(_ENCODING.encode("".join(parts)))
 
     def cached(self, body: dict[str, Any]) -> tuple[int, int]:
@@ -104,6 +106,12 @@ class AnthropicCache:
                 content = [{"type": "text", "text": content}]
             blocks += [{**block, "role": message.get("role")} for block in content or ()]
         return blocks
+
+    def total(self, body: dict[str, Any]) -> int:
+        """The request's input tokens, as ``count`` measures them (nothing cached)."""
+        return sum(len(_ENCODING.encode(canonical({k: v for k, v in b.items()
+                                                   if k != "cache_control"})))
+                   for b in self.blocks(body))
 
     def count(self, body: dict[str, Any]) -> AnthropicCount:
         blocks = self.blocks(body)

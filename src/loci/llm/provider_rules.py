@@ -66,18 +66,43 @@ def thinking_error(body: dict[str, Any]) -> str | None:
     return None
 
 
-def thinking_events(block: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """A thinking block as Anthropic streams it (at index 0), or nothing."""
-    if block is None:
-        return []
-    return [{"type": "content_block_start", "index": 0,
-             "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
-            *({"type": "content_block_delta", "index": 0,
-               "delta": {"type": "thinking_delta", "thinking": p}}
-              for p in pieces(block["thinking"], 9)),
-            {"type": "content_block_delta", "index": 0,
-             "delta": {"type": "signature_delta", "signature": block["signature"]}},
-            {"type": "content_block_stop", "index": 0}]
+def block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
+    """A thinking or compaction block as Anthropic streams it, at ``index``: thinking
+    text in pieces and its signature; a compaction block's content in one delta."""
+    if block["type"] == "compaction":
+        start = {**block, "content": None, "encrypted_content": None}
+        deltas = [{"type": "compaction_delta", "content": block["content"],
+                   "encrypted_content": block["encrypted_content"]}]
+    else:
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [*({"type": "thinking_delta", "thinking": p}
+                    for p in pieces(block["thinking"], 9)),
+                  {"type": "signature_delta", "signature": block["signature"]}]
+    return [{"type": "content_block_start", "index": index, "content_block": start},
+            *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
+            {"type": "content_block_stop", "index": index}]
+
+
+def compaction_block(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """Anthropic's summary of ``messages`` (``compact_20260112``), signed."""
+    content = f"Summary of {len(messages)} earlier message(s)."
+    return {"type": "compaction", "content": content,
+            "encrypted_content": signature(f"compaction|{content}")}
+
+
+def compaction_error(body: dict[str, Any]) -> str | None:
+    """Anthropic's refusal of a compaction block not sent back as it came, or of
+    messages that do not start with the user's."""
+    messages = body.get("messages") or [{}]
+    if messages[0].get("role") != "user":
+        return "messages: the first message must use the \"user\" role"
+    for n, message in enumerate(messages):
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if block.get("type") == "compaction" and block.get("encrypted_content") != (
+                    signature(f"compaction|{block.get('content')}")):
+                return f"messages.{n}: the compaction block was altered"
+    return None
 
 
 def pairing_error(body: dict[str, Any], anthropic: bool) -> str | None:
@@ -113,3 +138,32 @@ def _tool_ids(message: dict[str, Any], anthropic: bool) -> tuple[list[str], list
     blocks = content if isinstance(content, list) else []
     return ([str(b.get("id")) for b in blocks if b.get("type") == "tool_use"],
             [str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"])
+
+
+def reasoning_item(number: int) -> dict[str, Any]:
+    """A reasoning item of the Responses API, its opaque content signed."""
+    item_id = f"rs_{number}"
+    return {"type": "reasoning", "id": item_id, "summary": [],
+            "encrypted_content": signature(f"reasoning|{item_id}")}
+
+
+def responses_error(body: dict[str, Any]) -> str | None:
+    """What OpenAI's Responses API would refuse in ``body``: a reasoning item whose
+    encrypted content was altered, a function call without its output, an output
+    without its call; None if none."""
+    given = body.get("input")
+    items: list[dict[str, Any]] = given if isinstance(given, list) else []
+    calls, outputs = [], []
+    for item in items:
+        kind = item.get("type")
+        if kind == "reasoning" and item.get("encrypted_content") != signature(
+                f"reasoning|{item.get('id')}"):
+            return f"The encrypted content for item {item.get('id')} could not be verified."
+        if kind == "function_call":
+            calls.append(str(item.get("call_id")))
+        elif kind == "function_call_output":
+            if str(item.get("call_id")) not in calls:
+                return f"No tool call found for function call output {item.get('call_id')}."
+            outputs.append(str(item.get("call_id")))
+    missing = [c for c in calls if c not in outputs]
+    return f"No tool output found for function call {missing[0]}." if missing else None

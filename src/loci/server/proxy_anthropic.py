@@ -19,6 +19,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from loci.context.render import COMPACTS
 from loci.errors import ValidationError
 from loci.llm.anthropic import AnthropicChat, delta_text, reply_text
 from loci.llm.wire import read_usage
@@ -39,8 +40,9 @@ _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "len
 ANTHROPIC_TOOL = "anthropic_tool"
 #: The ``cache_control`` marks Anthropic accepts in one request.
 MAX_BREAKPOINTS = 4
-#: Blocks kept as they came (``Completion.blocks``).
-KEPT_BLOCKS = ("thinking", "redacted_thinking")
+#: Blocks kept as they came (``Completion.blocks``): signed thinking, and the summary
+#: of the provider's own compaction (``compact_20260112``), round-tripped verbatim.
+KEPT_BLOCKS = ("thinking", "redacted_thinking", "compaction")
 #: Messages parameters passed on as the client sent them (``context_management``: the
 #: client's own edits of the context Loci sends, e.g. clearing old tool uses).
 _PASSED = ("temperature", "top_p", "top_k", "thinking", "service_tier", "context_management")
@@ -109,7 +111,9 @@ def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
     messages first, and the client's parameters translated."""
     params = request.params
     thinking = mapping(params.get("thinking")).get("type") in ("enabled", "adaptive")
-    rendered = request.context.to_anthropic(thinking=thinking)
+    edits = mapping(params.get("context_management")).get("edits") or ()
+    compacting = any(str(mapping(e).get("type")).startswith(COMPACTS) for e in edits)
+    rendered = request.context.to_anthropic(thinking=thinking, compaction=compacting)
     own = [dict(block) for block in request.system]
     messages = rendered["messages"]
     history = [b for m in messages for b in m["content"] if "cache_control" in b]
@@ -209,10 +213,14 @@ def tool_calls(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _grow(block: dict[str, Any], delta: Mapping[str, Any]) -> None:
-    """Add a streamed piece to a kept block: its thinking text or its signature."""
+    """Add a streamed piece to a kept block: its thinking text or its signature, or a
+    compaction block's summary and opaque content (each delta holds them whole)."""
     for field, kind in (("thinking", "thinking_delta"), ("signature", "signature_delta")):
         if delta.get("type") == kind and isinstance(delta.get(field), str):
             block[field] = str(block.get(field) or "") + delta[field]
+    if delta.get("type") == "compaction_delta":
+        block.update(content=delta.get("content"),
+                     encrypted_content=delta.get("encrypted_content"))
 
 
 def _content_delta(data: Mapping[str, Any], calls: Mapping[Any, int]) -> Delta:

@@ -124,3 +124,21 @@ def _anthropic(part: Mapping[str, Any]) -> dict[str, Any]:
         return block
     raise ValidationError(f"a {kind} part ({_label(part)}) cannot be sent to an Anthropic "
                           "upstream: send images and PDFs as data URLs")
+
+
+def responses_parts(parts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The attachments as Responses input content parts (through their chat shape)."""
+    out = []
+    for part in map(_openai, parts):
+        if part["type"] == "image_url":
+            image = _inner(part, "image_url")
+            out.append({"type": "input_image", "image_url": image.get("url"),
+                        **({"detail": image["detail"]} if image.get("detail") else {})})
+        elif part["type"] == "file":
+            out.append({"type": "input_file", **dict(_inner(part, "file"))})
+        elif part["type"] == "text":
+            out.append({"type": "input_text", "text": part.get("text") or ""})
+        else:
+            raise ValidationError(f"a {_kind(part)} part ({_label(part)}) cannot be sent to "
+                                  "a Responses upstream")
+    return out

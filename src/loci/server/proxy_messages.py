@@ -308,8 +308,9 @@ class _Blocks:
         self.texts = 0
 
     def whole(self, block: dict[str, Any], arguments: str | None = None) -> Iterator[bytes]:
-        """A whole block: a thinking block with its text and signature as deltas, or a
-        tool-use block with its input as one JSON delta."""
+        """A whole block: a thinking block with its text and signature as deltas, a
+        compaction block with its content as one delta, or a tool-use block with its
+        input as one JSON delta."""
         yield from self._close_text()
         start = dict(block)
         deltas = []
@@ -317,6 +318,10 @@ class _Blocks:
             start.update(thinking="", signature="")
             deltas = [{"type": "thinking_delta", "thinking": block.get("thinking") or ""},
                       {"type": "signature_delta", "signature": block.get("signature") or ""}]
+        elif block.get("type") == "compaction":
+            start.update(content=None, encrypted_content=None)
+            deltas = [{"type": "compaction_delta", "content": block.get("content"),
+                       "encrypted_content": block.get("encrypted_content")}]
         elif arguments is not None:
             deltas = [{"type": "input_json_delta", "partial_json": arguments}]
         yield _event("content_block_start", {"index": self.index, "content_block": start})

@@ -41,8 +41,7 @@ RECENT_CALLS = 200
 #: Request fields read here, not passed on as parameters.
 _OWN = frozenset({"model", "input", "instructions", "stream", "user", "tools",
                   "tool_choice", "max_output_tokens", "previous_response_id", "store",
-                  "metadata", "parallel_tool_calls", "text", "reasoning", "include",
-                  "truncation"})
+                  "metadata", "parallel_tool_calls", "text", "include", "truncation"})
 
 
 class ResponsesRequest(BaseModel):
@@ -101,7 +100,7 @@ def responses(
     if not body.stream:
         try:
             answer = turn.answer(upstream)
-            clean = turn.record(answer.content, answer.tool_calls)
+            clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
             return shell.done(clean, answer.tool_calls, turn.spent)
         finally:
             upstream.close()

@@ -1,8 +1,9 @@
 """The proxy's upstream model: an OpenAI-compatible server (here) or Anthropic
 (``proxy_anthropic``), reached through Loci's own chat providers (``loci.llm``).
 
-The upstream is ``[proxy] provider`` (``openai`` or ``anthropic``; empty means the
-``[llm]`` provider when that is one of the two), ``[proxy] base_url`` and
+The upstream is ``[proxy] provider`` (``openai``, ``anthropic``, or ``openai-responses``
+for OpenAI's Responses API, ``proxy_responses_upstream``; empty means the ``[llm]``
+provider when that is openai or anthropic), ``[proxy] base_url`` and
 ``[proxy] api_key`` (empty: the ``[llm]`` ones). The model is the client's. Whatever
 the upstream, the proxy sees a ``Completion`` or a stream of ``Delta`` (``proxy_types``).
 """
@@ -16,10 +17,11 @@ from loci.errors import ConfigError, ValidationError
 from loci.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from loci.llm.anthropic import AnthropicChat
 from loci.llm.openai_compat import DEFAULT_BASE_URL as OPENAI_URL
-from loci.llm.openai_compat import OpenAICompatibleChat
+from loci.llm.openai_compat import OpenAICompatibleChat, OpenAIResponses
 from loci.llm.wire import message_text, read_usage
 from loci.server.proxy_anthropic import ANTHROPIC_TOOL, AnthropicUpstream
 from loci.server.proxy_media import openai_parts
+from loci.server.proxy_responses_upstream import ResponsesUpstream
 from loci.server.proxy_types import (
     Completion,
     Delta,
@@ -31,8 +33,9 @@ from loci.settings import Settings
 
 #: Request fields the proxy handles itself instead of forwarding.
 OWN_FIELDS = frozenset({"model", "messages", "stream", "user"})
-#: Messages API parameters (from the Messages face) that OpenAI's API does not know.
-_ANTHROPIC_ONLY = frozenset({"thinking", "top_k", "context_management"})
+#: Messages API parameters (from the Messages face) and Responses ones (from the
+#: Responses face) that the Chat Completions API does not know.
+_ANTHROPIC_ONLY = frozenset({"thinking", "top_k", "context_management", "reasoning"})
 #: Seconds to wait for the upstream: long answers take long.
 UPSTREAM_TIMEOUT = 600.0
 
@@ -69,9 +72,13 @@ def make_upstream(settings: Settings) -> Upstream:
     if provider == "anthropic":
         return AnthropicUpstream(AnthropicChat(
             model, base_url or ANTHROPIC_URL, api_key, timeout=UPSTREAM_TIMEOUT))
+    if provider == "openai-responses":
+        return ResponsesUpstream(OpenAIResponses(base_url or OPENAI_URL, api_key,
+                                                 UPSTREAM_TIMEOUT))
     raise NoUpstreamError(
         "the proxy has no upstream model: set [proxy] provider = \"openai\" (any "
-        "OpenAI-compatible base_url) or \"anthropic\", with base_url and api_key, in "
+        "OpenAI-compatible base_url), \"openai-responses\" (OpenAI's Responses API) or "
+        "\"anthropic\", with base_url and api_key, in "
         "loci.toml (or LOCI_PROXY_PROVIDER, LOCI_PROXY_BASE_URL, LOCI_PROXY_API_KEY)")
 
 
@@ -95,6 +102,9 @@ class OpenAIUpstream:
     def _body(self, request: UpstreamRequest, stream: bool) -> dict[str, Any]:
         system = [{"role": "system", "content": block["text"]} for block in request.system]
         params = {k: v for k, v in request.params.items() if k not in _ANTHROPIC_ONLY}
+        effort = mapping(request.params.get("reasoning")).get("effort")
+        if effort and "reasoning_effort" not in params:  # the Responses face's, in chat
+            params["reasoning_effort"] = effort
         if params.get("tools"):
             params["tools"] = [_openai_tool(tool) for tool in params["tools"]]
         messages = system + request.context.to_openai()
