@@ -6,7 +6,12 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from loci.context.render import openai_message, to_anthropic_messages, to_responses_input
+from loci.context.render import (
+    THINKING_BLOCKS,
+    openai_message,
+    to_anthropic_messages,
+    to_responses_input,
+)
 
 
 @dataclass
@@ -93,7 +98,7 @@ class CompiledContext:
                                          compaction=compaction)
         if messages and messages[-1]["content"]:
             last = messages[-1]["content"][-1]
-            if last.get("type") not in ("thinking", "redacted_thinking"):
+            if last.get("type") not in THINKING_BLOCKS:  # those take no cache mark
                 messages[-1]["content"][-1] = {**last, "cache_control": {"type": "ephemeral"}}
         tail = [t for t in (self.retrieved, self.message) if t]
         if tail:

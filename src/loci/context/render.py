@@ -23,6 +23,7 @@ PROVIDER_BLOCKS = "provider_blocks"
 #: Responses API's.
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
 COMPACTION_BLOCKS = ("compaction",)
+REASONING_ITEMS = ("reasoning",)
 #: A provider's context edit that clears old tool results itself (Anthropic's
 #: ``clear_tool_uses_20250919``): with it, Loci leaves tool outputs whole.
 CLEARS_TOOLS = "clear_tool_uses"
@@ -30,7 +31,6 @@ CLEARS_TOOLS = "clear_tool_uses"
 #: ``compact_20260112``): its ``compaction`` block stands for what came before it, so
 #: Loci's history and Loci's own compactions start there.
 COMPACTS = "compact_"
-REASONING_ITEMS = ("reasoning",)
 
 
 def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
