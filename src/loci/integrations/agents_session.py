@@ -1,0 +1,142 @@
+"""Loci as the session memory of OpenAI Agents SDK agents: ``LociSession`` implements
+the SDK's ``Session`` protocol over a Loci session.
+
+``add_items`` records the run's items in the session's event log (messages, function
+calls and their outputs as tool calls and results; a reasoning item rides with the
+assistant turn it precedes, as the proxy keeps it), each item's own JSON kept with its
+event. ``get_items`` answers, by default, with Loci's compiled context as input items
+(``CompiledContext.to_responses``): the history that fits, the compaction summary,
+recalled memories and conversation, instead of a list that only grows; with
+``compiled=False`` it gives the items back as they were added. ``pop_item`` archives
+the last one (Loci's log never deletes), ``clear_session`` erases the session. Needs the
+``openai-agents`` package for its runner, not for this module::
+
+    result = await Runner.run(agent, "Where do I live?",
+                              session=LociSession("chat-42", Loci.open(user="maya")))
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import suppress
+from typing import Any
+
+from anyio.to_thread import run_sync
+
+from loci.engine import Loci
+from loci.errors import NotFoundError
+
+#: Where an event keeps the items it stands for, as they were added.
+ITEMS = "agents_items"
+_KEPT = "provider_blocks"
+
+
+class LociSession:
+    """The Agents SDK's ``Session`` kept by Loci (see the module's docstring)."""
+
+    session_settings = None
+
+    def __init__(self, session_id: str, loci: Loci, *, compiled: bool = True,
+                 model: str | None = None) -> None:
+        self.session_id, self.loci, self.compiled, self.model = session_id, loci, compiled, model
+
+    async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
+        items = await run_sync(self._compiled if self.compiled else self._added)
+        return items[-limit:] if limit else items
+
+    async def add_items(self, items: list[Any]) -> None:
+        events = _events([_plain(item) for item in items])
+        if events:
+            await run_sync(self.loci.add_events, self.session_id, events)
+
+    async def pop_item(self) -> dict[str, Any] | None:
+        return await run_sync(self._pop)
+
+    async def clear_session(self) -> None:
+        with suppress(NotFoundError):  # nothing recorded yet
+            await run_sync(self.loci.erase_session, self.session_id)
+
+    def _live(self) -> list[Any]:
+        try:
+            return self.loci.events(self.session_id, include_archived=False)
+        except NotFoundError:
+            return []
+
+    def _added(self) -> list[dict[str, Any]]:
+        return [item for event in self._live() if event.type != "summary"
+                for item in (event.metadata or {}).get(ITEMS) or ()]
+
+    def _compiled(self) -> list[dict[str, Any]]:
+        if not self._live():
+            return []
+        return self.loci.compile(self.session_id, None, model=self.model,
+                                 guest=True).to_responses()
+
+    def _pop(self) -> dict[str, Any] | None:
+        """The last item added; its event is archived (and what else it carried added
+        again)."""
+        live = [e for e in self._live() if (e.metadata or {}).get(ITEMS)]
+        if not live:
+            return None
+        last = live[-1]
+        items = list(last.metadata[ITEMS])
+        self.loci.store.set_archived(self.loci.scope, self.session_id, [last.id])
+        if items[:-1]:
+            self.loci.add_events(self.session_id, _events(items[:-1]))
+        return dict(items[-1])
+
+
+def _plain(item: Any) -> dict[str, Any]:
+    """An item as plain JSON (the SDK may hand over pydantic objects)."""
+    dump = getattr(item, "model_dump", None)
+    value = dump(exclude_unset=True) if callable(dump) else item
+    return json.loads(json.dumps(value, default=str))  # type: ignore[no-any-return]
+
+
+def _events(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Loci events for input items; items with no event of their own (reasoning, and
+    kinds Loci does not read) ride with the next event, or the last one."""
+    events: list[dict[str, Any]] = []
+    waiting: list[dict[str, Any]] = []
+    for item in items:
+        event = _event(item)
+        if event is None:
+            waiting.append(item)
+            continue
+        kept = [w for w in waiting if w.get("type") == "reasoning"]
+        event["metadata"] = {ITEMS: [*waiting, item], **({_KEPT: kept} if kept else {})}
+        events.append(event)
+        waiting = []
+    if waiting and events:
+        events[-1]["metadata"][ITEMS] += waiting
+    return events
+
+
+def _event(item: dict[str, Any]) -> dict[str, Any] | None:
+    kind = item.get("type", "message")
+    if kind == "message" or (kind is None and "role" in item):
+        role = str(item.get("role") or "user")
+        return {"type": "message", "role": "system" if role == "developer" else role,
+                "content": _text(item.get("content"))}
+    if kind == "function_call":
+        try:
+            args = json.loads(item.get("arguments") or "{}")
+        except ValueError:
+            args = {"arguments": item.get("arguments")}
+        return {"type": "tool_call", "role": "assistant", "tool_name": str(item.get("name")),
+                "tool_call_id": str(item.get("call_id") or ""),
+                "args": args if isinstance(args, dict) else {"arguments": args}}
+    if kind == "function_call_output":
+        output = item.get("output")
+        return {"type": "tool_result", "role": "tool",
+                "tool_call_id": str(item.get("call_id") or ""),
+                "content": output if isinstance(output, str) else json.dumps(output)}
+    return None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(part.get("text") or "") for part in content or ()
+                     if isinstance(part, dict) and part.get("type") in (
+                         "input_text", "output_text", "text"))

@@ -1,0 +1,111 @@
+"""Loci as an OpenAI Agents SDK ``Session`` (``loci.integrations.agents_session``),
+with the real ``openai-agents`` runner and its default model class, the Responses API
+served by the fake provider (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents.models.openai_responses import OpenAIResponsesModel
+from openai import AsyncOpenAI
+
+from loci import Loci, NotFoundError, load_settings
+from loci.integrations.agents_session import LociSession
+from loci.llm.fake_provider import FakeProvider
+
+CALL = [{"id": "call_w", "type": "function",
+         "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}]
+
+
+@function_tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"22°C and sunny in {city}"
+
+
+@pytest.fixture
+def loci(home: Path) -> Iterator[Loci]:
+    settings = load_settings(store=f"sqlite:///{home / 's.db'}", embedding_provider="hash",
+                             memory_mirror=False)
+    with Loci(settings) as instance:
+        yield instance
+
+
+def run(fake: FakeProvider, session: LociSession, question: str) -> Any:
+    set_tracing_disabled(True)  # the SDK would send traces to OpenAI
+    client = AsyncOpenAI(base_url=f"{fake.url}/v1", api_key="sk-fake", max_retries=0)
+    agent = Agent(name="Trip helper", instructions="You help plan trips.", tools=[weather],
+                  model=OpenAIResponsesModel(model="gpt-5", openai_client=client))
+
+    async def go() -> Any:
+        try:
+            return await Runner.run(agent, question, session=session)
+        finally:
+            await client.close()
+
+    return asyncio.run(go())
+
+
+def sent_text(fake: FakeProvider) -> str:
+    return json.dumps(fake.requests[-1][1]["input"])
+
+
+def test_a_runs_items_are_recorded_once_and_the_next_run_gets_locis_context(
+        loci: Loci) -> None:
+    replies: list[Any] = [CALL, "Sunny in Lisbon.", "You asked about Lisbon."]
+    loci.remember("The user is travelling to Lisbon in May", type="project_context")
+    with FakeProvider(reply=lambda body: replies.pop(0)) as fake:
+        session = LociSession("trip", loci)
+        assert run(fake, session, "Weather in Lisbon?").final_output == "Sunny in Lisbon."
+        events = loci.events("trip")
+        assert [(e.type, e.role) for e in events] == [
+            ("message", "user"), ("tool_call", "assistant"), ("tool_result", "tool"),
+            ("message", "assistant")]
+        assert events[2].content == "22°C and sunny in Lisbon"
+        second = run(fake, session, "What did I ask?")
+    assert second.final_output == "You asked about Lisbon."
+    # The second run was given Loci's context: the first run's exchange, once, and the
+    # memory of the trip.
+    text = sent_text(fake)
+    assert text.count("Weather in Lisbon?") == 1 and "travelling to Lisbon in May" in text
+    assert [e.content for e in loci.events("trip") if e.type == "message"][-2:] == [
+        "What did I ask?", "You asked about Lisbon."]
+
+
+def test_items_come_back_as_added_pop_archives_and_clear_erases(loci: Loci) -> None:
+    session = LociSession("raw", loci, compiled=False)
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "Weather in Lisbon?"},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "opaque"},
+        {"type": "function_call", "call_id": "call_w", "name": "weather",
+         "arguments": '{"city": "Lisbon"}', "id": "fc_1"},
+        {"type": "function_call_output", "call_id": "call_w", "output": "sunny"},
+        {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+         "content": [{"type": "output_text", "text": "Sunny.", "annotations": []}]}]
+
+    async def go() -> tuple[Any, ...]:
+        assert await session.get_items() == []
+        await session.add_items(items)
+        every, last_two = await session.get_items(), await session.get_items(limit=2)
+        popped = await session.pop_item()
+        after = await session.get_items()
+        # The reasoning item rode with the call it led to, as the proxy keeps it; the
+        # popped message is archived, not deleted.
+        events = loci.events("raw")
+        assert events[1].metadata["provider_blocks"] == [items[1]]
+        assert events[3].archived and not any(e.archived for e in events[:3])
+        await session.clear_session()
+        return every, last_two, popped, after, await session.get_items()
+
+    every, last_two, popped, after, cleared = asyncio.run(go())
+    assert every == items and last_two == items[-2:]
+    assert popped == items[-1] and after == items[:-1]
+    assert cleared == []
+    with pytest.raises(NotFoundError):
+        loci.events("raw")
