@@ -24,7 +24,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="loci", prog_name="loci")
+@click.version_option(package_name="loci-context", prog_name="loci")
 def cli() -> None:
     """Loci: context and memory for LLM agents.
 
