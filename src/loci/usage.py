@@ -23,6 +23,7 @@ from typing import Any
 
 from loci.checks import check_name
 from loci.context.compiled import CompiledContext
+from loci.context.compiler import memo_counter
 from loci.errors import ValidationError
 from loci.llm.wire import read_usage
 from loci.models import NewUsage, Scope, Usage, UsageRecord
@@ -117,7 +118,8 @@ class UsageLedger:
             raise ValidationError(f"face must be one of {', '.join(FACES)}")
         if latency_ms is not None and not 0 <= latency_ms < 1e9:
             raise ValidationError("latency_ms must be a duration in milliseconds")
-        counter = token_counter(model, self.settings.tokenizer)
+        # The client's system text recurs on every call: counted once.
+        counter = memo_counter(token_counter(model, self.settings.tokenizer))
         base = sum(counter.count_message("system", text) for text in client_text)
         layers: dict[str, int] = {}
         if context is not None:
