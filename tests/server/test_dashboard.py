@@ -285,6 +285,8 @@ def test_context_inspector_shows_budgets_and_warnings(site: Site, page: Page) ->
     expect(sticky).to_have_attribute("data-level", "warn")
     expect(sticky.locator(".tokens")).to_have_text("22 / 26 tokens · 85%")
     expect(sticky.locator(".bar.warn .fill")).to_be_visible()
+    # Items show what they say, not only their ids.
+    expect(sticky.locator(".included").first).to_contain_text("User's name is John")
     memories = page.locator(".layer[data-layer='memories']")
     expect(memories).to_have_attribute("data-level", "over")
     expect(memories.locator(".dropped").first).to_contain_text("over the memories budget")

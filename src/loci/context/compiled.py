@@ -24,6 +24,8 @@ class LayerReport:
     used: int = 0
     included: list[str] = field(default_factory=list)
     dropped: list[tuple[str, str]] = field(default_factory=list)
+    #: The start of each listed item's text, by item (what a memory id stands for).
+    texts: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -33,6 +35,7 @@ class LayerReport:
             "used": self.used,
             "included": self.included,
             "dropped": [{"item": item, "reason": why} for item, why in self.dropped],
+            "texts": self.texts,
         }
 
 

@@ -31,6 +31,8 @@ from loci.tokens import REPLY_PRIMING, TokenCounter
 MAX_DROPS_LISTED = 20
 #: The explain view warns when a layer uses more than this share of its budget.
 NEAR_LIMIT = 0.9
+#: Characters of each item's text that the explain view keeps (the inspector shows them).
+TEXT_SHOWN = 300
 #: After this many compactions of one session, summaries of summaries lose detail.
 COMPACTIONS_WARNING = 3
 #: A compaction summary is shortened only into at least this room.
@@ -163,6 +165,7 @@ class ContextCompiler:
                     report.dropped.append((f"{rest} more item(s)", "over the budget"))
                     break
                 tokens = self.counter.count(item.text) + 1
+                report.texts[item.id] = item.text[:TEXT_SHOWN]
                 if report.used + tokens > limit:
                     report.dropped.append((item.id, f"over the {layer.name} budget"))
                 elif tokens > remaining:
@@ -185,6 +188,7 @@ class ContextCompiler:
         kept: list[str] = []
         for item in summary.items:
             text = item.text
+            report.texts[item.id] = text[:TEXT_SHOWN]
             room = summary.limit - report.used
             tokens = self.counter.count(text) + 1
             if tokens > room and room >= MIN_SHRUNK:

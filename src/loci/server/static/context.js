@@ -27,6 +27,12 @@ function bar(used, budget, status) {
 // The message layer's budget is the message's own size: always "full", never a warning.
 const sizedToContent = (layer) => layer.section === 'message';
 
+/** What an item says (a memory id alone tells nothing), as text. */
+function said(layer, item) {
+  const text = layer.texts?.[item];
+  return text && text !== item ? el('span', {class: 'item-text'}, ` — ${text}`) : null;
+}
+
 function layerRow(layer) {
   const status = sizedToContent(layer) ? 'ok' : level(layer.used, layer.budget, layer.dropped.length);
   return el('div', {class: `layer ${status}${layer.used ? '' : ' unused'}`,
@@ -36,8 +42,9 @@ function layerRow(layer) {
       sizedToContent(layer) ? '' : ` · ${pct(layer.used, layer.budget)}%`)),
   bar(layer.used, layer.budget, status),
   layer.included.length || layer.dropped.length ? el('ul', {class: 'items'},
-    layer.included.map((item) => el('li', {class: 'included'}, '+ ', item)),
-    layer.dropped.map((d) => el('li', {class: 'dropped'}, '− ', d.item, el('em', {}, ` (${d.reason})`))))
+    layer.included.map((item) => el('li', {class: 'included'}, '+ ', item, said(layer, item))),
+    layer.dropped.map((d) => el('li', {class: 'dropped'}, '− ', d.item, said(layer, d.item),
+      el('em', {}, ` (${d.reason})`))))
     : null);
 }
 
