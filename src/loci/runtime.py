@@ -76,6 +76,10 @@ class Runtime:
         """A runtime with settings loaded from files and environment, plus ``settings``."""
         return cls(load_settings(**settings), clock=clock)
 
+    def scopes(self) -> list[Scope]:
+        """Every user and agent the store holds data of."""
+        return self.store.list_scopes()
+
     def scope(self, user: str | None = None, agent: str | None = None) -> Loci:
         """The ``Loci`` view of one user's agent (the settings' defaults if not given)."""
         from loci.engine import Loci

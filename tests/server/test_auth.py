@@ -148,6 +148,10 @@ def test_another_tenant_lists_and_searches_nothing(client: TestClient,
             "calls"] == 0
     assert client.get("/api/usage", headers=auth(keys["alice"])).json()["totals"][
         "input_tokens"] == 4711
+    # The dashboard's pickers offer a user key its own user only.
+    assert client.get("/api/scopes", headers=b).json() == []
+    assert client.get("/api/scopes", headers=auth(keys["alice"])).json() == [
+        {"user": "alice", "agent": "default"}]
     context = client.post("/api/sessions/bobs/context", headers=b,
                           json={"message": "what is the vault code?"}).json()
     assert "4711" not in str(context["messages"])

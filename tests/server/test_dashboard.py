@@ -419,3 +419,22 @@ def test_the_token_counter_follows_the_message_as_it_is_typed(site: Site, page: 
                               json={"message": "what is my name?"}).json()
     # No click: the counter compiled the next call on its own.
     expect(page.locator("#context-summary .big")).to_have_text(f"{expected['total_tokens']:,}")
+
+
+def test_the_user_and_agent_fields_offer_the_stores_users_and_agents(
+        site: Site, page: Page) -> None:
+    assert site.http.put("/api/state/city", json={"value": "Porto"}, headers={
+        "X-Loci-User": "omar", "X-Loci-Agent": "travel"}).status_code == 200
+    page.goto(f"{site.url}/#state")
+    users = page.locator("#known-users option")
+    expect(users.first).to_be_attached()
+    offered = [o.get_attribute("value") for o in users.all()]
+    assert {"default", "omar"} <= set(offered)
+    page.fill("#user", "omar")
+    page.dispatch_event("#user", "change")
+    expect(page.locator("#known-agents option")).to_have_count(1)
+    assert page.locator("#known-agents option").first.get_attribute("value") == "travel"
+    page.fill("#agent", "travel")
+    page.click("#auth button[type=submit]")
+    expect(page.locator("#whoami")).to_have_text("omar · travel · open mode")
+    expect(page.locator("#state-table")).to_contain_text("Porto")

@@ -1,6 +1,7 @@
 """REST routes the dashboard needs beyond the domain APIs: one overview call that says
 who the caller is (user, agent, how they authenticated) and how much of each kind of
-data their scope holds, for the header and the tab counts."""
+data their scope holds, for the header and the tab counts; and the users and agents
+the caller may open, for its pickers."""
 
 from __future__ import annotations
 
@@ -32,3 +33,13 @@ def overview(loci: Engine, request: Request) -> dict[str, Any]:
         "sessions": len(loci.sessions()),
         "documents": len(loci.knowledge.ls("/")),
     }
+
+
+@router.get("/scopes", response_model=None)
+def scopes(loci: Engine, request: Request) -> list[dict[str, str]]:
+    """The users and agents the caller may open: every one the store holds in open mode
+    and for an operator key, the key's own user's otherwise."""
+    hub, principal = hub_of(request), principal_of(request)
+    everyone = principal.key_id is None or hub.is_operator(principal.key_id)
+    return [{"user": s.tenant, "agent": s.agent} for s in hub.runtime.scopes()
+            if everyone or s.tenant == loci.scope.tenant]

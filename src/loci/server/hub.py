@@ -108,6 +108,10 @@ class Hub:
             self._keys_checked = now
         return self._keys_exist
 
+    def is_operator(self, key_id: str) -> bool:
+        """Whether ``key_id`` is an operator key (it acts for any user)."""
+        return any(k.id == key_id and k.tenant == OPERATOR for k in self.runtime.api_keys())
+
     def has_keys(self) -> bool:
         """Whether the store holds an active key now."""
         return any(not k.revoked for k in self.runtime.api_keys())

@@ -2,7 +2,7 @@
 // hash router (#memories, #state, #sessions/<id>, #context, #kb, #usage/<session>) that
 // shows one view.
 
-import {$, ApiError, api, credentials} from './lib.js';
+import {$, ApiError, api, credentials, el} from './lib.js';
 import {initContext, showContext} from './context.js';
 import {showKb} from './kb.js';
 import {initMemories, showMemories, showState} from './memories.js';
@@ -69,6 +69,16 @@ async function route() {
   }
 }
 
+/** The users and agents the caller may open, offered by the User and Agent fields. */
+async function fillPickers() {
+  const scopes = await api('/api/scopes');
+  const user = $('#user').value || 'default';
+  const options = (values) => [...new Set(values)].sort().map((v) => el('option', {value: v}));
+  $('#known-users').replaceChildren(...options(scopes.map((s) => s.user)));
+  $('#known-agents').replaceChildren(...options(
+    scopes.filter((s) => s.user === user).map((s) => s.agent)));
+}
+
 function initAuth() {
   const form = $('#auth');
   const fill = () => {
@@ -85,7 +95,10 @@ function initAuth() {
     credentials.set({key: $('#api-key').value, user: $('#user').value, agent: $('#agent').value});
     fill();
     route();
+    app.guard(fillPickers)();
   });
+  $('#user').addEventListener('change', app.guard(fillPickers));
+  app.guard(fillPickers)();
 }
 
 initAuth();
