@@ -432,9 +432,45 @@ def test_the_user_and_agent_fields_offer_the_stores_users_and_agents(
     assert {"default", "omar"} <= set(offered)
     page.fill("#user", "omar")
     page.dispatch_event("#user", "change")
+    # Omar's agents replace the default user's (the list is filled again on change).
+    expect(page.locator("#known-agents option[value='travel']")).to_have_count(1)
     expect(page.locator("#known-agents option")).to_have_count(1)
-    assert page.locator("#known-agents option").first.get_attribute("value") == "travel"
     page.fill("#agent", "travel")
     page.click("#auth button[type=submit]")
     expect(page.locator("#whoami")).to_have_text("omar · travel · open mode")
     expect(page.locator("#state-table")).to_contain_text("Porto")
+
+
+def test_a_person_adds_and_edits_memories_and_state(site: Site, page: Page) -> None:
+    headers = {"X-Loci-User": "writer"}
+    page.goto(f"{site.url}/#memories")
+    page.fill("#user", "writer")
+    page.click("#auth button[type=submit]")
+    expect(page.locator("#whoami")).to_have_text("writer · default · open mode")
+    page.fill("#memory-new", "Prefers tea to coffee")
+    page.select_option("#memory-new-type", "user_preference")
+    page.fill("#memory-new-tags", "drinks, taste")
+    page.click("#memory-add button[type=submit]")
+    card = page.locator("li.memory[data-type='user_preference']")
+    expect(card.locator(".content")).to_have_text("Prefers tea to coffee")
+    [stored] = site.http.get("/api/memories", headers=headers).json()
+    assert stored["tags"] == ["drinks", "taste"]
+    card.locator("button.edit").click()
+    card.locator("textarea").fill("Prefers green tea to coffee")
+    card.locator("form.editor button[type=submit]").click()
+    expect(card.locator(".content")).to_have_text("Prefers green tea to coffee")
+    history = site.http.get(f"/api/memories/{stored['id']}/history", headers=headers).json()
+    assert [v["content"] for v in history] == ["Prefers tea to coffee"]
+
+    page.goto(f"{site.url}/#state")
+    page.fill("#state-key", "mood")
+    page.fill("#state-value", "calm")
+    page.click("#state-set button[type=submit]")
+    row = page.locator("tr[data-key='mood']")
+    expect(row.locator(".value")).to_have_text("calm")
+    row.locator("button.edit").click()
+    expect(page.locator("#state-key")).to_have_value("mood")
+    page.fill("#state-value", "busy")
+    page.click("#state-set button[type=submit]")
+    expect(row.locator(".value")).to_have_text("busy")
+    assert site.http.get("/api/state/mood", headers=headers).json()["value"] == "busy"

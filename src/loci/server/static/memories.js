@@ -1,5 +1,5 @@
 // The memory viewer (seeds/000): facts grouped by type, sticky ones starred, expiry,
-// tags, history, delete and search; and the key/value state.
+// tags, history, add, edit, delete and search; and the key/value state, set and deleted.
 
 import {$, absolute, api, el, empty, relative, seg, tags, when} from './lib.js';
 
@@ -45,6 +45,9 @@ function memoryCard(memory, app) {
     el('span', {class: 'muted'}, 'updated ', when(memory.updated_at)),
     el('code', {class: 'muted'}, memory.id)),
   el('div', {class: 'actions'},
+    el('button', {type: 'button', class: 'edit',
+      onclick: app.guard((event) => editMemory(event.target.closest('li'), memory, app))},
+    'Edit'),
     el('button', {type: 'button', onclick: app.guard(() => toggleHistory(history, memory))},
       'History'),
     el('button', {type: 'button', class: 'danger',
@@ -62,6 +65,32 @@ async function toggleHistory(panel, memory) {
   panel.replaceChildren(el('h4', {}, 'Earlier versions'),
     items.length ? el('ol', {class: 'versions'}, items) : empty('No earlier versions.'));
   panel.hidden = false;
+}
+
+/** Edit a memory in place: its text in a box, saved as its next version. */
+function editMemory(card, memory, app) {
+  const box = el('textarea', {class: 'edit-content', rows: 3}, memory.content);
+  const save = async () => {
+    await api(`/api/memories/${seg(memory.id)}`, {method: 'PUT', body: {
+      content: box.value, type: memory.type, tags: memory.tags}});
+    await showMemories(app);
+  };
+  card.querySelector('.content').replaceWith(el('form', {class: 'editor',
+    onsubmit: app.guard(async (event) => { event.preventDefault(); await save(); })},
+  box, el('button', {type: 'submit'}, 'Save'),
+  el('button', {type: 'button', onclick: app.guard(() => showMemories(app))}, 'Cancel')));
+  box.focus();
+}
+
+async function addMemory(app) {
+  const content = $('#memory-new').value.trim();
+  if (!content) return;
+  const labels = $('#memory-new-tags').value.split(',').map((t) => t.trim()).filter(Boolean);
+  await api('/api/memories', {method: 'POST', body: {
+    content, type: $('#memory-new-type').value, tags: labels}});
+  $('#memory-new').value = '';
+  $('#memory-new-tags').value = '';
+  await Promise.all([showMemories(app), app.refreshOverview()]);
 }
 
 async function deleteMemory(memory, app) {
@@ -110,6 +139,19 @@ export function initMemories(app) {
   }));
   $('#memory-search-clear').addEventListener('click', clearSearch);
   $('#include-expired').addEventListener('change', app.guard(() => showMemories(app)));
+  $('#memory-add').addEventListener('submit', app.guard(async (event) => {
+    event.preventDefault();
+    await addMemory(app);
+  }));
+  $('#state-set').addEventListener('submit', app.guard(async (event) => {
+    event.preventDefault();
+    const key = $('#state-key').value.trim();
+    if (!key) return;
+    await api(`/api/state/${seg(key)}`, {method: 'PUT', body: {value: $('#state-value').value}});
+    $('#state-key').value = '';
+    $('#state-value').value = '';
+    await Promise.all([showState(app), app.refreshOverview()]);
+  }));
 }
 
 async function deleteState(item, app) {
@@ -123,7 +165,11 @@ export async function showState(app) {
   const rows = items.map((item) => el('tr', {dataset: {key: item.key}},
     el('td', {}, el('code', {}, item.key)), el('td', {class: 'value'}, item.value),
     el('td', {}, when(item.updated_at), el('div', {class: 'muted small'}, absolute(item.updated_at))),
-    el('td', {}, el('button', {type: 'button', class: 'danger',
+    el('td', {}, el('button', {type: 'button', class: 'edit', onclick: () => {
+      $('#state-key').value = item.key;
+      $('#state-value').value = item.value;
+      $('#state-value').focus();
+    }}, 'Edit'), el('button', {type: 'button', class: 'danger',
       onclick: app.guard(() => deleteState(item, app))}, 'Delete'))));
   $('#state-table').replaceChildren(rows.length
     ? el('table', {class: 'grid'},
