@@ -474,3 +474,32 @@ def test_a_person_adds_and_edits_memories_and_state(site: Site, page: Page) -> N
     page.click("#state-set button[type=submit]")
     expect(row.locator(".value")).to_have_text("busy")
     assert site.http.get("/api/state/mood", headers=headers).json()["value"] == "busy"
+
+
+def test_a_person_creates_and_edits_documents_without_clobbering(
+        site: Site, page: Page) -> None:
+    headers = {"X-Loci-User": "author"}
+    page.goto(f"{site.url}/#kb")
+    page.fill("#user", "author")
+    page.click("#auth button[type=submit]")
+    page.fill("#kb-new-path", "/notes/trip.md")
+    page.fill("#kb-new-content", "# Trip\nPorto in May.")
+    page.click("#kb-new button[type=submit]")
+    expect(page.locator("#kb-content")).to_have_text("# Trip\nPorto in May.")
+    page.click("#kb-edit")
+    page.fill("#kb-editor", "# Trip\nPorto in June.")
+    page.click(".doc-editor button[type=submit]")
+    expect(page.locator("#kb-content")).to_have_text("# Trip\nPorto in June.")
+    history = site.http.get("/api/kb/history", params={"path": "/notes/trip.md"},
+                            headers=headers).json()
+    assert [v["content"] for v in history] == ["# Trip\nPorto in May."]
+    # Someone saves a version while the page edits: the page's save is refused (409)
+    # and the other version stays.
+    page.click("#kb-edit")
+    assert site.http.put("/api/kb/doc", params={"path": "/notes/trip.md"}, headers=headers,
+                         json={"content": "# Trip\nLisbon instead."}).status_code == 200
+    page.fill("#kb-editor", "# Trip\nPorto in July.")
+    page.click(".doc-editor button[type=submit]")
+    expect(page.locator("#error-text")).to_contain_text("409")
+    assert site.http.get("/api/kb/doc", params={"path": "/notes/trip.md"},
+                         headers=headers).json()["content"] == "# Trip\nLisbon instead."

@@ -4,7 +4,7 @@
 
 import {$, ApiError, api, credentials, el} from './lib.js';
 import {initContext, showContext} from './context.js';
-import {showKb} from './kb.js';
+import {initKb, showKb} from './kb.js';
 import {initMemories, showMemories, showState} from './memories.js';
 import {showSessions} from './sessions.js';
 import {showUsage} from './usage.js';
@@ -104,6 +104,7 @@ function initAuth() {
 initAuth();
 initMemories(app);
 initContext(app);
+initKb(app);
 $('#error-close').addEventListener('click', hideError);
 window.addEventListener('hashchange', route);
 route();
