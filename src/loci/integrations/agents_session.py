@@ -67,7 +67,9 @@ class LociSession:
                 for item in (event.metadata or {}).get(ITEMS) or ()]
 
     def _compiled(self) -> list[dict[str, Any]]:
-        if not self._live():
+        try:
+            self.loci.session(self.session_id)
+        except NotFoundError:  # nothing recorded: no context to give yet
             return []
         return self.loci.compile(self.session_id, None, model=self.model,
                                  guest=True).to_responses()

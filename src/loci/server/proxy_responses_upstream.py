@@ -25,7 +25,7 @@ from loci.server.proxy_types import Completion, Delta, UpstreamRequest, mapping
 
 #: Chat parameters a Responses request takes as they are.
 _PASSED = ("temperature", "top_p", "parallel_tool_calls", "reasoning", "service_tier",
-           "metadata", "text", "truncation", "prompt_cache_key", "safety_identifier")
+           "metadata", "prompt_cache_key", "safety_identifier")
 
 
 class ResponsesUpstream:
