@@ -3,6 +3,7 @@ counts of a usage object. Shared by the chat clients and the server's proxy face
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from loci.models import Usage
@@ -44,24 +45,25 @@ def read_usage(value: Any) -> Usage:
     ``cached_content_token_count``); a :class:`Usage` is taken as it is."""
     if isinstance(value, Usage):
         return value
-    data = _as_dict(value)
+    data = as_dict(value)
     if "prompt_token_count" in data:  # Gemini's usage_metadata
         return Usage(usage_int(data, "prompt_token_count"),
                      usage_int(data, "cached_content_token_count"), 0,
                      usage_int(data, "candidates_token_count"))
     if "prompt_tokens" in data:
-        details = _as_dict(data.get("prompt_tokens_details"))
+        details = as_dict(data.get("prompt_tokens_details"))
         return Usage(usage_int(data, "prompt_tokens"), usage_int(details, "cached_tokens"), 0,
                      usage_int(data, "completion_tokens"))
     read = usage_int(data, "cache_read_input_tokens")
     written = usage_int(data, "cache_creation_input_tokens")
     # Anthropic counts its cache apart from input_tokens; OpenAI's Responses within it.
-    cached = read or usage_int(_as_dict(data.get("input_tokens_details")), "cached_tokens")
+    cached = read or usage_int(as_dict(data.get("input_tokens_details")), "cached_tokens")
     return Usage(usage_int(data, "input_tokens") + read + written, cached, written,
                  usage_int(data, "output_tokens"))
 
 
-def _as_dict(value: Any) -> dict[str, Any]:
+def as_dict(value: Any) -> dict[str, Any]:
+    """A provider object as a dict: a dict as it is, an SDK object dumped."""
     if isinstance(value, dict):
         return value
     dump = getattr(value, "model_dump", None)  # the providers' SDK objects (pydantic)
@@ -69,3 +71,8 @@ def _as_dict(value: Any) -> dict[str, Any]:
         dumped = dump()
         return dumped if isinstance(dumped, dict) else {}
     return dict(vars(value)) if hasattr(value, "__dict__") else {}
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a mapping, else an empty one (for reading optional fields)."""
+    return value if isinstance(value, Mapping) else {}

@@ -15,34 +15,24 @@ the assistant turn whose tool results follow.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from loci.context.render import COMPACTS
 from loci.errors import ValidationError
-from loci.llm.anthropic import AnthropicChat, delta_text, reply_text
-from loci.llm.wire import read_usage
+from loci.llm.answers import KEPT_BLOCKS, STOP_REASONS, Completion, anthropic_answer
+from loci.llm.anthropic import AnthropicChat, delta_text
+from loci.llm.media import anthropic_blocks
+from loci.llm.wire import mapping, read_usage
 from loci.models import Usage
-from loci.server.proxy_media import anthropic_blocks
-from loci.server.proxy_types import (
-    Completion,
-    Delta,
-    UpstreamRequest,
-    mapping,
-)
+from loci.server.proxy_types import Delta, UpstreamRequest
 
 #: Anthropic needs max_tokens; this is used when the client gives none.
 ANTHROPIC_MAX_TOKENS = 4096
-_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
-                 "tool_use": "tool_calls"}
 #: The key of a chat tool that holds the Messages face's own tool definition.
 ANTHROPIC_TOOL = "anthropic_tool"
 #: The ``cache_control`` marks Anthropic accepts in one request.
 MAX_BREAKPOINTS = 4
-#: Blocks kept as they came (``Completion.blocks``): signed thinking, and the summary
-#: of the provider's own compaction (``compact_20260112``), round-tripped verbatim.
-KEPT_BLOCKS = ("thinking", "redacted_thinking", "compaction")
 #: Messages parameters passed on as the client sent them (``context_management``: the
 #: client's own edits of the context Loci sends, e.g. clearing old tool uses).
 _PASSED = ("temperature", "top_p", "top_k", "thinking", "service_tier", "context_management")
@@ -55,16 +45,8 @@ class AnthropicUpstream:
         self.chat = chat
 
     def complete(self, request: UpstreamRequest) -> Completion:
-        payload = self.chat.send(request_body(request, stream=False), _headers(request))
-        return Completion(
-            content=reply_text(payload),
-            finish_reason=_STOP_REASONS.get(str(payload.get("stop_reason")), "stop"),
-            usage=read_usage(payload.get("usage")),
-            tool_calls=tool_calls(payload) or None,
-            id=payload.get("id") if isinstance(payload.get("id"), str) else None,
-            blocks=[b for b in payload.get("content") or () if isinstance(b, dict)
-                    and b.get("type") in KEPT_BLOCKS] or None,
-        )
+        return anthropic_answer(self.chat.send(request_body(request, stream=False),
+                                               _headers(request)))
 
     def stream(self, request: UpstreamRequest) -> Iterator[Delta]:
         prompt = Usage()
@@ -91,7 +73,7 @@ class AnthropicUpstream:
                 yield _content_delta(data, calls)
             elif kind == "message_delta":
                 delta = mapping(data.get("delta"))
-                reason = _STOP_REASONS.get(str(delta.get("stop_reason")), "stop")
+                reason = STOP_REASONS.get(str(delta.get("stop_reason")), "stop")
                 # Its usage counts are cumulative: the output's, and maybe the input's.
                 final = read_usage(data.get("usage"))
                 yield Delta(finish_reason=reason, usage=Usage(
@@ -201,15 +183,6 @@ def tool_choice(choice: Any, parallel: Any) -> dict[str, Any] | None:
     elif out == {"type": "auto"}:
         return None
     return out
-
-
-def tool_calls(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The ``tool_use`` blocks of a Messages answer as OpenAI ``tool_calls``."""
-    return [{"id": block.get("id"), "type": "function",
-             "function": {"name": block.get("name"),
-                          "arguments": json.dumps(block.get("input") or {})}}
-            for block in payload.get("content") or ()
-            if isinstance(block, dict) and block.get("type") == "tool_use"]
 
 
 def _grow(block: dict[str, Any], delta: Mapping[str, Any]) -> None:

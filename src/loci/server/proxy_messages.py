@@ -16,7 +16,7 @@ and ``redacted_thinking`` blocks are relayed to the client as they came and reco
 with the turn, so the next request (whose tool results answer that turn) carries them
 back unchanged; a client's own thinking blocks are kept the same way for the turns Loci
 did not relay. Images and documents of the new message go to the upstream with it
-(``proxy_media``).
+(``llm.media``).
 """
 
 from __future__ import annotations
@@ -32,12 +32,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loci.context.render import PROVIDER_BLOCKS
 from loci.errors import LociError, ValidationError
+from loci.llm.answers import KEPT_BLOCKS, Completion
+from loci.llm.media import split_media
 from loci.llm.wire import message_text
 from loci.models import Usage
 from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
-from loci.server.proxy_anthropic import ANTHROPIC_TOOL, KEPT_BLOCKS
-from loci.server.proxy_media import split_media
-from loci.server.proxy_types import Completion, Delta, Upstream
+from loci.server.proxy_anthropic import ANTHROPIC_TOOL
+from loci.server.proxy_types import Delta, Upstream
 from loci.server.proxy_upstream import make_upstream
 
 router = APIRouter(tags=["proxy"])
@@ -190,7 +191,7 @@ def _chat_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _result_content(content: Any) -> str | list[dict[str, Any]]:
     """A tool result's content: its text, then its images and documents (which go to
-    the upstream with the results, ``proxy_media``)."""
+    the upstream with the results, ``llm.media``)."""
     if isinstance(content, str) or content is None:
         return content or ""
     if not isinstance(content, list):

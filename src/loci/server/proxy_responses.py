@@ -10,7 +10,7 @@ streamed as the published events (``response.created``, output items and content
 with their deltas, ``response.completed``). The session is the ``X-Loci-Session``
 header, else the ``user`` field. Loci's event log is the conversation, so
 ``previous_response_id`` needs nothing more: the session already holds what came
-before. Images and files go to the upstream (``proxy_media``); ``reasoning`` items (a
+before. Images and files go to the upstream (``llm.media``); ``reasoning`` items (a
 Chat Completions upstream has no use for them) and ``compaction`` items (see
 ``proxy_compact``) are accepted and not sent on.
 """
@@ -169,7 +169,7 @@ def _has_results(messages: list[dict[str, Any]]) -> bool:
 
 def _content(content: Any) -> str | list[dict[str, Any]]:
     """A message's content as chat content: its text, and its images and files as chat
-    content parts after it (``proxy_media``)."""
+    content parts after it (``llm.media``)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):

@@ -14,14 +14,15 @@ loop.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from loci.errors import ValidationError
+from loci.llm.answers import Completion, responses_answer, responses_call
+from loci.llm.media import responses_parts
 from loci.llm.openai_compat import OpenAIResponses
-from loci.llm.wire import read_usage
-from loci.server.proxy_media import responses_parts
-from loci.server.proxy_types import Completion, Delta, UpstreamRequest, mapping
+from loci.llm.wire import mapping
+from loci.server.proxy_types import Delta, UpstreamRequest
 
 #: Chat parameters a Responses request takes as they are.
 _PASSED = ("temperature", "top_p", "parallel_tool_calls", "reasoning", "service_tier",
@@ -35,7 +36,7 @@ class ResponsesUpstream:
         self.api = api
 
     def complete(self, request: UpstreamRequest) -> Completion:
-        return answer(self.api.send(request_body(request, stream=False)))
+        return responses_answer(self.api.send(request_body(request, stream=False)))
 
     def stream(self, request: UpstreamRequest) -> Iterator[Delta]:
         calls = 0
@@ -48,37 +49,15 @@ class ResponsesUpstream:
                 if item.get("type") == "reasoning":
                     yield Delta(blocks=[dict(item)])
                 elif item.get("type") == "function_call":
-                    yield Delta(tool_calls=[{**_call(item), "index": calls}])
+                    yield Delta(tool_calls=[{**responses_call(item), "index": calls}])
                     calls += 1
             elif kind in ("response.completed", "response.incomplete"):
-                done = answer(mapping(data.get("response")))
+                done = responses_answer(mapping(data.get("response")))
                 yield Delta(finish_reason="tool_calls" if calls else done.finish_reason,
                             usage=done.usage)
 
     def close(self) -> None:
         self.api.close()
-
-
-def answer(payload: Mapping[str, Any]) -> Completion:
-    """A ``response`` object as a :class:`Completion`."""
-    output = [mapping(item) for item in payload.get("output") or ()]
-    text = "".join(str(part.get("text") or "") for item in output
-                   if item.get("type") == "message"
-                   for part in map(mapping, item.get("content") or ())
-                   if part.get("type") == "output_text")
-    calls = [_call(item) for item in output if item.get("type") == "function_call"]
-    cut = mapping(payload.get("incomplete_details")).get("reason") == "max_output_tokens"
-    return Completion(
-        content=text, usage=read_usage(payload.get("usage")), tool_calls=calls or None,
-        finish_reason="tool_calls" if calls else "length" if cut else "stop",
-        id=payload.get("id") if isinstance(payload.get("id"), str) else None,
-        blocks=[dict(item) for item in output if item.get("type") == "reasoning"] or None)
-
-
-def _call(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {"id": str(item.get("call_id") or ""), "type": "function",
-            "function": {"name": str(item.get("name") or ""),
-                         "arguments": str(item.get("arguments") or "{}")}}
 
 
 def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:

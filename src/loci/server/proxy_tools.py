@@ -18,7 +18,7 @@ from typing import Any
 from loci.context.render import PROVIDER_BLOCKS
 from loci.engine import Loci
 from loci.errors import NotFoundError, ValidationError
-from loci.server.proxy_media import read
+from loci.llm.media import read
 
 #: How far back the session's live events are searched for the calls being answered.
 _RECENT_EVENTS = 500

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from loci.context.compiled import CompiledContext
+from loci.llm.answers import Completion
+from loci.llm.wire import mapping
 from loci.models import Usage
 
 
@@ -23,23 +25,11 @@ class UpstreamRequest:
     system: list[dict[str, Any]]
     params: dict[str, Any]
     #: Images, documents, audio of the new message, as the client sent them
-    #: (``proxy_media``): they follow its text.
+    #: (``llm.media``): they follow its text.
     attachments: list[dict[str, Any]] = field(default_factory=list)
     #: The client's ``anthropic-beta`` header, for an Anthropic upstream: the features
     #: it enables (the memory tool, context management, ...) are the client's to ask.
     beta: str | None = None
-
-
-@dataclass
-class Completion:
-    content: str
-    finish_reason: str = "stop"
-    usage: Usage = field(default_factory=Usage)
-    tool_calls: list[Any] | None = None
-    id: str | None = None
-    #: Provider blocks that must go back as they came (Anthropic ``thinking`` and
-    #: ``redacted_thinking`` with their signatures), in their order.
-    blocks: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -74,10 +64,6 @@ def system_blocks(content: Any) -> list[dict[str, Any]]:
                 block["cache_control"] = part["cache_control"]
             blocks.append(block)
     return blocks
-
-
-def mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def chat_usage(usage: Usage) -> dict[str, Any]:

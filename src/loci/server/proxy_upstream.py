@@ -14,21 +14,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from loci.errors import ConfigError, ValidationError
+from loci.llm.answers import Completion, chat_answer
 from loci.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from loci.llm.anthropic import AnthropicChat
+from loci.llm.media import openai_parts
 from loci.llm.openai_compat import DEFAULT_BASE_URL as OPENAI_URL
 from loci.llm.openai_compat import OpenAICompatibleChat, OpenAIResponses
-from loci.llm.wire import message_text, read_usage
+from loci.llm.wire import mapping, message_text, read_usage
 from loci.server.proxy_anthropic import ANTHROPIC_TOOL, AnthropicUpstream
-from loci.server.proxy_media import openai_parts
 from loci.server.proxy_responses_upstream import ResponsesUpstream
-from loci.server.proxy_types import (
-    Completion,
-    Delta,
-    Upstream,
-    UpstreamRequest,
-    mapping,
-)
+from loci.server.proxy_types import Delta, Upstream, UpstreamRequest
 from loci.settings import Settings
 
 #: Request fields the proxy handles itself instead of forwarding.
@@ -125,16 +120,7 @@ class OpenAIUpstream:
         return body
 
     def complete(self, request: UpstreamRequest) -> Completion:
-        payload = self.chat.chat(self._body(request, stream=False))
-        choice = payload["choices"][0]
-        message = choice["message"]
-        return Completion(
-            content=message_text(message.get("content")),
-            finish_reason=str(choice.get("finish_reason") or "stop"),
-            usage=read_usage(payload.get("usage")),
-            tool_calls=message.get("tool_calls") or None,
-            id=payload.get("id") if isinstance(payload.get("id"), str) else None,
-        )
+        return chat_answer(self.chat.chat(self._body(request, stream=False)))
 
     def stream(self, request: UpstreamRequest) -> Iterator[Delta]:
         for chunk in self.chat.chat_stream(self._body(request, stream=True)):
