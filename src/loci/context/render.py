@@ -14,11 +14,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from loci.llm.messages import PROVIDER_BLOCKS
 from loci.models import Event
 from loci.store.codec import canonical_json
 
-#: The message (and event metadata) key of provider blocks.
-PROVIDER_BLOCKS = "provider_blocks"
 #: Anthropic's kept blocks (signed thinking; its own compaction's summary); the
 #: Responses API's.
 THINKING_BLOCKS = ("thinking", "redacted_thinking")

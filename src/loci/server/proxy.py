@@ -47,19 +47,19 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from loci.checks import check_text
-from loci.context.render import PROVIDER_BLOCKS
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
 from loci.eventlog import check_message
 from loci.llm.answers import Completion
 from loci.llm.media import read, split_media
+from loci.llm.messages import PROVIDER_BLOCKS, system_blocks
 from loci.llm.wire import message_text
 from loci.models import Usage
 from loci.server import proxy_memory
 from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_stream import TagFilter, chunk, sse
 from loci.server.proxy_tools import call_events, merge_fragments, record_results, split_results
-from loci.server.proxy_types import Delta, Upstream, UpstreamRequest, chat_usage, system_blocks
+from loci.server.proxy_types import Delta, Upstream, UpstreamRequest, chat_usage
 from loci.server.proxy_upstream import OWN_FIELDS, make_upstream, provider_edits
 
 router = APIRouter(tags=["proxy"])

@@ -30,10 +30,9 @@ from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from loci.context.render import PROVIDER_BLOCKS
 from loci.errors import LociError, ValidationError
-from loci.llm.answers import KEPT_BLOCKS, Completion
-from loci.llm.media import split_media
+from loci.llm.answers import Completion
+from loci.llm.messages import from_anthropic, system_content
 from loci.llm.wire import message_text
 from loci.models import Usage
 from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
@@ -75,9 +74,10 @@ class MessagesRequest(BaseModel):
 
     def as_chat(self) -> ChatRequest:
         """The chat-completions request this one means."""
-        messages = [{"role": "system", "content": _system(self.system)}] if self.system else []
+        messages = ([{"role": "system", "content": system_content(self.system)}]
+                    if self.system else [])
         for message in self.messages:
-            messages += _chat_messages(message)
+            messages += from_anthropic(message)
         params: dict[str, Any] = {k: v for k, v in (self.model_extra or {}).items()
                                   if k not in _OWN and v is not None}
         if self.max_tokens:
@@ -129,76 +129,6 @@ def count_tokens(
     system = sum(loci.counter.count(message_text(m["content"])) for m in chat.messages
                  if m.get("role") == "system")
     return {"input_tokens": context.total_tokens + system}
-
-
-def _system(system: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    """The system prompt as one system message's content: text blocks keep their
-    ``cache_control`` (``proxy_types.system_blocks``)."""
-    if isinstance(system, str):
-        return system
-    return [{**block, "text": _block_text(block)} for block in system]
-
-
-def _block_text(block: Any) -> str:
-    if not isinstance(block, Mapping) or block.get("type") != "text":
-        kind = block.get("type") if isinstance(block, Mapping) else type(block).__name__
-        raise ValidationError(f"content blocks of type {kind!r} are not supported by "
-                              "Loci's Messages face yet: send text, tool_use and "
-                              "tool_result blocks")
-    return str(block.get("text") or "")
-
-
-def _chat_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One Messages message as chat-completions messages: tool results become ``tool``
-    messages, an assistant's ``tool_use`` blocks its ``tool_calls``."""
-    role, content = message.get("role"), message.get("content")
-    if role not in ("user", "assistant"):
-        raise ValidationError("each message's role must be 'user' or 'assistant'")
-    if isinstance(content, str):
-        return [{"role": role, "content": content}]
-    if not isinstance(content, list):
-        raise ValidationError("a message's content must be a string or a list of blocks")
-    texts: list[str] = []
-    calls: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    kept: list[dict[str, Any]] = []
-    media: list[dict[str, Any]] = []
-    for block in content:
-        kind = block.get("type") if isinstance(block, Mapping) else None
-        if kind in KEPT_BLOCKS and role == "assistant":
-            kept.append(dict(block))
-        elif kind in ("image", "document") and role == "user":
-            media.append(dict(block))
-        elif kind == "tool_use" and role == "assistant":
-            calls.append({"id": str(block.get("id") or ""), "type": "function",
-                          "function": {"name": str(block.get("name") or ""),
-                                       "arguments": json.dumps(block.get("input") or {})}})
-        elif kind == "tool_result" and role == "user":
-            results.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id")),
-                            "content": _result_content(block.get("content"))})
-        else:
-            texts.append(_block_text(block))
-    text = "\n".join(t for t in texts if t)
-    if role == "assistant":
-        out: dict[str, Any] = {"role": "assistant", "content": text}
-        if kept:
-            out[PROVIDER_BLOCKS] = kept
-        return [{**out, "tool_calls": calls}] if calls else [out]
-    parts = [{"type": "text", "text": text}, *media] if media else text
-    return results + ([{"role": "user", "content": parts}] if text or media or not results
-                      else [])
-
-
-def _result_content(content: Any) -> str | list[dict[str, Any]]:
-    """A tool result's content: its text, then its images and documents (which go to
-    the upstream with the results, ``llm.media``)."""
-    if isinstance(content, str) or content is None:
-        return content or ""
-    if not isinstance(content, list):
-        raise ValidationError("a tool_result's content must be a string or a list of blocks")
-    texts, media = split_media(content)
-    text = "\n".join(_block_text(block) for block in texts)
-    return [{"type": "text", "text": text}, *media] if media else text
 
 
 def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
+from loci.llm.messages import add_responses_item
 from loci.models import Usage
 from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
 from loci.server.proxy_types import Delta, Upstream
@@ -67,7 +68,7 @@ class ResponsesRequest(BaseModel):
         items = ([{"role": "user", "content": self.input}] if isinstance(self.input, str)
                  else self.input)
         for item in items:
-            _add_item(messages, item)
+            add_responses_item(messages, item)
         if not messages or messages[-1].get("role") == "system":
             raise ValidationError("input holds no message")
         params: dict[str, Any] = {k: v for k, v in (self.model_extra or {}).items()
@@ -126,82 +127,6 @@ def _with_recorded_calls(loci: Loci, session: str, chat: ChatRequest) -> ChatReq
     asked = {"role": "assistant", "content": "", "tool_calls": calls}
     messages = [*chat.messages[:first], asked, *chat.messages[first:]]
     return chat.model_copy(update={"messages": messages})
-
-
-def _add_item(messages: list[dict[str, Any]], item: Mapping[str, Any]) -> None:
-    """One input item as chat messages: function calls join the assistant message
-    before them, their outputs become ``tool`` messages."""
-    kind = item.get("type", "message")
-    if kind == "message":
-        role = item.get("role")
-        if role not in ("user", "assistant", "system", "developer"):
-            raise ValidationError(f"unknown message role {role!r}")
-        messages.append({"role": "system" if role == "developer" else role,
-                         "content": _content(item.get("content"))})
-    elif kind == "function_call":
-        call = {"id": str(item.get("call_id") or ""), "type": "function",
-                "function": {"name": str(item.get("name") or ""),
-                             "arguments": str(item.get("arguments") or "{}")}}
-        last = messages[-1] if messages else None
-        if last is not None and last.get("role") == "assistant" and not _has_results(
-                messages):
-            last.setdefault("tool_calls", []).append(call)
-        else:
-            messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
-    elif kind in ("reasoning", "compaction"):
-        # A reasoning model's own items (a chat-completions upstream has no use for
-        # them); a compaction item of ``/responses/compact``: Loci's log holds what it
-        # stands for.
-        pass
-    elif kind == "function_call_output":
-        output = item.get("output")
-        messages.append({"role": "tool", "tool_call_id": str(item.get("call_id") or ""),
-                         "content": output if isinstance(output, str) else json.dumps(output)})
-    else:
-        raise ValidationError(f"input items of type {kind!r} are not supported by Loci's "
-                              "Responses face yet: send messages, function_call and "
-                              "function_call_output items")
-
-
-def _has_results(messages: list[dict[str, Any]]) -> bool:
-    return bool(messages) and messages[-1].get("role") == "tool"
-
-
-def _content(content: Any) -> str | list[dict[str, Any]]:
-    """A message's content as chat content: its text, and its images and files as chat
-    content parts after it (``llm.media``)."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise ValidationError("a message's content must be text or a list of parts")
-    texts, media = [], []
-    for part in content:
-        kind = part.get("type") if isinstance(part, Mapping) else None
-        if kind in ("input_text", "output_text", "text"):
-            texts.append(str(part.get("text") or ""))
-        elif kind in ("input_image", "input_file"):
-            media.append(_media_part(part))
-        else:
-            raise ValidationError(f"content parts of type {kind!r} are not supported by "
-                                  "Loci's Responses face: send text, images and files")
-    text = "\n".join(texts)
-    return [{"type": "text", "text": text}, *media] if media else text
-
-
-def _media_part(part: Mapping[str, Any]) -> dict[str, Any]:
-    """An ``input_image`` or ``input_file`` part as a chat content part."""
-    if part.get("type") == "input_image":
-        if not isinstance(part.get("image_url"), str):
-            raise ValidationError("send an input_image with its image_url (a URL or a data: "
-                                  "URL); file ids are not supported")
-        image: dict[str, Any] = {"url": part["image_url"]}
-        if part.get("detail"):
-            image["detail"] = part["detail"]
-        return {"type": "image_url", "image_url": image}
-    file = {k: part[k] for k in ("file_data", "file_id", "filename") if part.get(k)}
-    if not file.get("file_data") and not file.get("file_id"):
-        raise ValidationError("send an input_file with its file_data (a data: URL)")
-    return {"type": "file", "file": file}
 
 
 def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:

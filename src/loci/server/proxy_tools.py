@@ -15,10 +15,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from loci.context.render import PROVIDER_BLOCKS
 from loci.engine import Loci
 from loci.errors import NotFoundError, ValidationError
 from loci.llm.media import read
+from loci.llm.messages import PROVIDER_BLOCKS
 
 #: How far back the session's live events are searched for the calls being answered.
 _RECENT_EVENTS = 500

@@ -4,13 +4,12 @@ context, and answers reduced to one shape whatever the upstream (a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from loci.context.compiled import CompiledContext
 from loci.llm.answers import Completion
-from loci.llm.wire import mapping
 from loci.models import Usage
 
 
@@ -49,21 +48,6 @@ class Upstream(Protocol):
     def stream(self, request: UpstreamRequest) -> Iterator[Delta]: ...
 
     def close(self) -> None: ...
-
-
-def system_blocks(content: Any) -> list[dict[str, Any]]:
-    """A system message's content as text blocks (empty text left out); a text part's
-    ``cache_control`` (the Messages face's) is kept."""
-    parts = content if isinstance(content, list) else [content]
-    blocks = []
-    for part in parts:
-        text = part if isinstance(part, str) else mapping(part).get("text")
-        if isinstance(text, str) and text.strip():
-            block: dict[str, Any] = {"type": "text", "text": text}
-            if isinstance(part, Mapping) and part.get("cache_control"):
-                block["cache_control"] = part["cache_control"]
-            blocks.append(block)
-    return blocks
 
 
 def chat_usage(usage: Usage) -> dict[str, Any]:
