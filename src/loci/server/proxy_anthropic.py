@@ -19,10 +19,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from loci.context.render import COMPACTS
+from loci.context.requests import anthropic_request
 from loci.errors import ValidationError
 from loci.llm.answers import KEPT_BLOCKS, STOP_REASONS, Completion, anthropic_answer
 from loci.llm.anthropic import AnthropicChat, delta_text
-from loci.llm.media import anthropic_blocks
 from loci.llm.wire import mapping, read_usage
 from loci.models import Usage
 from loci.server.proxy_types import Delta, UpstreamRequest
@@ -31,8 +31,6 @@ from loci.server.proxy_types import Delta, UpstreamRequest
 ANTHROPIC_MAX_TOKENS = 4096
 #: The key of a chat tool that holds the Messages face's own tool definition.
 ANTHROPIC_TOOL = "anthropic_tool"
-#: The ``cache_control`` marks Anthropic accepts in one request.
-MAX_BREAKPOINTS = 4
 #: Messages parameters passed on as the client sent them (``context_management``: the
 #: client's own edits of the context Loci sends, e.g. clearing old tool uses).
 _PASSED = ("temperature", "top_p", "top_k", "thinking", "service_tier", "context_management")
@@ -95,15 +93,11 @@ def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
     thinking = mapping(params.get("thinking")).get("type") in ("enabled", "adaptive")
     edits = mapping(params.get("context_management")).get("edits") or ()
     compacting = any(str(mapping(e).get("type")).startswith(COMPACTS) for e in edits)
-    rendered = request.context.to_anthropic(thinking=thinking, compaction=compacting)
-    own = [dict(block) for block in request.system]
-    messages = rendered["messages"]
-    history = [b for m in messages for b in m["content"] if "cache_control" in b]
-    if request.attachments:  # they follow the new message's text
-        messages[-1]["content"] += anthropic_blocks(request.attachments)
+    tools = [tool_definition(tool) for tool in params.get("tools") or ()]
     body: dict[str, Any] = {
-        "model": request.model, "system": own + rendered["system"],
-        "messages": messages,
+        "model": request.model,
+        **anthropic_request(request.context, request.system, request.attachments,
+                            thinking=thinking, compaction=compacting, tools=tools),
         "max_tokens": params.get("max_tokens") or params.get("max_completion_tokens")
         or ANTHROPIC_MAX_TOKENS,
     }
@@ -113,35 +107,13 @@ def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
     stop = params.get("stop")
     if stop:
         body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
-    if params.get("tools"):
-        body["tools"] = [tool_definition(tool) for tool in params["tools"]]
+    if tools:
         choice = tool_choice(params.get("tool_choice"), params.get("parallel_tool_calls"))
         if choice is not None:
             body["tool_choice"] = choice
-    _limit_breakpoints(body, len(own), history)
     if stream:
         body["stream"] = True
     return body
-
-
-def _limit_breakpoints(body: dict[str, Any], own: int, history: list[dict[str, Any]]
-                       ) -> None:
-    """At most ``MAX_BREAKPOINTS`` ``cache_control`` marks in all, Anthropic's limit:
-    Loci's first system block and the end of its ``history`` keep their marks, the
-    client's marks (on its tools, its ``own`` first system blocks, its attachments)
-    come next, latest first, and Loci's second system block keeps its mark if there is
-    room left."""
-    system = body["system"]
-    loci = [b for b in system[own:] if "cache_control" in b]
-    kept = len(loci[:1]) + len(history)
-    blocks = [*(body.get("tools") or ()), *system[:own],
-              *(b for m in body["messages"] for b in m["content"])]
-    clients = [b for b in blocks if "cache_control" in b and not any(b is h for h in history)]
-    for block in clients[:max(0, len(clients) - (MAX_BREAKPOINTS - kept))]:
-        del block["cache_control"]
-    if kept + len(clients) + len(loci[1:]) > MAX_BREAKPOINTS:
-        for block in loci[1:]:
-            del block["cache_control"]
 
 
 def tool_definition(tool: Any) -> dict[str, Any]:

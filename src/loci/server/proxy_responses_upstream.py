@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from loci.context.requests import responses_input
 from loci.errors import ValidationError
 from loci.llm.answers import Completion, responses_answer, responses_call
-from loci.llm.media import responses_parts
 from loci.llm.openai_compat import OpenAIResponses
 from loci.llm.wire import mapping
 from loci.server.proxy_types import Delta, UpstreamRequest
@@ -63,12 +63,7 @@ class ResponsesUpstream:
 def request_body(request: UpstreamRequest, *, stream: bool) -> dict[str, Any]:
     """The Responses request for ``request``."""
     params = request.params
-    items = [{"role": "developer", "content": block["text"]} for block in request.system]
-    items += request.context.to_responses()
-    if request.attachments:  # they follow the new message's text
-        last = items[-1]
-        items[-1] = {**last, "content": [{"type": "input_text", "text": last["content"]},
-                                         *responses_parts(request.attachments)]}
+    items = responses_input(request.context, request.system, request.attachments)
     body: dict[str, Any] = {"model": request.model, "input": items, "store": False,
                             "include": ["reasoning.encrypted_content"]}
     tokens = params.get("max_tokens") or params.get("max_completion_tokens")

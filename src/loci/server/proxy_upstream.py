@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from loci.context.requests import openai_messages
 from loci.errors import ConfigError, ValidationError
 from loci.llm.answers import Completion, chat_answer
 from loci.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from loci.llm.anthropic import AnthropicChat
-from loci.llm.media import openai_parts
 from loci.llm.openai_compat import DEFAULT_BASE_URL as OPENAI_URL
 from loci.llm.openai_compat import OpenAICompatibleChat, OpenAIResponses
 from loci.llm.wire import mapping, message_text, read_usage
@@ -95,23 +95,13 @@ class OpenAIUpstream:
         self.chat = chat
 
     def _body(self, request: UpstreamRequest, stream: bool) -> dict[str, Any]:
-        system = [{"role": "system", "content": block["text"]} for block in request.system]
         params = {k: v for k, v in request.params.items() if k not in _ANTHROPIC_ONLY}
         effort = mapping(request.params.get("reasoning")).get("effort")
         if effort and "reasoning_effort" not in params:  # the Responses face's, in chat
             params["reasoning_effort"] = effort
         if params.get("tools"):
             params["tools"] = [_openai_tool(tool) for tool in params["tools"]]
-        messages = system + request.context.to_openai()
-        if request.attachments and messages[-1]["role"] == "tool":
-            # A tool message holds text only: the results' images follow as the user's.
-            messages.append({"role": "user", "content": [
-                {"type": "text", "text": "(the images and files of the tool results above)"},
-                *openai_parts(request.attachments)]})
-        elif request.attachments:  # they follow the new message's text
-            last = messages[-1]
-            messages[-1] = {**last, "content": [{"type": "text", "text": last["content"]},
-                                                 *openai_parts(request.attachments)]}
+        messages = openai_messages(request.context, request.system, request.attachments)
         body = {**params, "model": request.model, "messages": messages}
         if stream:  # the usage comes in a last chunk when asked for
             body["stream"] = True
