@@ -8,7 +8,7 @@ from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.focus import Focus
 from loci.context.workspace import Workspace
 from loci.embeddings.base import Embedder
-from loci.engine import Loci, ReplyResult
+from loci.engine import Loci
 from loci.erasure import RetentionReport, SessionErasure, UserErasure
 from loci.errors import (
     AuthError,
@@ -28,7 +28,7 @@ from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, Session
 from loci.knowledge.service import NewDocument, PutResult
 from loci.knowledge.tree import Node
 from loci.memory.extract import Extractor
-from loci.memory.service import SaveResult
+from loci.memory.service import ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
 from loci.memory.tools import MemoryPage, MemorySummary
 from loci.models import (

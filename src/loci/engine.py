@@ -9,7 +9,7 @@ delegates storage to the store and prompt assembly to the context compiler.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
@@ -39,10 +39,9 @@ from loci.knowledge import (
 )
 from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
 from loci.memory.mirror import Mirror
-from loci.memory.service import MemoryService, SaveResult
+from loci.memory.service import MemoryService, ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
 from loci.memory.sync import sync as sync_mirror
-from loci.memory.tags import parse_reply
 from loci.memory.tools import MemoryPage, MemorySummary, page, to_summary
 from loci.memory.types import check_type
 from loci.models import (
@@ -61,15 +60,6 @@ from loci.store import SearchFilters, Store
 from loci.timeutil import Clock, utc_now
 from loci.tokens import TokenCounter, known_window, token_counter, unknown_model
 from loci.usage import UsageLedger
-
-
-@dataclass(frozen=True)
-class ReplyResult:
-    """An assistant reply with its tags applied: what the user sees, and what was saved."""
-
-    clean: str
-    saved: list[SaveResult]
-    state: list[StateItem]
 
 
 class Loci:
@@ -252,17 +242,7 @@ class Loci:
     ) -> list[SaveResult]:
         """Extract lasting facts from ``events`` (offline rules unless an extractor is
         given) and save them with dedup; with ``save=False`` only propose them."""
-        candidates = (extractor or RuleExtractor()).extract(events)
-        results = []
-        for c in candidates:
-            source = f"event:{c.event_id}" if c.event_id is not None else "extraction"
-            if save:
-                results.append(self._memories.save(c.content, c.type, (c.rule,), source))
-            else:
-                now = self.clock()
-                draft = Memory("(unsaved)", c.type, c.content, (c.rule,), now, now, None, source)
-                results.append(SaveResult(draft, "proposed"))
-        return results
+        return self._memories.extract(events, extractor or RuleExtractor(), save=save)
 
     def sync(self) -> SyncReport:
         """Apply edits of the markdown mirror to the store (see ``loci.memory.sync``)."""
@@ -274,11 +254,7 @@ class Loci:
     def apply_reply(self, text: str, source: str | None = None) -> ReplyResult:
         """Save the [MEMORY:type] and [STATE:key] tags of an assistant reply and return
         the reply without them, as the user should see it."""
-        parsed = parse_reply(text)
-        saved = [self._memories.save(tag.body, tag.key, source=source)
-                 for tag in parsed.memories]
-        states = [self.state_set(tag.key, tag.body) for tag in parsed.states]
-        return ReplyResult(parsed.clean, saved, states)
+        return self._memories.apply_reply(text, source)
 
     def add_reply(self, session: str, text: str, **metadata: Any) -> tuple[Event, ReplyResult]:
         """Append an assistant reply to the log with its tags saved and stripped; the

@@ -12,14 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from loci.checks import check_text, clean_tags
+from loci.checks import check_name, check_text, clean_tags
 from loci.errors import NotFoundError, ValidationError
 from loci.indexing import Indexer
 from loci.memory.dedup import Match, find_duplicate
+from loci.memory.extract import Extractor
 from loci.memory.mirror import Mirror
-from loci.memory.tags import without_memories
+from loci.memory.tags import parse_reply, without_memories
 from loci.memory.types import check_type, expiry_for, new_memory_id
-from loci.models import Memory, MemoryVersion, Scope
+from loci.models import Event, Memory, MemoryVersion, Scope, StateItem
 from loci.search.query import query_terms
 from loci.store.base import SearchFilters, Store, Vectors
 from loci.timeutil import Clock
@@ -37,6 +38,15 @@ class SaveResult:
     memory: Memory
     action: str
     previous: Memory | None = None
+
+
+@dataclass(frozen=True)
+class ReplyResult:
+    """An assistant reply with its tags applied: what the user sees, and what was saved."""
+
+    clean: str
+    saved: list[SaveResult]
+    state: list[StateItem]
 
 
 class MemoryService:
@@ -137,6 +147,32 @@ class MemoryService:
             for memory in expired:
                 self.mirror.remove(memory.id)
         return count
+
+    def apply_reply(self, text: str, source: str | None = None) -> ReplyResult:
+        """Save the ``[MEMORY:type]`` and ``[STATE:key]`` tags of an assistant reply;
+        the reply without them, as the user should see it."""
+        parsed = parse_reply(text)
+        saved = [self.save(tag.body, tag.key, source=source) for tag in parsed.memories]
+        now = self.clock()
+        states = [self.store.set_state(self.scope, check_name("key", tag.key),
+                                       check_text("state value", tag.body), now)
+                  for tag in parsed.states]
+        return ReplyResult(parsed.clean, saved, states)
+
+    def extract(self, events: Sequence[Event], extractor: Extractor, *, save: bool
+                ) -> list[SaveResult]:
+        """The lasting facts ``extractor`` finds in ``events``, saved with dedup (or,
+        without ``save``, only proposed)."""
+        results = []
+        for c in extractor.extract(events):
+            source = f"event:{c.event_id}" if c.event_id is not None else "extraction"
+            if save:
+                results.append(self.save(c.content, c.type, (c.rule,), source))
+            else:
+                now = self.clock()
+                draft = Memory("(unsaved)", c.type, c.content, (c.rule,), now, now, None, source)
+                results.append(SaveResult(draft, "proposed"))
+        return results
 
     def _duplicate(
         self, content: str, memory_type: str, vectors: Vectors | None

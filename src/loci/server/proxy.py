@@ -7,7 +7,7 @@ One call, for the caller's tenant and agent (the REST authentication rules):
 1. The session is the ``X-Loci-Session`` header, else the request's ``user`` field
    (422 if neither).
 2. The client's **last message is the new one**: the user's, or the results of the
-   tool calls of the previous answer (see ``proxy_tools``). Loci's log is
+   tool calls of the previous answer (see ``loci.turns``). Loci's log is
    the history: clients that resend the whole conversation are not recorded twice.
    The rule: if the session has no events yet, the client's earlier user and
    assistant messages are imported into it first (so a conversation started
@@ -46,21 +46,16 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from loci.checks import check_text
 from loci.engine import Loci
-from loci.errors import LociError, NotFoundError, ValidationError
-from loci.eventlog import check_message
+from loci.errors import LociError, ValidationError
 from loci.llm.answers import Completion
-from loci.llm.media import read, split_media
-from loci.llm.messages import PROVIDER_BLOCKS, system_blocks
-from loci.llm.wire import message_text
 from loci.models import Usage
 from loci.server import proxy_memory
 from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_stream import TagFilter, chunk, sse
-from loci.server.proxy_tools import call_events, merge_fragments, record_results, split_results
 from loci.server.proxy_types import Delta, Upstream, UpstreamRequest, chat_usage
 from loci.server.proxy_upstream import OWN_FIELDS, make_upstream, provider_edits
+from loci.turns import merge_fragments, record_answer, take_in
 
 router = APIRouter(tags=["proxy"])
 log = logging.getLogger(__name__)
@@ -140,21 +135,6 @@ def event_stream(events: Iterator[bytes]) -> StreamingResponse:
                              headers={"Cache-Control": "no-cache"})
 
 
-def import_history(loci: Loci, session: str, earlier: list[dict[str, Any]]) -> None:
-    """A new session starts with the client's earlier user and assistant messages; an
-    existing one ignores them (Loci's log already is its history)."""
-    try:
-        loci.session(session)
-        return
-    except NotFoundError:
-        pass
-    events = [{"type": "message", "role": m["role"], "content": message_text(m.get("content"))}
-              for m in earlier if m.get("role") in _IMPORTED_ROLES
-              and message_text(m.get("content")).strip()]
-    if events:
-        loci.add_events(session, events)
-
-
 class Turn:
     """One proxied exchange: the new message, its compiled context, the recording."""
 
@@ -164,32 +144,13 @@ class Turn:
         #: The usage of every upstream call made for the client's request so far, and
         #: when the last one was sent (``time.perf_counter``).
         self.spent, self.began = Usage(), 0.0
-        last = body.messages[-1]
-        self.message: str | None = None  # None: this call brings tool results
-        # The log keeps a line per attachment; the upstream gets the attachment.
-        text, logged, attachments = read(last.get("content"))
-        if last.get("role") == "user":
-            self.message = check_message("user", check_text("message", logged))
-            import_history(loci, session, body.messages[:-1])
-        elif last.get("role") == "tool":
-            earlier, results = split_results(body.messages)
-            import_history(loci, session, earlier[:-1])
-            record_results(loci, session, earlier[-1], results)
-            # A screenshot tool's image goes to the upstream after the results.
-            attachments = [part for result in results
-                           for part in split_media(result.get("content"))[1]]
-        else:
-            raise ValidationError("the last message must be the user's new message or "
-                                  "the results of the assistant's tool calls")
-        shown = (text or self.message) if self.message is not None else None
+        self.intake = take_in(loci, session, body.messages)
+        self.message = self.intake.message  # None once recorded
         self.edits = provider_edits(loci.settings, body.params())
-        context = loci.compile(session, shown, model=body.model, guest=True,
+        context = loci.compile(session, self.intake.shown, model=body.model, guest=True,
                                provider_edits=self.edits)
-        system = [block for m in body.messages if m.get("role") in ("system", "developer")
-                  for block in system_blocks(m.get("content"))]
-        self.request = UpstreamRequest(body.model, context, system, body.params(),
-                                       attachments if shown or self.message is None else [],
-                                       beta)
+        self.request = UpstreamRequest(body.model, context, self.intake.system,
+                                       body.params(), self.intake.attachments, beta)
         self.base = {"id": f"chatcmpl-loci-{secrets.token_hex(12)}",
                      "created": int(time.time()), "model": body.model}
 
@@ -198,17 +159,8 @@ class Turn:
         """Append the user's message (if this call brought one), the reply and its tool
         calls, the turn's first event keeping the provider's ``blocks``; returns the
         clean reply."""
-        if self.message is not None:
-            self.loci.add(self.session, "user", self.message)
-        kept = {PROVIDER_BLOCKS: blocks} if blocks else {}
-        clean = reply
-        if reply.strip() or not tool_calls:
-            _, result = self.loci.add_reply(self.session, reply, model=self.body.model,
-                                            **kept)
-            clean, kept = result.clean, {}
-        if tool_calls:
-            self.loci.add_events(self.session, call_events(tool_calls, kept))
-        return clean
+        return record_answer(self.loci, self.session, self.message, reply, tool_calls,
+                             blocks, model=self.body.model).clean
 
     def answer(self, upstream: Upstream) -> Completion:
         """The upstream's answer; rounds of memory-tool calls that Loci runs itself

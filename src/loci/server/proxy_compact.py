@@ -21,8 +21,9 @@ from fastapi import APIRouter, Header
 from pydantic import BaseModel, ConfigDict, Field
 
 from loci.errors import ValidationError
-from loci.server.proxy import Engine, import_history
+from loci.server.proxy import Engine
 from loci.server.proxy_responses import ResponsesRequest
+from loci.turns import import_history
 
 router = APIRouter(tags=["proxy"])
 

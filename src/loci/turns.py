@@ -1,0 +1,254 @@
+"""One LLM call of a session, as ``Loci.turn``/``Loci.reply`` and the proxy make it.
+
+A client holds its conversation as a list of messages in its API's shape and sends it
+whole on every call. Loci's log is the history, so only what is new is recorded, once:
+
+- The **last message is the new one**: the user's, or the results of the tool calls of
+  the assistant's last answer (a trailing run of ``tool`` messages).
+- If the session has no events yet, the client's earlier user and assistant messages
+  are imported first (a conversation started elsewhere keeps its history); otherwise
+  they are ignored, because Loci holds them (compacted, summarized, searchable).
+- Tool results are recorded at once (the context must show them), each
+  ``tool_call_id`` once, so a retried call records nothing twice; the assistant's calls
+  they answer are recorded first if the log lacks them.
+- The user's new message is recorded with the answer (``record_answer``): a call that
+  fails leaves no trace and may simply be retried.
+- The client's system messages are its own instructions: sent first, never stored.
+
+Works on a :class:`SessionLog` (``Loci`` is one), so this module sits below the engine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from loci.checks import check_text
+from loci.context.compiled import CompiledContext
+from loci.context.requests import anthropic_request, openai_messages, responses_input
+from loci.errors import NotFoundError, ValidationError
+from loci.eventlog import check_message
+from loci.llm.media import read, split_media
+from loci.llm.messages import PROVIDER_BLOCKS, system_blocks
+from loci.memory.service import ReplyResult
+from loci.models import Event, SessionInfo
+
+#: How far back the session's live events are searched for the calls being answered.
+RECENT_EVENTS = 500
+#: The APIs whose message shapes a turn reads and writes.
+APIS = ("openai", "anthropic", "responses")
+_IMPORTED_ROLES = ("user", "assistant")
+
+
+class SessionLog(Protocol):
+    """What a turn needs of a scope's view (``Loci``)."""
+
+    def session(self, session: str) -> SessionInfo: ...
+
+    def events(self, session: str, *, include_archived: bool = True) -> list[Event]: ...
+
+    def add_events(self, session: str, events: Sequence[dict[str, Any]]) -> list[Event]: ...
+
+    def add(self, session: str, role: str, content: str, **metadata: Any) -> Event: ...
+
+    def add_reply(self, session: str, text: str, **metadata: Any
+                  ) -> tuple[Event, ReplyResult]: ...
+
+
+@dataclass(frozen=True)
+class Intake:
+    """What a call's messages bring."""
+
+    #: The user's new message as the log will keep it (a line per attachment), recorded
+    #: with the answer; None when the call brings tool results (recorded already).
+    message: str | None
+    #: The text to compile the context around (the message without attachment lines).
+    shown: str | None
+    #: The images, documents and audio that go to the model with the call.
+    attachments: list[dict[str, Any]]
+    #: The client's own system text, as text blocks (``llm.messages.system_blocks``).
+    system: list[dict[str, Any]]
+
+
+def take_in(log: SessionLog, session: str, messages: Sequence[dict[str, Any]]) -> Intake:
+    """Record what ``messages`` (chat-completions shape) bring that the log lacks: an
+    imported history for a new session, tool results; the new user message is
+    returned, not recorded."""
+    if not messages:
+        raise ValidationError("send at least one message")
+    system = [block for m in messages if m.get("role") in ("system", "developer")
+              for block in system_blocks(m.get("content"))]
+    talk = [m for m in messages if m.get("role") not in ("system", "developer")]
+    last = talk[-1] if talk else {}
+    text, logged, attachments = read(last.get("content"))
+    if last.get("role") == "user":
+        message = check_message("user", check_text("message", logged))
+        import_history(log, session, talk[:-1])
+        return Intake(message, text or message, attachments, system)
+    if last.get("role") == "tool":
+        earlier, results = split_results(talk)
+        import_history(log, session, earlier[:-1])
+        record_results(log, session, earlier[-1], results)
+        # A screenshot tool's image goes to the model after the results.
+        media = [part for result in results for part in split_media(result.get("content"))[1]]
+        return Intake(None, None, media, system)
+    raise ValidationError("the last message must be the user's new message or the "
+                          "results of the assistant's tool calls")
+
+
+def import_history(log: SessionLog, session: str, earlier: Sequence[dict[str, Any]]) -> None:
+    """A new session starts with the client's earlier user and assistant messages; an
+    existing one ignores them (Loci's log already is its history)."""
+    try:
+        log.session(session)
+        return
+    except NotFoundError:
+        pass
+    logged = [(m["role"], read(m.get("content"))[1]) for m in earlier
+              if m.get("role") in _IMPORTED_ROLES]
+    events = [{"type": "message", "role": role, "content": text}
+              for role, text in logged if text.strip()]
+    if events:
+        log.add_events(session, events)
+
+
+def record_answer(log: SessionLog, session: str, message: str | None, reply: str,
+                  tool_calls: Sequence[Any] | None = None,
+                  blocks: Sequence[dict[str, Any]] | None = None, **metadata: Any
+                  ) -> ReplyResult:
+    """Append the user's ``message`` (if the call brought one), the ``reply`` with its
+    tags saved and stripped, and its tool calls; the turn's first event keeps the
+    provider's ``blocks``."""
+    if message is not None:
+        log.add(session, "user", message)
+    kept = {PROVIDER_BLOCKS: list(blocks)} if blocks else {}
+    result = ReplyResult(reply, [], [])
+    if reply.strip() or not tool_calls:
+        _, result = log.add_reply(session, reply, **metadata, **kept)
+        kept = {}
+    if tool_calls:
+        log.add_events(session, call_events(tool_calls, kept))
+    return result
+
+
+def merge_fragments(fragments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Streamed tool-call pieces as whole calls: OpenAI streams each call's id and name
+    first, then its arguments in pieces, every piece with the call's ``index``."""
+    calls: dict[int, dict[str, Any]] = {}
+    for piece in fragments:
+        index = int(piece.get("index", len(calls)))
+        call = calls.setdefault(index, {"id": "", "type": "function",
+                                        "function": {"name": "", "arguments": ""}})
+        call["id"] = piece.get("id") or call["id"]
+        function = piece.get("function") or {}
+        call["function"]["name"] = function.get("name") or call["function"]["name"]
+        call["function"]["arguments"] += function.get("arguments") or ""
+    return [calls[i] for i in sorted(calls)]
+
+
+def call_events(calls: Sequence[Any], metadata: dict[str, Any] | None = None
+                ) -> list[dict[str, Any]]:
+    """``tool_call`` events for an assistant's tool calls (OpenAI's shape); the first
+    one carries ``metadata`` (the turn's provider blocks)."""
+    events: list[dict[str, Any]] = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            raise ValidationError("each tool call needs a 'function' object")
+        name = str(function.get("name") or "")
+        if not name:
+            raise ValidationError("a tool call without a function name")
+        events.append({"type": "tool_call", "role": "assistant", "tool_name": name,
+                       "tool_call_id": str(call.get("id") or ""),
+                       "args": _arguments(function.get("arguments"))})
+    if events and metadata:
+        events[0]["metadata"] = metadata
+    return events
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    """A call's arguments as the object they encode (OpenAI sends a JSON string)."""
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw) if raw else {}
+    except (TypeError, ValueError):
+        value = None
+    return value if isinstance(value, dict) else {"arguments": raw}
+
+
+def split_results(messages: Sequence[dict[str, Any]]
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the messages before, the trailing run of ``tool`` messages); the message just
+    before the run must be the assistant's, with the tool calls they answer."""
+    start = len(messages)
+    while start and messages[start - 1].get("role") == "tool":
+        start -= 1
+    earlier, results = list(messages[:start]), list(messages[start:])
+    if not earlier or earlier[-1].get("role") != "assistant" or not earlier[-1].get(
+            "tool_calls"):
+        raise ValidationError("tool results must follow the assistant message whose "
+                              "tool_calls they answer")
+    call_events(earlier[-1]["tool_calls"])  # their shape, before anything is written
+    return earlier, results
+
+
+def record_results(log: SessionLog, session: str, asked: dict[str, Any],
+                   results: Sequence[dict[str, Any]]) -> None:
+    """Append what the log lacks of the assistant's calls (``asked``: when the exchange
+    did not come through Loci) and of their results, in one write."""
+    try:
+        recent = log.events(session, include_archived=False)
+    except NotFoundError:  # the session's first exchange
+        recent = []
+    known = {(e.type, e.tool_call_id) for e in recent[-RECENT_EVENTS:]}
+    blocks = asked.get(PROVIDER_BLOCKS)
+    calls = call_events(asked["tool_calls"],  # checks their shape first
+                        {PROVIDER_BLOCKS: blocks} if blocks else None)
+    names = {e["tool_call_id"]: e["tool_name"] for e in calls}
+    fresh = [e for e in calls if ("tool_call", e["tool_call_id"]) not in known]
+    for result in results:
+        call_id = str(result.get("tool_call_id") or "")
+        if call_id not in names:
+            raise ValidationError(f"tool result for an unknown call {call_id!r}")
+        if ("tool_result", call_id) not in known:
+            fresh.append({"type": "tool_result", "role": "tool", "tool_call_id": call_id,
+                          "tool_name": names[call_id], "content": read(result.get("content"))[1]})
+    if fresh:
+        log.add_events(session, fresh)
+
+
+@dataclass
+class Turn:
+    """The context of one LLM call of ``session`` (``Loci.turn``), in the shape of the
+    caller's API: pass ``request`` to the provider's SDK, then the answer to
+    ``Loci.reply``."""
+
+    session: str
+    #: "openai" (Chat Completions), "anthropic" (Messages) or "responses".
+    api: str
+    context: CompiledContext
+    intake: Intake
+    #: For "anthropic": send the assistant turns' signed thinking blocks back.
+    thinking: bool = False
+    #: Set once the answer is recorded: a turn is answered once.
+    answered: bool = field(default=False, compare=False)
+
+    @property
+    def message(self) -> str | None:
+        """The new user message, recorded with the answer (None: tool results)."""
+        return self.intake.message
+
+    @property
+    def request(self) -> dict[str, Any]:
+        """The call's keyword arguments for the provider's SDK: ``{"messages": ...}``
+        (OpenAI Chat), ``{"system": ..., "messages": ...}`` (Anthropic) or
+        ``{"input": ...}`` (Responses); the caller adds its model, tools and the rest."""
+        system, media = self.intake.system, self.intake.attachments
+        if self.api == "anthropic":
+            return anthropic_request(self.context, system, media, thinking=self.thinking)
+        if self.api == "responses":
+            return {"input": responses_input(self.context, system, media)}
+        return {"messages": openai_messages(self.context, system, media)}
