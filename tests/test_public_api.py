@@ -10,14 +10,14 @@ def test_public_api_is_pinned() -> None:
         "ApiKey", "AuthError", "BudgetExceededError", "Compaction", "CompactionResult",
         "CompiledContext", "ConfigError", "ConflictError", "Document", "DocumentPage",
         "DocumentSummary", "DocumentVersion", "Embedder", "EmbeddingMismatchError", "Event",
-        "Extractor", "Focus", "Indexer",
+        "Extractor", "Focus", "Indexer", "Intake",
         "ForbiddenError", "KnowledgeBase", "LayerReport", "Loci", "LociError", "Memory",
         "MemoryPage", "MemorySummary", "MemoryVersion", "NewDocument", "Node",
         "NotFoundError", "Price", "ProviderError", "PutResult", "ReplyResult", "RetentionReport",
         "Runtime", "SaveResult",
         "Scope", "SearchFilters", "SearchHit", "SessionErasure", "SessionInfo",
         "SessionUsage", "SessionKnowledge", "Settings", "Skill", "StateItem", "Store", "StoreError",
-        "SyncReport", "TokenCounter", "Usage", "UsageLedger", "UsageRecord", "UsageReport",
+        "SyncReport", "TokenCounter", "Turn", "Usage", "UsageLedger", "UsageRecord", "UsageReport",
         "UsageTotals", "UserErasure", "ValidationError", "Workspace",
         "__version__", "context_window", "load_settings", "open_store", "token_counter",
     ])
@@ -35,7 +35,7 @@ def _classes(annotation: object) -> set[type]:
 
 def test_every_type_the_api_takes_or_returns_is_exported() -> None:
     found: set[type] = set()
-    for owner in (loci.Loci, loci.Runtime, KnowledgeBase):
+    for owner in (loci.Loci, loci.Runtime, KnowledgeBase, loci.Turn):
         for name, member in inspect.getmembers(owner):
             function = member.fget if isinstance(member, property) else getattr(
                 member, "func", member)

@@ -52,6 +52,7 @@ from loci.runtime import Runtime
 from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store, open_store
 from loci.tokens import TokenCounter, context_window, token_counter
+from loci.turns import Intake, Turn
 from loci.usage import SessionUsage, UsageLedger, UsageReport, UsageTotals
 
 __version__ = "0.1.0"
@@ -76,6 +77,7 @@ __all__ = [
     "Focus",
     "ForbiddenError",
     "Indexer",
+    "Intake",
     "KnowledgeBase",
     "LayerReport",
     "Loci",
@@ -108,6 +110,7 @@ __all__ = [
     "StoreError",
     "SyncReport",
     "TokenCounter",
+    "Turn",
     "Usage",
     "UsageLedger",
     "UsageRecord",

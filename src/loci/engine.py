@@ -59,6 +59,7 @@ from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store
 from loci.timeutil import Clock, utc_now
 from loci.tokens import TokenCounter, known_window, token_counter, unknown_model
+from loci.turns import Turn, answer_turn, as_chat, take_in
 from loci.usage import UsageLedger
 
 
@@ -266,6 +267,27 @@ class Loci:
         event = self.add(session, "assistant", result.clean, **metadata)
         self._compaction.maybe_compact(session)
         return event, result
+
+    def turn(
+        self, session: str, messages: Any, *, api: str = "openai", model: str | None = None,
+        window: int | None = None, system: Any = None, guest: bool | None = None,
+        thinking: bool = False,
+    ) -> Turn:
+        """The context of the next LLM call of ``session``, from the caller's messages
+        as its ``api`` ("openai", "anthropic", "responses") shapes them: the new text,
+        or the whole list, of which only what is new is recorded, once (``loci.turns``).
+        Send ``Turn.request`` to the model, then the answer to ``reply``. ``guest``
+        (no built-in persona) defaults to whether the caller brings a system prompt."""
+        intake = take_in(self, check_name("session", session), as_chat(messages, api, system))
+        guest = bool(intake.system) if guest is None else guest
+        context = self.compile(session, intake.shown, model=model, window=window, guest=guest)
+        return Turn(session, api, context, intake, thinking)
+
+    def reply(self, turn: Turn, answer: Any) -> ReplyResult:
+        """Record the model's ``answer`` to ``turn`` (text, a message, or the SDK's
+        result as it came): its usage, the user's message, the answer with its tags
+        saved and stripped, its tool calls and the blocks the provider needs back."""
+        return answer_turn(self, turn, answer)
 
     def search(
         self, query: str, limit: int = 10, *, kinds: Sequence[str] = ("memory",),

@@ -21,7 +21,7 @@ Works on a :class:`SessionLog` (``Loci`` is one), so this module sits below the 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,10 +30,19 @@ from loci.context.compiled import CompiledContext
 from loci.context.requests import anthropic_request, openai_messages, responses_input
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import check_message
+from loci.llm.answers import read_answer
 from loci.llm.media import read, split_media
-from loci.llm.messages import PROVIDER_BLOCKS, system_blocks
+from loci.llm.messages import (
+    PROVIDER_BLOCKS,
+    add_responses_item,
+    from_anthropic,
+    system_blocks,
+    system_content,
+)
+from loci.llm.wire import as_dict
 from loci.memory.service import ReplyResult
 from loci.models import Event, SessionInfo
+from loci.usage import UsageLedger
 
 #: How far back the session's live events are searched for the calls being answered.
 RECENT_EVENTS = 500
@@ -56,6 +65,9 @@ class SessionLog(Protocol):
     def add_reply(self, session: str, text: str, **metadata: Any
                   ) -> tuple[Event, ReplyResult]: ...
 
+    @property
+    def usage(self) -> UsageLedger: ...
+
 
 @dataclass(frozen=True)
 class Intake:
@@ -70,6 +82,29 @@ class Intake:
     attachments: list[dict[str, Any]]
     #: The client's own system text, as text blocks (``llm.messages.system_blocks``).
     system: list[dict[str, Any]]
+
+
+def as_chat(messages: Any, api: str, system: Any = None) -> list[dict[str, Any]]:
+    """The caller's messages, as its API shapes them, as chat-completions messages:
+    text (the user's new message), one message, or a list (dicts or the SDK's objects,
+    such as an answer's message appended as it came); ``system``: the caller's own
+    system prompt (text, or Anthropic text blocks), sent first."""
+    if api not in APIS:
+        raise ValidationError(f"api must be one of {', '.join(APIS)}")
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    elif isinstance(messages, Mapping) or not isinstance(messages, Sequence):
+        messages = [messages]
+    items = [as_dict(m) for m in messages]
+    chat = [{"role": "system", "content": system_content(system)}] if system else []
+    for item in items:
+        if api == "anthropic":
+            chat += from_anthropic(item)
+        elif api == "responses":
+            add_responses_item(chat, item)
+        else:
+            chat.append(item)
+    return chat
 
 
 def take_in(log: SessionLog, session: str, messages: Sequence[dict[str, Any]]) -> Intake:
@@ -218,6 +253,25 @@ def record_results(log: SessionLog, session: str, asked: dict[str, Any],
                           "tool_name": names[call_id], "content": read(result.get("content"))[1]})
     if fresh:
         log.add_events(session, fresh)
+
+
+def answer_turn(log: SessionLog, turn: Turn, answer: Any) -> ReplyResult:
+    """Record ``turn``'s ``answer`` (any shape ``llm.answers.read_answer`` reads): its
+    usage in the ledger first, if it carries one, then the user's message and the
+    answer (``record_answer``)."""
+    if turn.answered:
+        raise ValidationError("this turn's answer is recorded already: start the next "
+                              "call with Loci.turn")
+    completion = read_answer(answer)
+    usage = completion.usage
+    if usage.input_tokens or usage.output_tokens:
+        log.usage.record(turn.session, usage, model=turn.context.model,
+                         context=turn.context,
+                         client_text=[block["text"] for block in turn.intake.system])
+    result = record_answer(log, turn.session, turn.message, completion.content,
+                           completion.tool_calls, completion.blocks, model=turn.context.model)
+    turn.answered = True
+    return result
 
 
 @dataclass
