@@ -8,10 +8,12 @@ import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from loci import Loci, Store, load_settings, open_store
+from loci import AsyncLoci, Loci, Store, load_settings, open_store
+from tests.blocking import Blocking
 from tests.pg import PgTemplate, pg_server
 from tests.server.fake_upstream import upstream  # noqa: F401 - a fixture for every test
 
@@ -94,8 +96,25 @@ def store(store_url: str) -> Iterator[Store]:
     s.close()
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Modules that set ``BOTH_APIS`` run each test that takes ``loci`` twice: on
+    ``Loci`` and on ``AsyncLoci`` (driven by ``tests.blocking.Blocking``)."""
+    if "loci" in metafunc.fixturenames and getattr(metafunc.module, "BOTH_APIS", False):
+        metafunc.parametrize("api", ["sync", "async"])
+
+
 @pytest.fixture
-def loci(home: Path, clock: FakeClock) -> Iterator[Loci]:
+def api() -> str:
+    return "sync"
+
+
+def either(loci: Loci, api: str) -> Any:
+    """``loci`` itself, or (``api`` "async") an ``AsyncLoci`` over it driven as a Loci."""
+    return loci if api == "sync" else Blocking(AsyncLoci(loci))
+
+
+@pytest.fixture
+def loci(home: Path, clock: FakeClock, api: str) -> Iterator[Loci]:
     settings = load_settings(store=f"sqlite:///{home / 'loci.db'}")
     with Loci(settings, clock=clock) as instance:
-        yield instance
+        yield either(instance, api)

@@ -8,6 +8,9 @@ import pytest
 from loci import Loci, NotFoundError, ValidationError
 from tests.conftest import FakeClock
 
+#: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
+BOTH_APIS = True
+
 
 def test_messages_round_trip_through_the_log(loci: Loci) -> None:
     loci.add("s1", "user", "I live in Lisbon.")

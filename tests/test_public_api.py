@@ -7,7 +7,7 @@ from loci.knowledge import KnowledgeBase
 
 def test_public_api_is_pinned() -> None:
     assert sorted(loci.__all__) == sorted([
-        "ApiKey", "AuthError", "BudgetExceededError", "Compaction", "CompactionResult",
+        "ApiKey", "AsyncLoci", "AuthError", "BudgetExceededError", "Compaction", "CompactionResult",
         "CompiledContext", "ConfigError", "ConflictError", "Document", "DocumentPage",
         "DocumentSummary", "DocumentVersion", "Embedder", "EmbeddingMismatchError", "Event",
         "Extractor", "Focus", "Indexer", "Intake",
@@ -35,7 +35,7 @@ def _classes(annotation: object) -> set[type]:
 
 def test_every_type_the_api_takes_or_returns_is_exported() -> None:
     found: set[type] = set()
-    for owner in (loci.Loci, loci.Runtime, KnowledgeBase, loci.Turn):
+    for owner in (loci.Loci, loci.AsyncLoci, loci.Runtime, KnowledgeBase, loci.Turn):
         for name, member in inspect.getmembers(owner):
             function = member.fget if isinstance(member, property) else getattr(
                 member, "func", member)

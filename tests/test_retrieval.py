@@ -11,6 +11,9 @@ import pytest
 from loci import EmbeddingMismatchError, Loci, SearchFilters, ValidationError, load_settings
 from tests.conftest import FakeClock
 
+#: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
+BOTH_APIS = True
+
 
 def open_loci(home: Path, clock: FakeClock, **settings: object) -> Loci:
     return Loci(load_settings(store=f"sqlite:///{home / 'r.db'}", **settings), clock=clock)

@@ -15,6 +15,10 @@ import pytest
 
 from loci import Loci, Turn, ValidationError, load_settings
 from loci.llm.fake_provider import FakeProvider
+from tests.conftest import either
+
+#: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
+BOTH_APIS = True
 
 CALL = [{"id": "call_w", "type": "function",
          "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}]
@@ -35,11 +39,11 @@ def scripted(body: dict[str, Any]) -> Any:
 
 
 @pytest.fixture
-def loci(home: Path) -> Iterator[Loci]:
+def loci(home: Path, api: str) -> Iterator[Loci]:
     settings = load_settings(store=f"sqlite:///{home / 't.db'}", embedding_provider="hash",
                              memory_mirror=False)
     with Loci(settings) as instance:
-        yield instance
+        yield either(instance, api)
 
 
 @pytest.fixture

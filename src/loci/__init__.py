@@ -3,6 +3,7 @@
 The public API is exactly what ``__all__`` lists; everything else is private.
 """
 
+from loci.aio import AsyncLoci
 from loci.compaction.compactor import CompactionResult
 from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.focus import Focus
@@ -59,6 +60,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ApiKey",
+    "AsyncLoci",
     "AuthError",
     "BudgetExceededError",
     "Compaction",

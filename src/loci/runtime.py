@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from loci.checks import check_name
 from loci.compaction.service import chat_model_from
 from loci.context.history import LiveEvents
-from loci.embeddings import make_embedder
+from loci.embeddings import IN_PROCESS, make_embedder
 from loci.embeddings.base import Embedder
 from loci.erasure import (
     RetentionReport,
@@ -85,6 +85,12 @@ class Runtime:
         from loci.engine import Loci
 
         return Loci(runtime=self, user=user, agent=agent)
+
+    @property
+    def in_process(self) -> bool:
+        """Whether the embedder (if any) computes in this process: with a local store,
+        a call then waits on no network and may run on an event loop."""
+        return self.indexer is None or self.settings.embedding.provider in IN_PROCESS
 
     def local_lock(self) -> _thread.RLock | None:
         """The lock calls take while they compute in this process (SQLite, whose one

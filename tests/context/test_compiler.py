@@ -12,6 +12,9 @@ from loci.context.templates import write_workspace
 from loci.models import Document
 from tests.conftest import FakeClock
 
+#: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
+BOTH_APIS = True
+
 GOLDEN = Path(__file__).parent / "golden"
 
 

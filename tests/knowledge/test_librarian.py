@@ -13,6 +13,9 @@ from loci.knowledge.librarian import third_person
 from loci.llm import ScriptedChatModel
 from tests.conftest import FakeClock
 
+#: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
+BOTH_APIS = True
+
 CONVERSATION = [
     ("user", "Hi! I'm Maya, a backend engineer at Acme. I live in Lisbon."),
     ("assistant", "Nice to meet you, Maya. What are you working on?"),

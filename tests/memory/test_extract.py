@@ -4,6 +4,9 @@ from loci import Loci
 from loci.llm import ScriptedChatModel
 from loci.memory.extract import EXTRACTION_PROMPT, LLMExtractor, RuleExtractor
 
+#: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
+BOTH_APIS = True
+
 
 def _conversation(loci: Loci) -> None:
     loci.add("s", "user", "Hi! I'm Maya, a backend engineer. I live in Lisbon.")

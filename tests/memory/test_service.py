@@ -8,6 +8,9 @@ from loci import Loci, NotFoundError
 from loci.memory.dedup import DUPLICATE_OVERLAP, word_overlap
 from tests.conftest import FakeClock
 
+#: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
+BOTH_APIS = True
+
 # 10 distinct words; variants share k of them, so the overlap is k / (20 - k).
 BASE = "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
 

@@ -21,7 +21,6 @@ from starlette.concurrency import run_in_threadpool
 
 from loci import Store
 from loci.checks import check_name
-from loci.embeddings import IN_PROCESS
 from loci.engine import Loci
 from loci.erasure import UserErasure
 from loci.errors import AuthError, ForbiddenError, ValidationError
@@ -69,7 +68,7 @@ class Hub:
         self._checked: dict[str, tuple[float, ApiKey | None]] = {}
         self._search_slots: asyncio.Semaphore | None = None
         # Searches may run on the event loop when nothing they do waits on a network.
-        self._inline = self.base.indexer is None or settings.embedding.provider in IN_PROCESS
+        self._inline = self.runtime.in_process
 
     def engine(self, principal: Principal) -> Loci:
         """The engine for the principal's scope (created on first use, then cached)."""
