@@ -97,10 +97,14 @@ class Loci:
         self.indexer = self.runtime.indexer
         self.retriever = self.runtime.retriever
         self.chat = self.runtime.chat
-        self.counter: TokenCounter = token_counter(self.settings.model, self.settings.tokenizer)
 
     # Services are built on first use, so that a view costs nothing until it works; they
     # read the time through the view, so a clock set later is theirs too.
+    @cached_property
+    def counter(self) -> TokenCounter:
+        """The token counter of the view's model (its encoding loads on first use)."""
+        return token_counter(self.settings.model, self.settings.tokenizer)
+
     @cached_property
     def knowledge(self) -> KnowledgeBase:
         return KnowledgeBase(self.store, self.scope, self.retriever, self.indexer, self._now)

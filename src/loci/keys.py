@@ -43,6 +43,11 @@ def check_key(store: Store, key: str) -> ApiKey | None:
     return store.find_api_key(hash_key(key))
 
 
-def revoke_key(store: Store, key_id: str) -> None:
+def revoke_key(store: Store, key_id: str) -> str:
+    """Revoke the key ``key_id`` (its id, or the whole key: its id is read from it);
+    returns its id."""
+    if key_id.startswith(PREFIX) and key_id.count("_") >= 2:
+        key_id = key_id.split("_", 2)[1]
     if not store.revoke_api_key(key_id):
         raise NotFoundError(f"no active API key {key_id!r} (see `loci keys list`)")
+    return key_id

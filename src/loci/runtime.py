@@ -113,8 +113,9 @@ class Runtime:
         """The active record of ``key``, or None if unknown, malformed or revoked."""
         return check_key(self.store, key)
 
-    def revoke_key(self, key_id: str) -> None:
-        revoke_key(self.store, key_id)
+    def revoke_key(self, key_id: str) -> str:
+        """Revoke a key, named by its id or as a whole; returns its id."""
+        return revoke_key(self.store, key_id)
 
     def agents(self, user: str) -> list[str]:
         """The agents that hold anything of ``user``, by name."""

@@ -26,10 +26,11 @@ def _tags(value: str | None) -> list[str]:
 @click.option("--new-type", is_flag=True,
               help="Keep --type as a new type even if it looks like a typo of a known one.")
 @click.option("--tags", help="Comma-separated tags.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the memory's id (for scripts).")
 @json_option
 @scoped
 def remember(loci: Loci, text: str, memory_type: str, new_type: bool, tags: str | None,
-             as_json: bool) -> None:
+             quiet: bool, as_json: bool) -> None:
     """Store TEXT as a memory."""
     known = typo_of(check_type(memory_type), loci.settings.memory_types)
     if known and not new_type:
@@ -38,6 +39,8 @@ def remember(loci: Loci, text: str, memory_type: str, new_type: bool, tags: str 
     memory = loci.remember(text, type=memory_type, tags=_tags(tags))
     if as_json:
         print_json(memory)
+    elif quiet:
+        click.echo(memory.id)
     else:
         expires = format_timestamp(memory.expires_at) if memory.expires_at else "never"
         click.echo(f"remembered {memory.id} ({memory.type}, expires {expires})")

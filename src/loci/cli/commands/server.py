@@ -7,7 +7,6 @@ import click
 from loci.cli.app import cli, json_option, print_json, scoped
 from loci.engine import Loci
 from loci.errors import ConfigError
-from loci.server.guard import is_loopback
 from loci.settings import load_settings
 
 
@@ -28,7 +27,10 @@ def serve(host: str | None, port: int | None, store: str | None,
     """
     import uvicorn
 
+    # The server's modules load only for the commands that serve (a second saved on
+    # every other command).
     from loci.server import create_app
+    from loci.server.guard import is_loopback
     from loci.server.workers import UVICORN_OPTIONS, Supervisor, listen
 
     settings = load_settings(store=store, workspace=workspace, server_host=host,
@@ -97,6 +99,6 @@ def keys_list(loci: Loci, tenant: str | None, as_json: bool) -> None:
 @click.argument("key_id")
 @scoped
 def keys_revoke(loci: Loci, key_id: str) -> None:
-    """Revoke the key KEY_ID; requests with it are refused from then on."""
-    loci.runtime.revoke_key(key_id)
-    click.echo(f"revoked {key_id}")
+    """Revoke the key KEY_ID (its id, or the whole key); requests with it are refused
+    from then on."""
+    click.echo(f"revoked {loci.runtime.revoke_key(key_id)}")
