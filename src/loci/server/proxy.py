@@ -106,7 +106,7 @@ def chat_completions(
                               "or the request's 'user' field")
     if body.params().get("n", 1) != 1:
         raise ValidationError("the proxy returns one choice: leave n at 1")
-    turn = Turn(loci, session, body)
+    turn = ProxyTurn(loci, session, body)
     upstream = make_upstream(loci.settings)
     if not body.stream:
         try:
@@ -116,7 +116,7 @@ def chat_completions(
     return event_stream(turn.stream(upstream, started(upstream, turn)))
 
 
-def started(upstream: Upstream, turn: Turn) -> Iterator[Delta]:
+def started(upstream: Upstream, turn: ProxyTurn) -> Iterator[Delta]:
     """The upstream's stream of ``turn``'s request with its first event already read, so
     that an upstream that is down or refuses the call is still an HTTP 502, not a broken
     200 stream."""
@@ -135,7 +135,7 @@ def event_stream(events: Iterator[bytes]) -> StreamingResponse:
                              headers={"Cache-Control": "no-cache"})
 
 
-class Turn:
+class ProxyTurn:
     """One proxied exchange: the new message, its compiled context, the recording."""
 
     def __init__(self, loci: Loci, session: str, body: ChatRequest, *,
@@ -250,7 +250,7 @@ class Relay:
     (tags held back), tool-call pieces, finish reason and usage collected; at the end
     the turn is recorded and the clean text's rest returned."""
 
-    def __init__(self, turn: Turn, upstream: Upstream) -> None:
+    def __init__(self, turn: ProxyTurn, upstream: Upstream) -> None:
         self.turn, self.upstream, self.tags = turn, upstream, TagFilter()
         self.fragments: list[Any] = []
         self.finish = "stop"

@@ -4,7 +4,7 @@ and ``POST /v1/messages/count_tokens``, for clients of the Messages API (the
 
 A Messages request is read as the chat-completions request it means (system text,
 messages with ``tool_use`` / ``tool_result`` blocks as tool calls and tool messages,
-tools and ``tool_choice``) and goes through the same :class:`~loci.server.proxy.Turn`:
+tools and ``tool_choice``) and goes through the same :class:`~loci.server.proxy.ProxyTurn`:
 the same session rules, recording, tags and upstreams. The answer comes back in the
 Messages shape: ``text`` and ``tool_use`` blocks, ``stop_reason``, ``usage``; streamed as
 the published event sequence (``message_start``, content blocks with their deltas,
@@ -35,7 +35,7 @@ from loci.llm.answers import Completion
 from loci.llm.messages import from_anthropic, system_content
 from loci.llm.wire import message_text
 from loci.models import Usage
-from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
+from loci.server.proxy import ChatRequest, Engine, ProxyTurn, Relay, event_stream, started
 from loci.server.proxy_anthropic import ANTHROPIC_TOOL
 from loci.server.proxy_types import Delta, Upstream
 from loci.server.proxy_upstream import make_upstream
@@ -99,7 +99,7 @@ def messages(
     """Anthropic's Messages API, with Loci's context in and memory out."""
     if body.max_tokens is None:
         raise ValidationError("max_tokens is required")
-    turn = Turn(loci, body.session(x_loci_session), body.as_chat(), beta=anthropic_beta,
+    turn = ProxyTurn(loci, body.session(x_loci_session), body.as_chat(), beta=anthropic_beta,
                 face="messages")
     upstream = make_upstream(loci.settings)
     reply_id = f"msg_loci_{secrets.token_hex(12)}"
@@ -198,7 +198,7 @@ def _event(kind: str, data: dict[str, Any]) -> bytes:
     return f"event: {kind}\ndata: {payload}\n\n".encode()
 
 
-def _stream(turn: Turn, upstream: Upstream, deltas: Iterator[Delta], reply_id: str,
+def _stream(turn: ProxyTurn, upstream: Upstream, deltas: Iterator[Delta], reply_id: str,
             model: str) -> Iterator[bytes]:
     """The Messages event sequence: thinking blocks as they end, the text block as it
     arrives (tags held back), then each tool call as a whole ``tool_use`` block, the

@@ -4,7 +4,7 @@ built on it).
 
 A Responses request is read as the chat-completions request it means (``instructions``
 and the input items: messages, ``function_call`` and ``function_call_output``) and goes
-through the same :class:`~loci.server.proxy.Turn`. The answer is a ``response`` object
+through the same :class:`~loci.server.proxy.ProxyTurn`. The answer is a ``response`` object
 whose output holds a ``message`` item and one ``function_call`` item per tool call;
 streamed as the published events (``response.created``, output items and content parts
 with their deltas, ``response.completed``). The session is the ``X-Loci-Session``
@@ -32,7 +32,7 @@ from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
 from loci.llm.messages import add_responses_item
 from loci.models import Usage
-from loci.server.proxy import ChatRequest, Engine, Relay, Turn, event_stream, started
+from loci.server.proxy import ChatRequest, Engine, ProxyTurn, Relay, event_stream, started
 from loci.server.proxy_types import Delta, Upstream
 from loci.server.proxy_upstream import make_upstream
 
@@ -94,7 +94,7 @@ def responses(
     if not session:
         raise ValidationError("name the session: send the header 'X-Loci-Session: "
                               "<name>' or the request's 'user' field")
-    turn = Turn(loci, session, _with_recorded_calls(loci, session, body.as_chat()),
+    turn = ProxyTurn(loci, session, _with_recorded_calls(loci, session, body.as_chat()),
                 face="responses")
     upstream = make_upstream(loci.settings)
     shell = _Shell(body.model)
@@ -187,7 +187,7 @@ class _Shell:
         return self.response("completed", output + self.calls(tool_calls), usage)
 
 
-def _stream(turn: Turn, upstream: Upstream, deltas: Iterator[Delta],
+def _stream(turn: ProxyTurn, upstream: Upstream, deltas: Iterator[Delta],
             shell: _Shell) -> Iterator[bytes]:
     """The Responses event sequence: the message item's text as it arrives (tags held
     back), then each function call as a whole item, then ``response.completed``."""
