@@ -10,7 +10,7 @@ def test_public_api_is_pinned() -> None:
         "ApiKey", "AsyncLoci", "AuthError", "BudgetExceededError", "Compaction", "CompactionResult",
         "CompiledContext", "ConfigError", "ConflictError", "Document", "DocumentPage",
         "DocumentSummary", "DocumentVersion", "Embedder", "EmbeddingMismatchError", "Event",
-        "Extractor", "Focus", "Indexer", "Intake",
+        "Extractor", "Focus", "IndexStatus", "Indexer", "Intake",
         "ForbiddenError", "KnowledgeBase", "LayerReport", "Loci", "LociError", "Memory",
         "MemoryPage", "MemorySummary", "MemoryVersion", "NewDocument", "Node",
         "NotFoundError", "Price", "ProviderError", "PutResult", "ReplyResult", "RetentionReport",

@@ -24,7 +24,7 @@ from loci.errors import (
     StoreError,
     ValidationError,
 )
-from loci.indexing import Indexer
+from loci.indexing import Indexer, IndexStatus
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
 from loci.knowledge.service import NewDocument, PutResult
 from loci.knowledge.tree import Node
@@ -78,6 +78,7 @@ __all__ = [
     "Extractor",
     "Focus",
     "ForbiddenError",
+    "IndexStatus",
     "Indexer",
     "Intake",
     "KnowledgeBase",

@@ -106,6 +106,10 @@ class AsyncLoci:
     def history_budget(self, model: str | None = None, window: int | None = None) -> int:
         return self.loci.history_budget(model, window)
 
+    async def wait_indexed(self, timeout: float | None = None) -> bool:
+        """``Loci.wait_indexed``, in a thread (the indexer needs the store meanwhile)."""
+        return await self._bulk(lambda: self.loci.wait_indexed(timeout))
+
     async def _local(self, call: Callable[[], T]) -> T:
         runtime = self.loci.runtime
         lock = runtime.local_lock() if runtime.in_process else None

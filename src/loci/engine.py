@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from loci.checks import check_name, check_text, check_window
@@ -21,8 +20,7 @@ from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService
 from loci.context.compiled import CompiledContext
 from loci.context.compiler import CompileRequest, ContextCompiler
-from loci.context.focus import STATE_PREFIX as FOCUS_PREFIX
-from loci.context.focus import Focus
+from loci.context.focus import Focus, save_focus
 from loci.context.layers import configure
 from loci.context.sources import BuildContext, agent_spec, skill_items
 from loci.context.workspace import Workspace
@@ -169,7 +167,7 @@ class Loci:
         batch = [new_event(self.counter, **{"timestamp": now, "stamped": "timestamp" not in fields,
                                             **fields}) for fields in events]
         added = self.store.append_events(self.scope, session, batch)
-        self._embed_pending("event")
+        self._index_later()
         return added
 
     def events(self, session: str, *, include_archived: bool = True) -> list[Event]:
@@ -190,7 +188,7 @@ class Loci:
         check_name("session", session)
         events = parse_jsonl(lines, self.counter, self.clock())
         added = self.store.append_events(self.scope, session, events)
-        self._embed_pending("event")
+        self._index_later()
         return added
 
     def export_jsonl(self, session: str) -> Iterator[str]:
@@ -344,9 +342,15 @@ class Loci:
             raise ValidationError("embeddings are off (embedding_provider = none)")
         return self.indexer.reindex(progress)
 
-    def _embed_pending(self, kind: str) -> None:
+    def wait_indexed(self, timeout: float | None = None) -> bool:
+        """Block until what was written so far has its vectors (writes return before
+        that: keyword search finds new items at once, vector search once the
+        background indexer embedded them); False if ``timeout`` seconds passed first."""
+        return self.indexer is None or self.indexer.wait_indexed(timeout)
+
+    def _index_later(self) -> None:
         if self.indexer is not None:
-            self.indexer.embed_pending(kind, self.scope)
+            self.indexer.embed_later()
 
     # -- state --------------------------------------------------------------------
     def state_set(self, key: str, value: str) -> StateItem:
@@ -386,11 +390,7 @@ class Loci:
 
     # -- context ------------------------------------------------------------------
     def workspace(self) -> Workspace:
-        dirs = [Path.cwd()]
-        if self.settings.workspace is not None:
-            dirs.append(self.settings.workspace)
-        dirs.append(self.settings.home)
-        return Workspace(dirs)
+        return Workspace.around(self.settings.workspace, self.settings.home)
 
     def compile(
         self, session: str | None, message: str | None = None, *, model: str | None = None,
@@ -495,8 +495,4 @@ class Loci:
 
     def set_focus(self, session: str, focus: Focus | None) -> None:
         """Set (or with None, clear) the focus of a goal-driven session (seeds/001)."""
-        key = FOCUS_PREFIX + check_name("session", session)
-        if focus is None:
-            self.store.delete_state(self.scope, key)
-        else:
-            self.store.set_state(self.scope, key, focus.to_json(), self.clock())
+        save_focus(self.store, self.scope, check_name("session", session), focus, self.clock())

@@ -1,7 +1,8 @@
 """Keeping the store's vectors in step with its items and its embedding model.
 
-Items are written first and embedded right after, in batches; if the provider fails
-the items stay stored and are embedded on the next write or by ``loci reindex``. The
+Items are written first, without vectors; the background worker (``index_worker``)
+embeds them in batches right after, so writes never wait on the model. If the provider
+fails the items stay stored and are embedded on the next pass or by ``loci reindex``. The
 store records the model name and dimension it was indexed with: searching with another
 model is an :class:`EmbeddingMismatchError` that says to run ``loci reindex``.
 """
@@ -19,6 +20,7 @@ import numpy as np
 from loci.embeddings.base import Embedder, Vectors
 from loci.embeddings.queries import QueryVectors
 from loci.errors import EmbeddingMismatchError, ProviderError, StoreError
+from loci.index_worker import IndexWorker
 from loci.models import Scope
 from loci.store.base import KINDS, Store
 
@@ -26,9 +28,8 @@ log = logging.getLogger("loci.indexing")
 META_MODEL = "embedding_model"
 META_DIM = "embedding_dim"
 BATCH = 128
-#: How long a search trusts what it last read of the store's model and of which items
-#: wait for vectors. Writes through this process embed at once; the pause only delays
-#: noticing another process's reindex, or its items left unembedded, by this much.
+#: How long a search trusts what it last read of the store's model, and how often it
+#: asks the worker to look for items another process left without vectors.
 RECHECK_SECONDS = 1.0
 
 #: Called with (items done so far, items in all).
@@ -37,9 +38,17 @@ Progress = Callable[[int, int], None]
 
 @dataclass(frozen=True)
 class IndexStatus:
+    """The vector index: the model it was made with, the rows of each kind that wait
+    for their vector (the indexer's lag), and whether the worker is at it."""
+
     model: str | None
     dim: int | None
     unembedded: dict[str, int]
+    indexing: bool = False
+
+    @property
+    def pending(self) -> int:
+        return sum(self.unembedded.values())
 
 
 class Indexer:
@@ -52,6 +61,7 @@ class Indexer:
         self._recorded: tuple[float, str | None, int | None] | None = None
         self._caught_up: dict[tuple[str, Scope | None], float] = {}
         self._lock = threading.Lock()
+        self.worker = IndexWorker(self._drain_all)
 
     def recorded_model(self, *, fresh: bool = False) -> tuple[str | None, int | None]:
         """The (model, dimension) the store was indexed with; re-read from the store at
@@ -84,31 +94,46 @@ class Indexer:
         self.check()
         return self.queries.get(text)
 
-    def catch_up(self, kind: str, scope: Scope | None = None) -> int:
-        """``embed_pending`` for searches, bounded: at most once per ``RECHECK_SECONDS``
-        per kind and scope (a busy server does not look for unembedded items on every
-        query), and at most one batch each time (a backlog, say after the provider
-        failed, must not hold up a search, which may run on the server's event loop;
-        writes, later searches and ``loci reindex`` embed the rest)."""
+    def catch_up(self, kind: str, scope: Scope | None = None) -> None:
+        """For searches: at most once per ``RECHECK_SECONDS`` per kind and scope, have
+        the worker look for items waiting for vectors (another process's, say). A
+        search never embeds them itself: it must not stall on a backlog."""
         key, now = (kind, scope), time.monotonic()
         with self._lock:
             if now - self._caught_up.get(key, -RECHECK_SECONDS) < RECHECK_SECONDS:
-                return 0
+                return
             self._caught_up[key] = now
             if len(self._caught_up) > 4096:  # many scopes: forget the oldest half
                 for old in sorted(self._caught_up, key=self._caught_up.__getitem__)[:2048]:
                     del self._caught_up[old]
-        return self.embed_pending(kind, scope, batches=1)
+        self.recover()
 
-    def embed_pending(self, kind: str, scope: Scope | None = None,
-                      batches: int | None = None) -> int:
-        """Embed the not-yet-embedded items of ``kind`` (every one, or ``batches`` of
-        ``BATCH``); a provider failure is logged and leaves the rest for later. Returns
-        how many were embedded."""
+    def recover(self) -> None:
+        """Have the worker embed rows left without vectors (by a process that died,
+        say); unlike a write's, ``close`` does not wait for this pass."""
+        self.worker.notify(written=False)
+
+    def embed_later(self) -> None:
+        """Have the background worker embed what writes left without vectors."""
+        self.worker.notify()
+
+    def wait_indexed(self, timeout: float | None = None) -> bool:
+        """Block until the worker has embedded what waited when called (False on
+        timeout)."""
+        return self.worker.wait(timeout)
+
+    def close(self) -> None:
+        """Finish the passes asked for, then stop the worker."""
+        self.worker.close()
+
+    def embed_pending(self, kind: str, scope: Scope | None = None) -> int:
+        """Embed the not-yet-embedded items of ``kind`` now, in this thread; a provider
+        failure is logged and leaves the rest for later. Returns how many were
+        embedded."""
         if not self.matches():
             return 0
         try:
-            return self._drain(kind, scope, None, batches)
+            return self._drain(kind, scope, None)
         except ProviderError as exc:
             log.warning("embedding deferred: %s", exc)
             return 0
@@ -130,16 +155,29 @@ class Indexer:
         advance(0)
         return sum(self._drain(kind, None, advance) for kind in KINDS)
 
+    def _drain_all(self, stop: Callable[[], bool]) -> int:
+        """The worker's pass: every kind, every scope, until nothing waits or ``stop``."""
+        if not self.matches():
+            return 0
+        done = 0
+        for kind in KINDS:
+            try:
+                done += self._drain(kind, None, None, stop=stop)
+            except ProviderError as exc:
+                log.warning("embedding deferred: %s", exc)
+        return done
+
     def status(self) -> IndexStatus:
         model, dim = self.recorded_model()
-        return IndexStatus(model, dim, {k: self.store.count_unembedded(k) for k in KINDS})
+        return IndexStatus(model, dim, {k: self.store.count_unembedded(k) for k in KINDS},
+                           self.worker.busy())
 
     def _drain(
         self, kind: str, scope: Scope | None, progress: Callable[[int], None] | None,
-        batches: int | None = None,
+        stop: Callable[[], bool] = lambda: False,
     ) -> int:
         done, previous = 0, None
-        while (batches is None or done < batches * BATCH) and (
+        while not stop() and (
                 items := self.store.unembedded(kind, BATCH, scope)):
             if items == previous:
                 raise StoreError(f"the store did not record vectors for {kind} items")

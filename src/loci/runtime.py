@@ -27,7 +27,7 @@ from loci.erasure import (
     scopes_of,
 )
 from loci.errors import ValidationError
-from loci.indexing import Indexer
+from loci.indexing import Indexer, IndexStatus
 from loci.keys import OPERATOR, check_key, create_key, revoke_key
 from loci.llm.base import ChatModel
 from loci.models import ApiKey, Scope
@@ -92,6 +92,10 @@ class Runtime:
         a call then waits on no network and may run on an event loop."""
         return self.indexer is None or self.settings.embedding.provider in IN_PROCESS
 
+    def index_status(self) -> IndexStatus | None:
+        """The vector index's model and lag (None when embeddings are off)."""
+        return self.indexer.status() if self.indexer is not None else None
+
     def local_lock(self) -> _thread.RLock | None:
         """The lock calls take while they compute in this process (SQLite, whose one
         connection serializes them), or None when the store computes elsewhere."""
@@ -149,12 +153,10 @@ class Runtime:
 
     def import_user(self, archive: bytes) -> list[Scope]:
         """Write an exported user into this store (which must hold nothing of theirs);
-        the items are embedded with this runtime's model."""
+        the items are embedded with this runtime's model, in the background."""
         scopes = import_user(self.store, archive)
         if self.indexer is not None:
-            for scope in scopes:
-                for kind in ("event", "memory", "document"):
-                    self.indexer.embed_pending(kind, scope)
+            self.indexer.embed_later()
         return scopes
 
     def close(self) -> None:
@@ -163,6 +165,8 @@ class Runtime:
         if self.closed:
             return
         self.closed = True
+        if self.indexer is not None:  # its worker uses the store and the embedder
+            self.indexer.close()
         for resource in self._owned:
             close = getattr(resource, "close", None)
             if callable(close):

@@ -275,3 +275,14 @@ def test_a_type_that_looks_like_a_typo_and_an_empty_message_are_refused(
     code, _, err = run(capsys, "add", "s", "user", "   ")
     assert code == 2 and "needs some text" in err
     assert run(capsys, "add", "s", "assistant", "")[0] == 0  # an empty answer is a fact
+
+
+def test_status_shows_the_store_and_the_rows_waiting_for_vectors(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "add", "s1", "user", "hello")[0] == 0
+    code, out, _ = run(capsys, "status")
+    assert code == 0 and f"store: sqlite:///{home}" in out
+    assert "vectors: hash-384 (384 dimensions)" in out
+    assert "waiting for vectors: 0 events, 0 memories, 0 documents" in out
+    code, out, _ = run(capsys, "status", "--json")
+    assert json.loads(out)["index"]["unembedded"] == {"event": 0, "memory": 0, "document": 0}

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from loci.errors import ValidationError
+from loci.models import Scope
+from loci.store import Store
 
 STATE_PREFIX = "focus:"
 
@@ -68,3 +71,12 @@ def parse_criterion(text: str) -> Criterion:
     if body and weight.strip().replace(".", "", 1).isdigit():
         return Criterion(body.strip(), float(weight))
     return Criterion(text.strip())
+
+
+def save_focus(store: Store, scope: Scope, session: str, focus: Focus | None,
+               now: datetime) -> None:
+    """Keep ``focus`` as the session's state (None: clear it)."""
+    if focus is None:
+        store.delete_state(scope, STATE_PREFIX + session)
+    else:
+        store.set_state(scope, STATE_PREFIX + session, focus.to_json(), now)

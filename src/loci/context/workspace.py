@@ -30,6 +30,12 @@ class Workspace:
     def __init__(self, directories: Sequence[Path]) -> None:
         self.directories = list(dict.fromkeys(d.expanduser() for d in directories))
 
+    @classmethod
+    def around(cls, workspace: Path | None, home: Path) -> Workspace:
+        """The usual search path: the current directory, the configured workspace (if
+        any), then ``$LOCI_HOME``."""
+        return cls([Path.cwd(), *([workspace] if workspace is not None else []), home])
+
     def find(self, *names: str) -> WorkspaceFile | None:
         """The first existing file among ``names`` in the first directory holding one."""
         for directory in self.directories:

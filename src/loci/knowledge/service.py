@@ -107,8 +107,8 @@ class KnowledgeBase:
         expected = {path: new.expected_sha256 for path, new in checked
                     if new.expected_sha256 is not None}
         stored = self.store.put_documents(self.scope, list(drafts.values()), expected)
-        if embed:
-            self.embed_pending()
+        if embed and self.indexer is not None:
+            self.indexer.embed_later()
         return [PutResult(doc, _status(before[doc.path], doc)) for doc in stored]
 
     def embed_pending(self) -> int:

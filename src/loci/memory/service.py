@@ -194,7 +194,7 @@ class MemoryService:
 
     def _embed_pending(self) -> None:
         if self.indexer is not None:
-            self.indexer.embed_pending("memory", self.scope)
+            self.indexer.embed_later()
 
     def _mirror(self, memory: Memory, previous: Memory | None) -> None:
         if self.mirror is not None:

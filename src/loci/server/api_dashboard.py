@@ -20,8 +20,9 @@ router = APIRouter(tags=["dashboard"], route_class=JSONRoute)
 @router.get("/overview", response_model=None)
 def overview(loci: Engine, request: Request) -> dict[str, Any]:
     """The caller's scope and counts: live memories by type, state keys, sessions and
-    knowledge documents."""
+    knowledge documents; and the store's rows that wait for their vector."""
     memories = Counter(m.type for m in loci.memories(None))
+    index = loci.runtime.index_status()
     return {
         "version": __version__,
         "user": loci.scope.tenant,
@@ -32,6 +33,7 @@ def overview(loci: Engine, request: Request) -> dict[str, Any]:
         "state": len(loci.state()),
         "sessions": len(loci.sessions()),
         "documents": len(loci.knowledge.ls("/")),
+        "vectors_pending": index.pending if index else 0,
     }
 
 

@@ -7,6 +7,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 from fastapi import FastAPI
@@ -149,6 +150,8 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if serving:
             settle_gc()
+            if hub.runtime.indexer is not None:  # rows an earlier process left
+                hub.runtime.indexer.recover()
         # The MCP session manager's task group lives as long as the app.
         async with mcp_app.router.lifespan_context(mcp_app), anyio.create_task_group() as tasks:
             if hub.settings.retention.days > 0:
@@ -164,8 +167,13 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     errors.install(app)
 
     @app.get("/api/health", tags=["server"])
-    async def health() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
+    async def health() -> dict[str, Any]:
+        """Up, its version, and the background indexer's lag: rows that wait for their
+        vector (keyword search finds them meanwhile)."""
+        index = hub.runtime.index_status()
+        return {"status": "ok", "version": __version__,
+                "vectors_pending": index.pending if index else 0,
+                "indexing": bool(index and index.indexing)}
 
     # Requests try routes in order, and with FastAPI's included routers each miss costs
     # time: the routers with the busiest routes (search, events, context) go first.

@@ -102,3 +102,24 @@ def keys_revoke(loci: Loci, key_id: str) -> None:
     """Revoke the key KEY_ID (its id, or the whole key); requests with it are refused
     from then on."""
     click.echo(f"revoked {loci.runtime.revoke_key(key_id)}")
+
+
+@cli.command()
+@json_option
+@scoped
+def status(loci: Loci, as_json: bool) -> None:
+    """The store, and the vector index: its model and the rows that wait for their
+    vector (writes return before their vectors; the background indexer follows)."""
+    index = loci.runtime.index_status()
+    if as_json:
+        print_json({"store": loci.settings.store_url, "index": index})
+        return
+    click.echo(f"store: {loci.settings.store_url}")
+    if index is None:
+        click.echo("vectors: off (embedding provider none)")
+        return
+    click.echo(f"vectors: {index.model or 'none yet'} ({index.dim or '?'} dimensions)")
+    plural = {"event": "events", "memory": "memories", "document": "documents"}
+    waiting = ", ".join(f"{count} {plural.get(kind, kind)}"
+                        for kind, count in index.unembedded.items())
+    click.echo(f"waiting for vectors: {waiting}" + (" (indexing)" if index.indexing else ""))

@@ -39,7 +39,8 @@ const app = {
         ? Object.values(value).reduce((a, b) => a + b, 0) : value;
     }
     $('#whoami').textContent = `${overview.user} · ${overview.agent} · ` +
-      (overview.auth === 'key' ? 'API key' : 'open mode');
+      (overview.auth === 'key' ? 'API key' : 'open mode') +
+      (overview.vectors_pending ? ` · ${overview.vectors_pending} waiting for vectors` : '');
   },
 };
 
