@@ -136,6 +136,7 @@ def run(samples: list[Sample], qa: dict[str, list[tuple[str, str, list[str], str
     for sample in samples:
         clock: dict[str, Any] = {}
         loci, dia_of = ingest(base, sample, clock)
+        loci.wait_indexed()  # writes return before their vectors
         lines = transcript(sample)
         full = content_words("\n".join(lines))
         whole_tokens = counter.count("\n".join(lines))

@@ -216,6 +216,7 @@ def run(samples: list[Sample], store_dir: Path) -> tuple[Table, Table, dict[str,
         for sample in samples:
             start = time.perf_counter()
             loci, dia_of = ingest(base, sample)
+            loci.wait_indexed()  # writes return before their vectors
             ingest_seconds += time.perf_counter() - start
             baseline = BM25Baseline(sample.turns)
             for question, evidence, category in sample.questions:

@@ -115,6 +115,7 @@ def measure(loci: Loci, rng: random.Random, repeat: int) -> dict[str, float]:
     for i in range(20):
         loci.add("bench", "user", sentence(rng))
         loci.add("bench", "assistant", f"Reply {i}: " + sentence(rng))
+    loci.wait_indexed()
     messages = iter([query(rng) for _ in range(60)])
     loci.compile("bench", next(messages))
     compile_ms = percentiles(time_calls(lambda: loci.compile("bench", next(messages)), 50))

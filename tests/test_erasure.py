@@ -180,7 +180,9 @@ def test_a_user_exports_and_comes_back_whole(home: Path, runtime: Runtime) -> No
         again = runtime.store.export_scope(Scope("alice", agent))
         assert replace(again, vectors={}) == replace(data, vectors={}), agent
     assert [r.cached_tokens for r in loci.usage.records()] == [2000]
-    assert loci.search("xylofrobnic", limit=3)
+    assert loci.search("quuxwobble", limit=3)[0].text == "The quuxwobble lives in Porto."
+    assert loci.wait_indexed(timeout=30)  # and the imported items get their vectors
+    assert all(runtime.store.count_unembedded(kind) == 0 for kind in ("event", "memory"))
     with pytest.raises(ValidationError, match="cannot read the archive"):
         runtime.import_user(b"not a zip")
 

@@ -29,6 +29,9 @@ log = logging.getLogger("loci.indexing")
 #: many rows it embedded.
 Drain = Callable[[Callable[[], bool]], int]
 
+#: How long a pass waits for more writes before it starts, unless someone waits for it:
+#: a burst of single writes is then embedded in one pass instead of one pass each.
+GATHER_SECONDS = 0.02
 _WORKERS: set[IndexWorker] = set()
 _EXITING = threading.Event()
 
@@ -53,6 +56,7 @@ class IndexWorker:
         self._stopping = False
         self._cancelled = False
         self._thread: threading.Thread | None = None
+        self._hurry = threading.Event()  # someone waits: start the pass now
         #: Rows embedded since the worker started (for status pages).
         self.embedded = 0
 
@@ -78,6 +82,7 @@ class IndexWorker:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until every pass asked for so far is done; False on timeout."""
+        self._hurry.set()
         with self._changed:
             target = self._asked
             self._changed.wait_for(lambda: self._done >= target or not self._alive(),
@@ -87,6 +92,7 @@ class IndexWorker:
     def close(self, timeout: float | None = None, *, finish: bool = True) -> None:
         """Stop the thread after its current batch; with ``finish``, first let it end
         the passes this process's writes asked for."""
+        self._hurry.set()
         with self._changed:
             if finish:
                 self._changed.wait_for(
@@ -110,7 +116,11 @@ class IndexWorker:
                 self._changed.wait_for(lambda: self._done < self._asked or self._stopping)
                 if self._done >= self._asked or self._stop_now():
                     return
-                target, self._running = self._asked, True
+                self._running = True
+            self._hurry.wait(GATHER_SECONDS)
+            self._hurry.clear()
+            with self._changed:
+                target = self._asked
             try:
                 self.embedded += self._drain(self._stop_now)
             except Exception:

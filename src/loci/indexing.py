@@ -27,7 +27,7 @@ from loci.store.base import KINDS, Store
 log = logging.getLogger("loci.indexing")
 META_MODEL = "embedding_model"
 META_DIM = "embedding_dim"
-BATCH = 128
+BATCH = 256
 #: How long a search trusts what it last read of the store's model, and how often it
 #: asks the worker to look for items another process left without vectors.
 RECHECK_SECONDS = 1.0

@@ -57,6 +57,35 @@ def test_graph_agrees_with_exact_search_and_is_persisted(tmp_path: Path) -> None
     assert reopened.search(extra[0], 1)[0][0] == 99_999
 
 
+def test_a_bulk_tail_is_searched_exactly_while_the_graph_grows_in_the_background(
+        tmp_path: Path) -> None:
+    from loci.store.vector_index import INLINE_TAIL
+
+    vectors = _unit(3_000, 32, 11)
+    index = VectorIndex(32, tmp_path / "t.usearch", ann_threshold=1_000)
+    index.update(_rows(vectors))
+    index.graph_ready()
+    index.wait_for_build(60)
+    assert index.graph_ready()
+    graph = index._ann
+    assert graph is not None
+    built = graph.max_seq
+    # A bulk import after the graph: far more rows than a search adds itself.
+    tail = _unit(20 * INLINE_TAIL, 32, 12)
+    index.update([(10_000 + i, v.tobytes(), built + 1 + i) for i, v in enumerate(tail)])
+    assert len(graph) == 3_000  # writing them did not touch the graph
+    with graph.lock:  # the graph busy (being extended): the search answers exactly
+        assert index.search(tail[77], 1)[0][0] == 10_077
+    assert index.search(tail[5], 1)[0][0] == 10_005  # the tail, scored exactly
+    # A row that changed since the graph holds it: its old vector no longer matches.
+    index.update([(1, tail[9].tobytes(), built + 10 * len(tail))])
+    found = dict(index.search(vectors[0], 5))
+    assert found.get(1, 0.0) < 0.9
+    index.wait_for_build(60)  # the extension ends with every row in the graph
+    index.search(vectors[1], 1)  # and the changed row is added then
+    assert graph.max_seq == index.max_seq and len(graph) == 3_000 + len(tail)
+
+
 def test_filtered_searches_stay_exact(tmp_path: Path) -> None:
     vectors = _unit(2_000, 16, 4)
     index = VectorIndex(16, tmp_path / "f.usearch", ann_threshold=500)

@@ -62,7 +62,7 @@ class LocalEmbedder:
         self,
         model_path: str | Path | None = None,
         *,
-        batch_size: int = 32,
+        batch_size: int = 8,
         max_tokens: int = 256,
         threads: int | None = None,
         cache: str | Path | None = None,

@@ -50,6 +50,8 @@ EXPANSION_SEARCH = 64
 EXPANSION_ADD = 64
 #: Rows added per call while building, so progress is visible and memory bounded.
 BUILD_CHUNK = 10_000
+#: Rows added per call while extending a graph that searches use meanwhile.
+EXTEND_CHUNK = 1_000
 
 
 def _import_usearch() -> Any:
@@ -69,6 +71,9 @@ class AnnIndex:
         self.path = path
         self.max_seq = 0
         self.dirty = 0
+        #: Held while the graph changes or answers: an extension adds rows chunk by
+        #: chunk, and a search that finds it busy answers exactly instead of waiting.
+        self.lock = threading.Lock()
         self._index = Index(ndim=dim, metric="cos", dtype="f16", connectivity=16,
                             expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
 
@@ -143,7 +148,7 @@ def graph_lock(path: Path | None) -> Iterator[None]:
 #: Builds still running. At exit they stop after their current chunk and are waited for:
 #: the graph library's own threads must not outlive the interpreter (the process would
 #: abort instead of exiting).
-_RUNNING: set[GraphBuild] = set()
+_RUNNING: set[GraphBuild | GraphExtension] = set()
 _EXITING = threading.Event()
 
 
@@ -194,6 +199,49 @@ class GraphBuild:
         finally:
             _RUNNING.discard(self)
             self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+
+class GraphExtension:
+    """Adds rows written since a graph was made to it, in a background thread, a chunk
+    at a time under the graph's lock, in ``vec_seq`` order (so ``max_seq`` always says
+    how far it got). The rows are a snapshot: rows written later wait for the next
+    extension."""
+
+    def __init__(self, ann: AnnIndex, ids: npt.NDArray[np.int64],
+                 seqs: npt.NDArray[np.int64], vectors: Matrix) -> None:
+        self._done = threading.Event()
+        self._stopping = threading.Event()
+        _RUNNING.add(self)
+        self._thread = threading.Thread(target=self._run, args=(ann, ids, seqs, vectors),
+                                        name="loci-ann-extend", daemon=True)
+        self._thread.start()
+
+    def _run(self, ann: AnnIndex, ids: npt.NDArray[np.int64], seqs: npt.NDArray[np.int64],
+             vectors: Matrix) -> None:
+        try:
+            order = np.argsort(seqs, kind="stable")
+            for start in range(0, len(order), EXTEND_CHUNK):
+                if _EXITING.is_set() or self._stopping.is_set():
+                    return
+                at = order[start : start + EXTEND_CHUNK]
+                with ann.lock:
+                    ann.upsert(ids[at].tolist(), vectors[at], int(seqs[at].max()))
+        except BaseException as exc:  # the graph stays as far as it got; exact covers the rest
+            log.warning("extending the HNSW graph failed: %s", exc)
+        finally:
+            _RUNNING.discard(self)
+            self._done.set()
+
+    def stop(self) -> None:
+        """Stop after the chunk under way, and wait for it."""
+        self._stopping.set()
+        self._done.wait()
 
     def done(self) -> bool:
         return self._done.is_set()

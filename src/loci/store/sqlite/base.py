@@ -14,6 +14,7 @@ from typing import Any
 from loci.models import Scope
 from loci.store.ann import graph_lock
 from loci.store.base import Store
+from loci.store.wal_checkpoint import Checkpointer
 from loci.store.sqlite.rows import FULL_TEXT
 from loci.store.vector_index import VectorIndex
 
@@ -44,6 +45,8 @@ class SQLiteBase(Store):
     #: Vector indexes by (kind, tenant, agent), and where their graphs are saved.
     _indexes: dict[tuple[str, str, str], VectorIndex]
     _ann_dir: Path | None
+    #: Checkpoints the write-ahead log off the writers' path (None in memory).
+    _checkpointer: Checkpointer | None
 
     def local_lock(self) -> threading.RLock:
         return self._lock
@@ -54,6 +57,8 @@ class SQLiteBase(Store):
         with self._lock, self._transaction():
             yield self._db
         self._merge_grown_indexes()
+        if self._checkpointer is not None:
+            self._checkpointer.poke()
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
