@@ -71,7 +71,8 @@ def run(tmp: Path, base: int, n: int, chunk: int) -> dict[str, Any]:
         thread.join()
         import_s = time.perf_counter() - started
         after = [timed(loci, q) for q in questions[:50]]
-    return {"base": base, "imported": n, "rows_per_import_call": chunk, "import_s": round(import_s, 1),
+    return {"base": base, "imported": n, "rows_per_import_call": chunk,
+            "import_s": round(import_s, 1),
             "during_import": stats(during), "first_after_ms": round(after[0], 2),
             "after": stats(after[1:])}
 

@@ -14,9 +14,9 @@ from typing import Any
 from loci.models import Scope
 from loci.store.ann import graph_lock
 from loci.store.base import Store
-from loci.store.wal_checkpoint import Checkpointer
 from loci.store.sqlite.rows import FULL_TEXT
 from loci.store.vector_index import VectorIndex
+from loci.store.wal_checkpoint import Checkpointer
 
 #: Full-text tables by content table. Every write transaction adds segments to their
 #: indexes, and a query reads each segment, so searches slow down as writes pile up

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from loci.errors import ConfigError, StoreError
 from loci.store.codec import to_micros
-from loci.store.wal_checkpoint import Checkpointer
 from loci.store.sqlite.documents import SQLiteDocuments
 from loci.store.sqlite.erasure import SQLiteErasure
 from loci.store.sqlite.events import SQLiteEvents
@@ -27,6 +26,7 @@ from loci.store.sqlite.rows import tokens
 from loci.store.sqlite.schema import migrate
 from loci.store.sqlite.transfer import SQLiteTransfer
 from loci.store.sqlite.vectors import SQLiteVectors
+from loci.store.wal_checkpoint import Checkpointer
 from loci.timeutil import utc_now
 
 
