@@ -59,7 +59,7 @@ class Indexer:
         self.embedder = embedder
         self.queries = QueryVectors(embedder)
         self._recorded: tuple[float, str | None, int | None] | None = None
-        self._caught_up: dict[tuple[str, Scope | None], float] = {}
+        self._caught_up = -RECHECK_SECONDS  # when a search last asked the worker to look
         self._lock = threading.Lock()
         self.worker = IndexWorker(self._drain_all)
 
@@ -94,18 +94,15 @@ class Indexer:
         self.check()
         return self.queries.get(text)
 
-    def catch_up(self, kind: str, scope: Scope | None = None) -> None:
-        """For searches: at most once per ``RECHECK_SECONDS`` per kind and scope, have
-        the worker look for items waiting for vectors (another process's, say). A
-        search never embeds them itself: it must not stall on a backlog."""
-        key, now = (kind, scope), time.monotonic()
+    def catch_up(self) -> None:
+        """For searches: at most once per ``RECHECK_SECONDS``, have the worker look for
+        rows waiting for vectors (another process's, say; it takes every kind and
+        scope). A search never embeds them itself: it must not stall on a backlog."""
+        now = time.monotonic()
         with self._lock:
-            if now - self._caught_up.get(key, -RECHECK_SECONDS) < RECHECK_SECONDS:
+            if now - self._caught_up < RECHECK_SECONDS:
                 return
-            self._caught_up[key] = now
-            if len(self._caught_up) > 4096:  # many scopes: forget the oldest half
-                for old in sorted(self._caught_up, key=self._caught_up.__getitem__)[:2048]:
-                    del self._caught_up[old]
+            self._caught_up = now
         self.recover()
 
     def recover(self) -> None:
@@ -142,7 +139,6 @@ class Indexer:
         """Forget all vectors, record this embedder's model, and embed everything."""
         self.store.clear_embeddings()
         self._record_model()
-        self._caught_up.clear()
         total = sum(self.store.count_unembedded(kind) for kind in KINDS)
         done = 0
 

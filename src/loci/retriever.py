@@ -55,7 +55,7 @@ class Retriever:
         now: datetime | None = None,
     ) -> list[SearchHit]:
         pool = max(limit * POOL_FACTOR, MIN_POOL)
-        vector_query = self._embed(scope, kind, query)
+        vector_query = self._embed(query)
         keyword, vector = self._candidates(scope, kind, query, vector_query, pool, filters)
         # Items cut from a full pool scored at most its lowest score.
         floors = {"vector_floor": vector[-1][1] if len(vector) >= pool else 0.0,
@@ -84,10 +84,10 @@ class Retriever:
             hits = _favour_periods(hits, named)
         return hits[:limit]
 
-    def _embed(self, scope: Scope, kind: str, query: str) -> Vectors | None:
+    def _embed(self, query: str) -> Vectors | None:
         if self.indexer is None or not query.strip():
             return None
-        self.indexer.catch_up(kind, scope)
+        self.indexer.catch_up()
         return self.indexer.embed_query(query)
 
     def _candidates(

@@ -97,7 +97,7 @@ class MemoryService:
         fresh = replace(old, content=content, type=memory_type, tags=tags,
                         updated_at=now, expires_at=expiry_for(memory_type, now, self.ttls))
         self.store.supersede_memory(self.scope, fresh, reason, now)
-        self._embed_pending()
+        self._index_later()
         self._mirror(fresh, old)
         return SaveResult(fresh, "updated", old)
 
@@ -192,7 +192,7 @@ class MemoryService:
             cosines = {h.id: h.score for h in near}
         return find_duplicate(content, texts, cosines, self.get)
 
-    def _embed_pending(self) -> None:
+    def _index_later(self) -> None:
         if self.indexer is not None:
             self.indexer.embed_later()
 

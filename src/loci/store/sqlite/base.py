@@ -16,7 +16,6 @@ from loci.store.ann import graph_lock
 from loci.store.base import Store
 from loci.store.sqlite.rows import FULL_TEXT
 from loci.store.vector_index import VectorIndex
-from loci.store.wal_checkpoint import Checkpointer
 
 #: Full-text tables by content table. Every write transaction adds segments to their
 #: indexes, and a query reads each segment, so searches slow down as writes pile up
@@ -45,8 +44,6 @@ class SQLiteBase(Store):
     #: Vector indexes by (kind, tenant, agent), and where their graphs are saved.
     _indexes: dict[tuple[str, str, str], VectorIndex]
     _ann_dir: Path | None
-    #: Checkpoints the write-ahead log off the writers' path (None in memory).
-    _checkpointer: Checkpointer | None
 
     def local_lock(self) -> threading.RLock:
         return self._lock
@@ -57,8 +54,6 @@ class SQLiteBase(Store):
         with self._lock, self._transaction():
             yield self._db
         self._merge_grown_indexes()
-        if self._checkpointer is not None:
-            self._checkpointer.poke()
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
