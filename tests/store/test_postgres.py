@@ -182,7 +182,8 @@ def test_migrations_are_recorded_once(pg: PostgresStore, pg_url: str) -> None:
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT version, name FROM loci_migrations").fetchall()
     assert rows == [(1, "initial schema"), (2, "BM25 postings"),
-                    (3, "tool-call arguments searchable"), (4, "usage ledger")]
+                    (3, "tool-call arguments searchable"), (4, "usage ledger"),
+                    (5, "events by time")]
 
 
 def test_tool_calls_stored_before_version_3_become_searchable(

@@ -94,3 +94,22 @@ def test_stores_opened_at_once_migrate_once(tmp_path: Path) -> None:
     versions = [r[0] for r in store._query("SELECT version FROM migrations")]
     store.close()
     assert sorted(versions) == sorted(MIGRATIONS)
+
+
+def test_a_search_for_one_day_reads_that_day_by_the_time_index(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from loci.store.base import SearchFilters
+    from loci.store.sqlite.rows import filter_sql
+
+    store = SQLiteStore(f"sqlite:///{tmp_path / 't.db'}")
+    try:
+        day = SearchFilters(since=datetime(2023, 5, 8, tzinfo=UTC),
+                            until=datetime(2023, 5, 9, tzinfo=UTC))
+        where, params = filter_sql("event", day)
+        plan = store._db.execute(
+            "EXPLAIN QUERY PLAN SELECT e.id FROM events e WHERE e.tenant = ? AND "
+            f"e.agent = ? AND e.vec_seq IS NOT NULL{where}", ("a", "b", *params)).fetchall()
+        assert any("events_by_time" in str(row[-1]) for row in plan), plan
+    finally:
+        store.close()

@@ -1,0 +1,79 @@
+"""Searches that name a date, in a scope of many events.
+
+``--n`` events (synthetic sentences, two a day over the years before 2026) go into one
+SQLite scope through ``add_events`` with the hash embedder; once they are embedded and
+the vector graph is built, conversation searches whose question names a day ("what did
+we say on 8 May 2023 about ...", which the retriever narrows to that day) are timed
+against the same searches without the date.
+
+Usage: python benchmarks/dated_search.py [--n 100000] [--queries 200] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine, sentence
+from loci import Loci, load_settings
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def fill(loci: Loci, n: int, rng: random.Random) -> None:
+    for first in range(0, n, 1_000):
+        loci.add_events(f"s{first // 1_000}", [
+            {"type": "message", "role": "user", "content": sentence(rng),
+             "timestamp": START - timedelta(hours=12 * (n - i))}
+            for i in range(first, min(n, first + 1_000))])
+    getattr(loci, "wait_indexed", lambda: True)()
+
+
+def timed(loci: Loci, questions: list[str]) -> dict[str, float]:
+    samples = []
+    for question in questions:
+        start = time.perf_counter()
+        loci.search_conversation(question, limit=10)
+        samples.append((time.perf_counter() - start) * 1000)
+    ordered = sorted(samples)
+    return {"p50_ms": round(ordered[len(ordered) // 2], 2),
+            "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rng = random.Random(9)
+    with tempfile.TemporaryDirectory(prefix="loci-dated-") as name:
+        settings = load_settings(store=f"sqlite:///{Path(name) / 'loci.db'}", home=Path(name),
+                                 embedding_provider="hash", memory_mirror=False)
+        with Loci(settings) as loci:
+            started = time.perf_counter()
+            fill(loci, args.n, rng)
+            loci.search_conversation("warm up", limit=10)
+            loci.store.wait_for_vector_index(loci.scope, "event", 384, 3600)
+            ready_s = time.perf_counter() - started
+            topics = [" ".join(sentence(rng, 8).split()[:4]) for _ in range(args.queries)]
+            days = [START - timedelta(days=rng.randint(1, args.n // 2 - 1))
+                    for _ in range(args.queries)]
+            dated = [f"what did we say on {d.day} {d:%B %Y} about {t}?"
+                     for d, t in zip(days, topics, strict=True)]
+            plain = [f"what did we say about {t}?" for t in topics]
+            timed(loci, plain[:20])  # warm
+            report = {"machine": machine(), "events": args.n, "ready_s": round(ready_s, 1),
+                      "undated": timed(loci, plain), "dated": timed(loci, dated)}
+    print(json.dumps(report, indent=None if args.json else 2))
+
+
+if __name__ == "__main__":
+    main()
