@@ -31,6 +31,10 @@ _FTS_SIZES = "SELECT " + ", ".join(f"(SELECT max({ft.key}) FROM {ft.table})"
                                    for ft in FULL_TEXT)
 
 
+#: Tables whose rows get their vector after they were written (the background indexer).
+GROWN_ROWS = frozenset({"events", "documents"})
+
+
 class SQLiteBase(Store):
     """The connection (shared by threads under ``_lock``) and how to use it. Each part
     of the backend extends it, so each knows the whole contract it helps implement."""
@@ -120,11 +124,17 @@ class SQLiteBase(Store):
         journal. FTS5 keeps a deleted row's words in its index segments until they are
         merged, and the WAL keeps old pages until a checkpoint; with ``secure_delete``
         the pages freed are zeroed."""
+        tables = list(tables)
         with self._lock:
             with self._transaction():
                 for table in tables:
                     fts = FTS_TABLES[table]
                     self._db.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
+            if set(tables) & GROWN_ROWS:
+                # Rows given their vector after the insert grew, and SQLite may move a
+                # grown row within its page without zeroing the old copy: a deleted
+                # row's text could outlive it there. VACUUM rewrites every page.
+                self._db.execute("VACUUM")
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @contextmanager
