@@ -4,8 +4,8 @@ A write commits its rows without vectors and pokes the worker (``notify``); the 
 thread embeds every row that waits for a vector, across kinds and scopes, in batches,
 until none is left, then sleeps until the next poke. Keyword search serves new rows at
 once; their vectors follow. Rows without vectors are rows of the store like any other,
-so they survive a crash: the next process that writes (or serves, or calls
-``wait``) embeds them.
+so they survive a crash: the next process that writes, serves or searches embeds
+them.
 
 ``wait`` returns once a pass over everything that waited at the time of the call is
 done (a provider failure ends a pass: the rows wait for the next one). ``close``
