@@ -4,8 +4,10 @@ transaction (which keeps the full-text indexes merged) and plain queries."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +18,7 @@ from loci.store.ann import graph_lock
 from loci.store.base import Store
 from loci.store.sqlite.rows import FULL_TEXT
 from loci.store.vector_index import VectorIndex
+from loci.store.wal_checkpoint import Checkpointer
 
 #: Full-text tables by content table. Every write transaction adds segments to their
 #: indexes, and a query reads each segment, so searches slow down as writes pile up
@@ -31,6 +34,7 @@ _FTS_SIZES = "SELECT " + ", ".join(f"(SELECT max({ft.key}) FROM {ft.table})"
                                    for ft in FULL_TEXT)
 
 
+log = logging.getLogger("loci.store")
 #: Tables whose rows get their vector after they were written (the background indexer).
 GROWN_ROWS = frozenset({"events", "documents"})
 
@@ -48,6 +52,8 @@ class SQLiteBase(Store):
     #: Vector indexes by (kind, tenant, agent), and where their graphs are saved.
     _indexes: dict[tuple[str, str, str], VectorIndex]
     _ann_dir: Path | None
+    #: Checkpoints the write-ahead log off the writers' path (None in memory).
+    _checkpointer: Checkpointer | None
 
     def local_lock(self) -> threading.RLock:
         return self._lock
@@ -58,6 +64,8 @@ class SQLiteBase(Store):
         with self._lock, self._transaction():
             yield self._db
         self._merge_grown_indexes()
+        if self._checkpointer is not None:
+            self._checkpointer.poke()
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -135,7 +143,18 @@ class SQLiteBase(Store):
                 # grown row within its page without zeroing the old copy: a deleted
                 # row's text could outlive it there. VACUUM rewrites every page.
                 self._db.execute("VACUUM")
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._truncate_log()
+
+    def _truncate_log(self, timeout: float = 5.0) -> None:
+        """Copy the whole log into the database and empty it. The background
+        checkpointer may hold the one checkpoint slot for a moment (the pragma then
+        answers busy at once): try again while it does."""
+        deadline = time.monotonic() + timeout
+        while self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
+            if time.monotonic() > deadline:
+                log.warning("the write-ahead log is still in use: it is emptied later")
+                return
+            time.sleep(0.01)
 
     @contextmanager
     def _snapshot(self) -> Iterator[None]:

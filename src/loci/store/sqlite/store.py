@@ -26,6 +26,7 @@ from loci.store.sqlite.rows import tokens
 from loci.store.sqlite.schema import migrate
 from loci.store.sqlite.transfer import SQLiteTransfer
 from loci.store.sqlite.vectors import SQLiteVectors
+from loci.store.wal_checkpoint import Checkpointer
 from loci.timeutil import utc_now
 
 
@@ -46,6 +47,10 @@ def private_file(path: Path) -> None:
         os.chmod(path, 0o600)  # a file made before Loci made files private
     except PermissionError:
         pass  # someone else's file that we may still read: SQLite will say
+
+
+#: The log's size (in pages) at which a commit checkpoints it itself.
+WRITER_CHECKPOINT_PAGES = 10_000
 
 
 def _wal(db: sqlite3.Connection, timeout: float = 30.0) -> None:
@@ -86,6 +91,9 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
             # memory instead of costing a system call per page.
             self._db.execute("PRAGMA cache_size=-65536")
             self._db.execute("PRAGMA mmap_size=268435456")
+            # The log is checkpointed by a thread of its own (``checkpoint``); a commit
+            # checkpoints only past 10,000 pages, when that thread falls far behind.
+            self._db.execute(f"PRAGMA wal_autocheckpoint={WRITER_CHECKPOINT_PAGES}")
             migrate(self._db, to_micros(utc_now()))
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
@@ -94,8 +102,11 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
         self._scope_bases = {}
         self._indexes = {}
         self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
+        self._checkpointer = None if path == ":memory:" else Checkpointer(path)
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         with self._lock:
             self.persist_indexes()
             self._db.close()
