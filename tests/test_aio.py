@@ -63,7 +63,7 @@ def test_a_call_waiting_on_the_chat_model_leaves_the_loop_free(home: Path) -> No
 
         ticks, result = asyncio.run(main())
     assert waiting.is_set() and result.summary  # the model was asked
-    assert ticks >= 20  # the loop ran on while it waited half a second
+    assert ticks >= 5  # the loop ran on while it waited half a second (inline: 0)
 
 
 def test_a_local_call_runs_on_the_loop_and_a_busy_store_sends_it_to_a_thread(
