@@ -9,9 +9,13 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
-from loci import Scope, open_store
+import numpy as np
+
+from loci import Memory, Scope, open_store
+from loci.store.base import NO_FILTERS
 from loci.store.sqlite import SQLiteStore
 from loci.store.sqlite.schema import MIGRATIONS
 
@@ -113,3 +117,44 @@ def test_a_search_for_one_day_reads_that_day_by_the_time_index(tmp_path: Path) -
         assert any("events_by_time" in str(row[-1]) for row in plan), plan
     finally:
         store.close()
+
+
+def test_reads_go_on_while_a_write_transaction_is_open(tmp_path: Path) -> None:
+    """A long write (a bulk import) must not hold up searches and reads: they read the
+    last commit on connections of their own, and never see the write's changes early."""
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'busy.db'}")
+    scope = Scope("t", "a")
+    vector = np.eye(1, 8, dtype=np.float32)
+    now = datetime.now(UTC)
+    store.put_memories(scope, [Memory("m1", "fact", "the kettle is in the shed", (), now, now)],
+                       vector)
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_import() -> None:
+        with store._write() as db:
+            db.execute("DELETE FROM memories WHERE id = 'm1'")
+            inside.set()
+            release.wait(30)
+            db.execute("ROLLBACK")  # the write fails: its delete never happened
+            db.execute("BEGIN")
+
+    def search() -> list[list[str]]:
+        return [[hit.id for hit in store.search_memories(scope, "kettle")],
+                [str(key) for key, _ in store.vector_candidates(
+                    scope, "memory", vector[0], limit=5, filters=NO_FILTERS)]]
+
+    writer = threading.Thread(target=slow_import)
+    writer.start()
+    try:
+        assert inside.wait(30)
+        results: list[list[list[str]]] = []
+        reader = threading.Thread(target=lambda: results.append(search()))
+        reader.start()
+        reader.join(10)
+        assert not reader.is_alive(), "the search waited for the write transaction"
+        assert results[0][0] == ["m1"] and len(results[0][1]) == 1
+    finally:
+        release.set()
+        writer.join(30)
+    assert search()[0] == ["m1"]
+    store.close()

@@ -68,8 +68,8 @@ def test_updates_and_deletes_keep_the_index_in_step(store: SQLiteStore) -> None:
     assert store.delete_memory(ALICE, "m") and store.delete_document(ALICE, "/a.md")
     assert store.search_memories(ALICE, "teapot") == []
     assert store.search_documents(ALICE, "teapot") == []
-    assert store._query("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')"
-                        ) == []
+    with store._write() as db:  # raises if the index and its content disagree
+        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
 
 
 def test_an_older_store_migrates_with_every_row_searchable(
@@ -131,7 +131,8 @@ def test_tool_calls_stored_before_version_10_become_searchable(
     [call] = old.append_events(ALICE, "s", [NewEvent(
         "tool_call", "assistant", "", T0, tool_name="bash",
         args={"command": "grep -n iter pydicom/valuerep.py"})])
-    old._query("UPDATE events SET search_extra = NULL RETURNING id")  # as before v10
+    with old._write() as db:
+        db.execute("UPDATE events SET search_extra = NULL")  # as before v10
     assert old.search_events(ALICE, "valuerep") == []
     old.close()
     monkeypatch.undo()

@@ -1,5 +1,13 @@
-"""What every part of the SQLite backend shares: the connection, its lock, the write
-transaction (which keeps the full-text indexes merged) and plain queries."""
+"""What every part of the SQLite backend shares: the writer's connection and its lock,
+the write transaction (which keeps the full-text indexes merged), and reads on
+connections of their own.
+
+A file's reads never wait for its writer: in WAL mode a read transaction sees the last
+commit while a write goes on, so each thread reads on a pooled read-only connection
+(``Readers``) instead of queueing on the writer's lock behind a bulk import. Inside a
+write transaction a thread reads on the writer's connection, which sees its own
+uncommitted rows. An in-memory store has one connection, so there everything takes the
+lock."""
 
 from __future__ import annotations
 
@@ -9,14 +17,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 from loci.models import Scope
 from loci.store.ann import graph_lock
 from loci.store.base import Store
-from loci.store.sqlite.rows import FULL_TEXT
+from loci.store.sqlite.rows import FULL_TEXT, tokens
 from loci.store.vector_index import VectorIndex
 from loci.store.wal_checkpoint import Checkpointer
 
@@ -39,12 +47,64 @@ log = logging.getLogger("loci.store")
 GROWN_ROWS = frozenset({"events", "documents"})
 
 
-class SQLiteBase(Store):
-    """The connection (shared by threads under ``_lock``) and how to use it. Each part
-    of the backend extends it, so each knows the whole contract it helps implement."""
+class Readers:
+    """Read-only connections to one file, lent to one thread at a time and kept for
+    the next read (a thread holds one only for a statement or a snapshot)."""
 
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._idle: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @contextmanager
+    def lend(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            db = self._idle.pop() if self._idle else None
+        if db is None:
+            db = self._open()
+        try:
+            yield db
+        finally:
+            with self._lock:
+                if self._closed:
+                    db.close()
+                else:
+                    self._idle.append(db)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for db in idle:
+            db.close()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False,
+                             timeout=30.0)
+        db.create_function("loci_tokens", 1, tokens, deterministic=True)
+        db.execute("PRAGMA query_only=ON")
+        db.execute("PRAGMA cache_size=-16384")
+        db.execute("PRAGMA mmap_size=268435456")
+        return db
+
+
+class SQLiteBase(Store):
+    """The connections and how to use them. Each part of the backend extends it, so
+    each knows the whole contract it helps implement."""
+
+    #: The writer's connection, shared by threads under ``_lock``.
     _db: sqlite3.Connection
     _lock: threading.RLock
+    #: Read connections (None in memory, where reads take ``_lock`` and use ``_db``).
+    _readers: Readers | None
+    #: Per thread, the connection it is reading on (``_db`` inside a write).
+    _reading_on: threading.local
+    #: Guards ``_indexes`` and their searches (``_lock`` itself in memory, where reads
+    #: take it too: one lock cannot be taken in two orders).
+    _index_lock: threading.RLock
     #: Per content table, the size (highest rowid) at which its index is merged next.
     _fts_due: dict[str, int]
     #: Scopes' lowest full-text rowids (``rows.scope_base``), by scope.
@@ -61,7 +121,7 @@ class SQLiteBase(Store):
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: committed on success, rolled back on any error."""
-        with self._lock, self._transaction():
+        with self._lock, self._transaction(), self._reading(self._db):
             yield self._db
         self._merge_grown_indexes()
         if self._checkpointer is not None:
@@ -115,7 +175,7 @@ class SQLiteBase(Store):
         """Drop the scope's vector indexes of ``kinds`` and their saved graphs: a graph
         keeps every vector it was given, deleted rows' too. The next search rebuilds
         them from the database."""
-        with self._lock:
+        with self._index_lock:
             for kind in kinds:
                 index = self._indexes.pop((kind, scope.tenant, scope.agent), None)
                 if index is not None:
@@ -157,22 +217,43 @@ class SQLiteBase(Store):
             time.sleep(0.01)
 
     @contextmanager
+    def _reading(self, db: sqlite3.Connection | None = None
+                 ) -> Iterator[sqlite3.Connection]:
+        """The connection this thread reads on: the one it already reads on, else
+        ``db``, else a read connection (the writer's under its lock in memory)."""
+        current: sqlite3.Connection | None = getattr(self._reading_on, "db", None)
+        if current is not None:
+            yield current
+            return
+        with ExitStack() as stack:
+            if db is None and self._readers is not None:
+                db = stack.enter_context(self._readers.lend())
+            elif db is None:
+                stack.enter_context(self._lock)
+                db = self._db
+            self._reading_on.db = db
+            try:
+                yield db
+            finally:
+                self._reading_on.db = None
+
+    @contextmanager
     def _snapshot(self) -> Iterator[None]:
-        """Several reads from one snapshot of the file (another process may write
-        between them otherwise)."""
-        with self._lock:
-            if self._db.in_transaction:
+        """Several reads from one snapshot of the file (another process, or this one's
+        writer, may write between them otherwise)."""
+        with self._reading() as db:
+            if db.in_transaction:
                 yield
                 return
-            self._db.execute("BEGIN")
+            db.execute("BEGIN")
             try:
                 yield
             finally:
-                self._db.execute("COMMIT")
+                db.execute("COMMIT")
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
+        with self._reading() as db:
+            return db.execute(sql, params).fetchall()
 
 
 def _next_merge(merged: int) -> int:

@@ -1,8 +1,9 @@
 """The SQLite backend: the embedded default.
 
-One connection per store, shared by threads under a lock; WAL journal so readers in
-other processes never block; every write in an explicit ``BEGIN IMMEDIATE``
-transaction so a killed process leaves nothing half-written. Full-text search uses FTS5
+One writer's connection per store, shared by threads under a lock, and read
+connections beside it (``base``); WAL journal so readers never block; every write in an
+explicit ``BEGIN IMMEDIATE`` transaction so a killed process leaves nothing
+half-written. Full-text search uses FTS5
 external-content tables kept in sync by triggers.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from loci.errors import ConfigError, StoreError
 from loci.store.codec import to_micros
+from loci.store.sqlite.base import Readers
 from loci.store.sqlite.documents import SQLiteDocuments
 from loci.store.sqlite.erasure import SQLiteErasure
 from loci.store.sqlite.events import SQLiteEvents
@@ -98,6 +100,10 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
         self._lock = threading.RLock()
+        memory = path == ":memory:"
+        self._readers = None if memory else Readers(path)
+        self._reading_on = threading.local()
+        self._index_lock = self._lock if memory else threading.RLock()
         self._fts_due = {}
         self._scope_bases = {}
         self._indexes = {}
@@ -107,6 +113,8 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
     def close(self) -> None:
         if self._checkpointer is not None:
             self._checkpointer.close()
+        if self._readers is not None:
+            self._readers.close()
         with self._lock:
             self.persist_indexes()
             self._db.close()

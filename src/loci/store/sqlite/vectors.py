@@ -27,7 +27,7 @@ _TEXT = {"event": "content", "memory": "content", "document": "path || ' ' || co
 
 
 class SQLiteVectors(SQLiteBase):
-    """Mixed into :class:`SQLiteStore`; uses its ``_query``, ``_write`` and ``_lock``."""
+    """Mixed into :class:`SQLiteStore`; uses its ``_query``, ``_write`` and ``_index_lock``."""
 
     def unembedded(
         self, kind: str, limit: int, scope: Scope | None = None
@@ -83,13 +83,13 @@ class SQLiteVectors(SQLiteBase):
             for k in KINDS.values():
                 db.execute(f"UPDATE {k.table} SET embedding = NULL, vec_seq = NULL "
                            "WHERE embedding IS NOT NULL")
-        with self._lock:
+        with self._index_lock:
             self._indexes.clear()
 
     def vector_candidates(
         self, scope: Scope, kind: str, query: Vectors, *, limit: int, filters: SearchFilters
     ) -> list[Scored]:
-        with self._lock:
+        with self._index_lock:
             index = self._fresh_index(scope, kind, int(query.shape[0]))
             # A few spare candidates usually survive the filters (expiry, type); checking
             # 5x the limit every time cost more than the graph search.
@@ -110,12 +110,12 @@ class SQLiteVectors(SQLiteBase):
         """Load the scope's vectors and wait for its HNSW graph (built in the
         background on first search); True if searches use the graph. For benchmarks
         and warm-up: searches never need to call it."""
-        with self._lock:
+        with self._index_lock:
             index = self._fresh_index(scope, kind, dim)
             if index.graph_ready():
                 return True
         index.wait_for_build(timeout)  # without the lock: searches go on meanwhile
-        with self._lock:
+        with self._index_lock:
             return index.graph_ready()
 
     def _fresh_index(self, scope: Scope, kind: str, dim: int) -> VectorIndex:
@@ -134,7 +134,7 @@ class SQLiteVectors(SQLiteBase):
         return index
 
     def persist_indexes(self) -> None:
-        with self._lock:
+        with self._index_lock:
             for index in self._indexes.values():
                 index.persist()
 
