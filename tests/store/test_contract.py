@@ -130,6 +130,27 @@ def test_search_filters_by_session_and_time(store: Store) -> None:
     assert [h.text for h in late] == ["apple tart"]
 
 
+def test_a_period_filter_holds_when_its_events_were_written_out_of_order(
+    store: Store,
+) -> None:
+    """A period's events need not have neighbouring ids (history imported late): the
+    search reads them all and nothing outside the period."""
+    store.append_events(ALICE, "s1", [ev("apple in march", minutes=0),
+                                      ev("apple in may", minutes=600)])
+    store.append_events(ALICE, "old", [ev("apple in april", minutes=300),
+                                       ev("apple before all", minutes=-100)])
+    store.append_events(ALICE, "s1", [ev("apple in march again", minutes=1)])
+    window = SearchFilters(since=T0, until=T0 + timedelta(minutes=300))
+    hits = store.search_events(ALICE, "apple", filters=window)
+    assert sorted(h.text for h in hits) == ["apple in april", "apple in march",
+                                            "apple in march again"]
+    assert store.search_events(ALICE, "apple", filters=SearchFilters(
+        since=T0 + timedelta(minutes=700))) == []
+    session = store.search_events(ALICE, "apple", filters=SearchFilters(session="s1"))
+    assert sorted(h.text for h in session) == ["apple in march", "apple in march again",
+                                               "apple in may"]
+
+
 def test_memories_crud_and_expiry(store: Store) -> None:
     store.put_memory(ALICE, mem("m1", "User's name is John", "sticky", None))
     store.put_memory(ALICE, mem("m2", "Prefers Python", "user_preference", 90, ("lang",)))

@@ -62,8 +62,13 @@ class SQLiteKeywords(SQLiteBase):
             return []
         k = KINDS[kind]
         with self._snapshot():
+            span = self._span(kind, scope, filters, rowids)
+            if span is None:
+                return []
             counts = self._counts(k.fts, terms, rowids)
-            rare = self._rare_terms(k.fts, counts, rowids)
+            # Within a short span every word is cheap to rank.
+            narrow = span[1] - span[0] < MATCH_BUDGET
+            rare = None if narrow else self._rare_terms(k.fts, counts, rowids)
             (docs, tokens, averages), = self._query(
                 f"SELECT (SELECT docs FROM fts_stats WHERE kind = ?1 AND scope = ?2), "
                 f"(SELECT tokens FROM fts_stats WHERE kind = ?1 AND scope = ?2), "
@@ -73,21 +78,38 @@ class SQLiteKeywords(SQLiteBase):
             stats = _Statistics(docs or 0, tokens or 0, table_rows == docs,
                                 table_tokens / table_rows if table_rows else 1.0)
             scored: list[Scored] = []
+            ranking = _Ranking(scope, kind, counts, rowids, span, stats, filters, limit)
             if rare is not None:
-                scored = self._ranked(scope, kind, rare, counts, rowids, stats, filters, limit)
+                scored = self._ranked(ranking, rare)
             if rare is None or len(scored) < limit:  # the filters wanted common words' rows
-                scored = self._ranked(scope, kind, terms, counts, rowids, stats, filters,
-                                      limit)
+                scored = self._ranked(ranking, terms)
         return scored
 
-    def _ranked(self, scope: Scope, kind: str, terms: list[str], counts: dict[str, int],
-                rowids: tuple[int, int], stats: _Statistics, filters: SearchFilters,
-                limit: int) -> list[Scored]:
+    def _span(self, kind: str, scope: Scope, filters: SearchFilters,
+              rowids: tuple[int, int]) -> tuple[int, int] | None:
+        """The full-text rowids that rows passing the filters can have: the scope's,
+        or for events of a period or session (whose ids are near each other, events
+        being written in the order they happen) those between the first and the last
+        such event, found through the index of their time or session; None if no
+        event passes."""
+        if kind != "event" or (filters.since is None and filters.until is None
+                               and filters.session is None):
+            return rowids
+        where, params = filter_sql(kind, filters)
+        (first, last), = self._query(
+            f"SELECT min(e.id), max(e.id) FROM events e WHERE e.tenant = ? AND e.agent = ?"
+            f"{where}", (scope.tenant, scope.agent, *params))
+        if first is None:
+            return None
+        return rowids[0] | int(first), rowids[0] | int(last)
+
+    def _ranked(self, ranking: _Ranking, terms: list[str]) -> list[Scored]:
         """The best ``limit`` rows matching any of ``terms`` and the filters, by BM25
         over the scope's statistics (see the module docstring), in one statement."""
-        k = KINDS[kind]
-        where, params = filter_sql(kind, filters)
-        scoped = (*rowids, scope.tenant, scope.agent, *params)
+        counts, stats, limit = ranking.counts, ranking.stats, ranking.limit
+        k = KINDS[ranking.kind]
+        where, params = filter_sql(ranking.kind, ranking.filters)
+        scoped = (*ranking.span, ranking.scope.tenant, ranking.scope.agent, *params)
         found = [t for t in terms if counts[t]]
         if not found:
             return []
@@ -106,7 +128,7 @@ class SQLiteKeywords(SQLiteBase):
         for term in found:
             df = counts[term]
             if df > MATCH_BUDGET:
-                df = self._count(k.fts, [term], rowids, None)
+                df = self._count(k.fts, [term], ranking.rowids, None)
             n = max(docs, df)
             idf = max(1e-6, math.log((n - df + 0.5) / (df + 0.5)))  # as FTS5's bm25()
             blocks.append(_term_sql(k.table, where))
@@ -232,6 +254,21 @@ def _tokens_sql(sizes: str, columns: int) -> str:
     small = " + ".join(f"instr({_BYTES}, substr({sizes}, {i + 1}, 1))" for i in range(columns))
     return (f"(CASE WHEN length({sizes}) = {columns} THEN {small} - {columns} "
             f"ELSE loci_tokens({sizes}) END)")
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    """One keyword search's inputs: each term's rows in the scope (``counts``), the
+    scope's full-text rowids and the part of them the filters leave (``span``)."""
+
+    scope: Scope
+    kind: str
+    counts: dict[str, int]
+    rowids: tuple[int, int]
+    span: tuple[int, int]
+    stats: _Statistics
+    filters: SearchFilters
+    limit: int
 
 
 @dataclass(frozen=True)
