@@ -13,18 +13,24 @@ Conversation search (kind ``event``) does more, all of it generic:
   from those periods (the same searches, filtered to the period), and events inside a
   named period get ``TIME_WEIGHT`` of their final score from being there; when the
   query asks *when* (or how long), ``WHEN_WEIGHT`` of the score comes from the event
-  saying when something happened.
+  saying when something happened;
+- people: when the query names someone who speaks among the candidates (by the
+  ``name`` of their events), the sessions they speak in are the conversations the
+  question is about, and each event gets ``PEOPLE_WEIGHT`` of its score from lying in
+  one. Where every candidate session has them (a store of their conversations only)
+  this changes no order; among other people's conversations it keeps theirs first.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
 from loci.embeddings.base import Vectors
 from loci.indexing import Indexer
-from loci.models import Scope, SearchHit
+from loci.models import Scope, SearchHit, speaker
 from loci.search.fusion import fuse, with_recency
 from loci.search.temporal import Period, asks_when, periods, says_when
 from loci.settings import SearchSettings
@@ -37,11 +43,15 @@ MIN_POOL = 30
 SESSION_WEIGHT = 0.2
 #: Share of an event's score that comes from lying in a period the query names.
 TIME_WEIGHT = 0.25
+#: Share of an event's score that comes from a session where someone the query names
+#: speaks.
+PEOPLE_WEIGHT = 0.2
 #: Share of an event's score that comes from saying when, if the query asks when.
 WHEN_WEIGHT = 0.1
 #: At most this many named periods add candidates of their own.
 MAX_PERIODS = 3
 _TICK = timedelta(microseconds=1)
+_WORD = re.compile(r"\w+")
 
 
 class Retriever:
@@ -78,6 +88,7 @@ class Retriever:
             hits = with_recency(hits, self.config, now)
         if kind == "event":
             hits = _with_session_evidence(hits)
+            hits = _favour_people(hits, query)
             if asks_when(query):
                 hits = _blend(hits, WHEN_WEIGHT, lambda hit: says_when(hit.text))
         if named:
@@ -128,6 +139,19 @@ def _with_session_evidence(hits: Sequence[SearchHit]) -> list[SearchHit]:
     w = SESSION_WEIGHT
     blended = [h.rescored((1 - w) * h.score + w * best[h.session]) for h in hits]
     return sorted(blended, key=lambda h: h.score, reverse=True)
+
+
+def _favour_people(hits: Sequence[SearchHit], query: str) -> list[SearchHit]:
+    """Blend ``PEOPLE_WEIGHT`` of "in a session where someone the query names speaks"
+    into each score. A name is named when one of its words is a word of the query, as
+    written (names are capitalized: "May" is not "may")."""
+    words = set(_WORD.findall(query))
+    speakers = {speaker(hit.metadata) for hit in hits} - {None}
+    named = {name for name in speakers if name and words & set(_WORD.findall(name))}
+    if not named:
+        return list(hits)
+    theirs = {hit.session for hit in hits if speaker(hit.metadata) in named}
+    return _blend(hits, PEOPLE_WEIGHT, lambda hit: hit.session in theirs)
 
 
 def _favour_periods(hits: Sequence[SearchHit], named: Sequence[Period]) -> list[SearchHit]:

@@ -86,3 +86,22 @@ def test_when_questions_favour_turns_that_say_when(home: Path, clock: FakeClock)
             "I won a video game tournament last Friday.")
         assert top(loci, "Does Nate love winning video game tournaments?") == (
             "I love winning video game tournaments.")
+
+
+def test_a_named_person_favours_the_conversations_they_speak_in(
+    home: Path, clock: FakeClock
+) -> None:
+    with open_loci(home, clock) as loci:
+        loci.add_events("ana", [turn("Ana", "Guess what I did this weekend!"),
+                                turn("Ben", "You planted tomatoes in the garden, right?"),
+                                turn("Ana", "Yes, and they grow fast.")])
+        loci.add_events("others", [turn("Cy", "How is the garden going?"),
+                                   turn("Di", "I planted beans in the garden.")])
+        named = loci.search_conversation("What did Ana plant in the garden?", limit=3)
+        assert [h.session for h in named] == ["ana"] * 3
+        # Named in lower case ("ana" is not a name as written), or not at all: Di's
+        # words match as well as the turns of Ana's talk.
+        for unnamed in ("What did ana plant in the garden?",
+                        "What did you plant in the garden?"):
+            hits = loci.search_conversation(unnamed, limit=3)
+            assert "others" in {h.session for h in hits}
