@@ -16,9 +16,11 @@ Conversation search (kind ``event``) does more, all of it generic:
   saying when something happened;
 - people: when the query names someone who speaks among the candidates (by the
   ``name`` of their events), the sessions they speak in are the conversations the
-  question is about, and each event gets ``PEOPLE_WEIGHT`` of its score from lying in
-  one. Where every candidate session has them (a store of their conversations only)
-  this changes no order; among other people's conversations it keeps theirs first.
+  question is about. The search runs again without the names, with those sessions'
+  own candidates added, and each event gets ``PEOPLE_WEIGHT`` of its score from lying
+  in one. Among other people's conversations a name is a rare word, and left in the
+  query it would rank that person's shortest turns first; in a store of their
+  conversations only, every candidate session is theirs and no order changes.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ TIME_WEIGHT = 0.25
 #: Share of an event's score that comes from a session where someone the query names
 #: speaks.
 PEOPLE_WEIGHT = 0.2
+#: At most this many of their sessions add candidates of their own.
+MAX_FOCUS_SESSIONS = 50
 #: Share of an event's score that comes from saying when, if the query asks when.
 WHEN_WEIGHT = 0.1
 #: At most this many named periods add candidates of their own.
@@ -65,19 +69,10 @@ class Retriever:
         now: datetime | None = None,
     ) -> list[SearchHit]:
         pool = max(limit * POOL_FACTOR, MIN_POOL)
-        vector_query = self._embed(query)
-        keyword, vector = self._candidates(scope, kind, query, vector_query, pool, filters)
-        # Items cut from a full pool scored at most its lowest score.
-        floors = {"vector_floor": vector[-1][1] if len(vector) >= pool else 0.0,
-                  "keyword_floor": keyword[-1][1] if len(keyword) >= pool else 0.0}
-        named = periods(query) if kind == "event" else []
-        for period in [p for p in named if p.start is not None][:MAX_PERIODS]:
-            narrowed = _narrow(filters, period)
-            if narrowed is not None:
-                more_k, more_v = self._candidates(scope, kind, query, vector_query, pool,
-                                                  narrowed)
-                keyword, vector = _merge(keyword, more_k), _merge(vector, more_v)
-        fused = fuse(keyword, vector, self.config, **floors)
+        focus, keyword = None, None
+        if kind == "event":
+            query, focus, keyword = self._people(scope, query, pool, filters)
+        fused = self._fused(scope, kind, query, pool, filters, focus, keyword)
         recency = bool(self.config.recency_weight) and now is not None
         if kind != "event" and not recency:
             return self.store.hits(scope, kind, fused[:limit])  # read only the winners
@@ -88,12 +83,55 @@ class Retriever:
             hits = with_recency(hits, self.config, now)
         if kind == "event":
             hits = _with_session_evidence(hits)
-            hits = _favour_people(hits, query)
             if asks_when(query):
                 hits = _blend(hits, WHEN_WEIGHT, lambda hit: says_when(hit.text))
-        if named:
-            hits = _favour_periods(hits, named)
+            named = periods(query)
+            if named:
+                hits = _favour_periods(hits, named)
+            if focus is not None:
+                theirs = set(focus.sessions)
+                hits = _blend(hits, PEOPLE_WEIGHT, lambda hit: hit.session in theirs)
         return hits[:limit]
+
+    def _people(self, scope: Scope, query: str, pool: int, filters: SearchFilters
+                ) -> tuple[str, SearchFilters | None, list[Scored] | None]:
+        """The query without the names of the people it names who speak in the scope,
+        and ``filters`` narrowed to the sessions they speak in; or the query, None and
+        its keyword candidates. Their turns carry their names (the keyword index has
+        each turn's speaker), so a keyword search of the query finds them."""
+        keyword = self.store.keyword_candidates(scope, "event", query, limit=pool,
+                                                filters=filters)
+        hits = self.store.hits(scope, "event", keyword) if keyword else []
+        people = _named_speakers(hits, query)
+        if not people:
+            return query, None, keyword
+        theirs = sorted({hit.session for hit in hits
+                         if hit.session is not None and speaker(hit.metadata) in people})
+        names = {word for name in people for word in _WORD.findall(name)}
+        topic = " ".join(word for word in _WORD.findall(query) if word not in names)
+        focus = replace(filters, sessions=tuple(theirs[:MAX_FOCUS_SESSIONS]))
+        return (topic if topic else query), focus, None
+
+    def _fused(self, scope: Scope, kind: str, query: str, pool: int, filters: SearchFilters,
+               focus: SearchFilters | None, keyword: list[Scored] | None
+               ) -> list[Scored]:
+        """Both halves' candidates (the keyword ones unless given), with those of the
+        periods the query names and of ``focus`` added, fused."""
+        vector_query = self._embed(query)
+        if keyword is None:
+            keyword = self.store.keyword_candidates(scope, kind, query, limit=pool,
+                                                    filters=filters)
+        vector = self._vectors(scope, kind, vector_query, pool, filters)
+        # Items cut from a full pool scored at most its lowest score.
+        floors = {"vector_floor": vector[-1][1] if len(vector) >= pool else 0.0,
+                  "keyword_floor": keyword[-1][1] if len(keyword) >= pool else 0.0}
+        named = periods(query) if kind == "event" else []
+        narrowed = [_narrow(filters, p) for p in named if p.start is not None][:MAX_PERIODS]
+        for more in [*narrowed, focus]:
+            if more is not None:
+                more_k, more_v = self._candidates(scope, kind, query, vector_query, pool, more)
+                keyword, vector = _merge(keyword, more_k), _merge(vector, more_v)
+        return fuse(keyword, vector, self.config, **floors)
 
     def _embed(self, query: str) -> Vectors | None:
         if self.indexer is None or not query.strip():
@@ -107,11 +145,14 @@ class Retriever:
     ) -> tuple[list[Scored], list[Scored]]:
         keyword = self.store.keyword_candidates(scope, kind, query, limit=pool,
                                                 filters=filters)
+        return keyword, self._vectors(scope, kind, vector_query, pool, filters)
+
+    def _vectors(self, scope: Scope, kind: str, vector_query: Vectors | None, pool: int,
+                 filters: SearchFilters) -> list[Scored]:
         if vector_query is None:
-            return keyword, []
-        vector = self.store.vector_candidates(scope, kind, vector_query, limit=pool,
-                                              filters=filters)
-        return keyword, vector
+            return []
+        return self.store.vector_candidates(scope, kind, vector_query, limit=pool,
+                                            filters=filters)
 
 
 def _narrow(filters: SearchFilters, period: Period) -> SearchFilters | None:
@@ -141,17 +182,12 @@ def _with_session_evidence(hits: Sequence[SearchHit]) -> list[SearchHit]:
     return sorted(blended, key=lambda h: h.score, reverse=True)
 
 
-def _favour_people(hits: Sequence[SearchHit], query: str) -> list[SearchHit]:
-    """Blend ``PEOPLE_WEIGHT`` of "in a session where someone the query names speaks"
-    into each score. A name is named when one of its words is a word of the query, as
-    written (names are capitalized: "May" is not "may")."""
+def _named_speakers(hits: Sequence[SearchHit], query: str) -> set[str]:
+    """The speakers of ``hits`` whom the query names: one of the name's words is a
+    word of the query, as written (names are capitalized: "May" is not "may")."""
     words = set(_WORD.findall(query))
-    speakers = {speaker(hit.metadata) for hit in hits} - {None}
-    named = {name for name in speakers if name and words & set(_WORD.findall(name))}
-    if not named:
-        return list(hits)
-    theirs = {hit.session for hit in hits if speaker(hit.metadata) in named}
-    return _blend(hits, PEOPLE_WEIGHT, lambda hit: hit.session in theirs)
+    return {name for name in {speaker(hit.metadata) for hit in hits}
+            if name is not None and words & set(_WORD.findall(name))}
 
 
 def _favour_periods(hits: Sequence[SearchHit], named: Sequence[Period]) -> list[SearchHit]:

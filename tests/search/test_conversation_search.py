@@ -92,16 +92,19 @@ def test_a_named_person_favours_the_conversations_they_speak_in(
     home: Path, clock: FakeClock
 ) -> None:
     with open_loci(home, clock) as loci:
-        loci.add_events("ana", [turn("Ana", "Guess what I did this weekend!"),
-                                turn("Ben", "You planted tomatoes in the garden, right?"),
-                                turn("Ana", "Yes, and they grow fast.")])
-        loci.add_events("others", [turn("Cy", "How is the garden going?"),
-                                   turn("Di", "I planted beans in the garden.")])
+        for day in range(6):
+            loci.add_events(f"other{day}", [
+                turn("Cy", f"Day {day}: how is the garden going?"),
+                turn("Di", f"Good, I planted beans in the garden on day {day}."),
+                turn("Cy", "Nice, enjoy the weekend.")])
+        loci.add_events("ana", [turn("Ana", "Hi Ben!"),
+                                turn("Ben", "Hi! Did you do anything this weekend?"),
+                                turn("Ana", "Yes, I planted tomatoes in the garden.")])
         named = loci.search_conversation("What did Ana plant in the garden?", limit=3)
-        assert [h.session for h in named] == ["ana"] * 3
-        # Named in lower case ("ana" is not a name as written), or not at all: Di's
-        # words match as well as the turns of Ana's talk.
-        for unnamed in ("What did ana plant in the garden?",
-                        "What did you plant in the garden?"):
-            hits = loci.search_conversation(unnamed, limit=3)
-            assert "others" in {h.session for h in hits}
+        assert named[0].text == "Yes, I planted tomatoes in the garden."
+        # As a word to match, a name that only its speaker's turns carry is rare, and
+        # ranks their shortest turn first ("ana" as written is no one's name).
+        word = loci.search_conversation("What did ana plant in the garden?", limit=3)
+        assert word[0].text == "Hi Ben!"
+        # A query of names only searches for them.
+        assert {h.session for h in loci.search_conversation("Ana", limit=3)} == {"ana"}

@@ -128,6 +128,10 @@ def test_search_filters_by_session_and_time(store: Store) -> None:
     late = store.search_events(ALICE, "apple",
                                filters=SearchFilters(since=T0 + timedelta(minutes=30)))
     assert [h.text for h in late] == ["apple tart"]
+    store.append_events(ALICE, "s3", [ev("apple crumble", minutes=90)])
+    some = SearchFilters(sessions=("s1", "s3"))
+    assert {h.session for h in store.search_events(ALICE, "apple", filters=some)} == {
+        "s1", "s3"}
 
 
 def test_a_period_filter_holds_when_its_events_were_written_out_of_order(

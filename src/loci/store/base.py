@@ -46,6 +46,8 @@ class SearchFilters:
     since: datetime | None = None
     until: datetime | None = None
     session: str | None = None
+    #: Events of these sessions only (empty: any session).
+    sessions: tuple[str, ...] = ()
     path_prefix: str | None = None
     include_archived: bool = True
     #: Memories whose expiry is at or before this instant are left out.

@@ -128,6 +128,9 @@ def event_filters(filters: SearchFilters) -> tuple[str, list[Any]]:
     if filters.session is not None:
         clauses.append("e.session = %s")
         params.append(filters.session)
+    if filters.sessions:
+        clauses.append(f"e.session IN ({', '.join(['%s'] * len(filters.sessions))})")
+        params.extend(filters.sessions)
     if not filters.include_archived:
         clauses.append("NOT e.archived")
     if filters.since is not None:

@@ -93,7 +93,7 @@ class SQLiteKeywords(SQLiteBase):
         such event, found through the index of their time or session; None if no
         event passes."""
         if kind != "event" or (filters.since is None and filters.until is None
-                               and filters.session is None):
+                               and filters.session is None and not filters.sessions):
             return rowids
         where, params = filter_sql(kind, filters)
         (first, last), = self._query(

@@ -155,6 +155,9 @@ def event_filters(filters: SearchFilters) -> tuple[str, list[Any]]:
     if filters.session is not None:
         clauses.append("e.session = ?")
         params.append(filters.session)
+    if filters.sessions:
+        clauses.append(f"e.session IN ({', '.join(['?'] * len(filters.sessions))})")
+        params.extend(filters.sessions)
     if not filters.include_archived:
         clauses.append("e.archived = 0")
     if filters.since is not None:

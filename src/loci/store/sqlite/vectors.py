@@ -173,7 +173,8 @@ class SQLiteVectors(SQLiteBase):
         where, params = filter_sql(kind, filters)
         rows = self._query(
             f"SELECT {k.alias}.{k.key} FROM {k.table} {k.alias} WHERE {k.alias}.tenant = ? "
-            f"AND {k.alias}.agent = ? AND {k.alias}.vec_seq IS NOT NULL{where}",
+            # Unary +: the filters' index (time, session) picks the rows, not vec_seq's.
+            f"AND {k.alias}.agent = ? AND +{k.alias}.vec_seq IS NOT NULL{where}",
             (scope.tenant, scope.agent, *params),
         )
         return [r[0] for r in rows]
