@@ -16,9 +16,10 @@ Conversation search (kind ``event``) does more, all of it generic:
   saying when something happened;
 - people: when the query names someone who speaks among the candidates (by the
   ``name`` of their events), the sessions they speak in are the conversations the
-  question is about. The search runs again without the names, with those sessions'
-  own candidates added, and each event gets ``PEOPLE_WEIGHT`` of its score from lying
-  in one. Among other people's conversations a name is a rare word, and left in the
+  question is about (found by a keyword search of the query: each turn is indexed
+  with its speaker). The search then runs without the names, with those sessions' own
+  candidates added, and each event gets ``PEOPLE_WEIGHT`` of its score from lying in
+  one. Among other people's conversations a name is a rare word, and left in the
   query it would rank that person's shortest turns first; in a store of their
   conversations only, every candidate session is theirs and no order changes.
 """
