@@ -72,10 +72,9 @@ def distractors(sample: Sample, pool: list[tuple[str, str]], n: int, seed: int
 class VectorCache:
     """Vectors by text (sha1), kept in one ``.npz`` per embedder."""
 
-    def __init__(self, path: Path, dim: int) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path
         self.vectors: dict[str, np.ndarray] = {}
-        self.dim = dim
         if path.exists():
             data = np.load(path)
             self.vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
@@ -133,7 +132,7 @@ def run(samples: list[Sample], wanted: list[Sample], n: int, embedding: str,
     with base:
         embedder = base.runtime.indexer.embedder
         name = re.sub(r"[^\w.-]", "_", embedder.name)
-        cache = VectorCache(cache_dir / f"{name}.npz", embedder.dim)
+        cache = VectorCache(cache_dir / f"{name}.npz")
         for sample in wanted:
             loci, dia_of = ingest(base, sample)
             loci.wait_indexed()
