@@ -109,7 +109,9 @@ class Retriever:
         theirs = sorted({hit.session for hit in hits
                          if hit.session is not None and speaker(hit.metadata) in people})
         names = {word for name in people for word in _WORD.findall(name)}
-        topic = " ".join(word for word in _WORD.findall(query) if word not in names)
+        # Only the names go: dates and the rest of the question stay as written.
+        spoken = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+        topic = spoken.sub(" ", query).strip()
         focus = replace(filters, sessions=tuple(theirs[:MAX_FOCUS_SESSIONS]))
         return (topic if topic else query), focus, None
 

@@ -108,3 +108,14 @@ def test_a_named_person_favours_the_conversations_they_speak_in(
         assert word[0].text == "Hi Ben!"
         # A query of names only searches for them.
         assert {h.session for h in loci.search_conversation("Ana", limit=3)} == {"ana"}
+
+
+def test_a_question_naming_a_person_keeps_its_date(home: Path, clock: FakeClock) -> None:
+    with open_loci(home, clock) as loci:
+        for day, text in ((8, "We went hiking by the river."), (20, "We went hiking again.")):
+            loci.add_events(f"s{day}", [{**turn("Ana", text),
+                                         "timestamp": datetime(2023, 5, day, tzinfo=UTC)},
+                                        turn("Ben", "Sounds lovely.")])
+        assert top(loci, "Where did Ana go hiking on 2023-05-20?") == "We went hiking again."
+        assert top(loci, "Where did Ana go hiking on 2023-05-08?") == (
+            "We went hiking by the river.")
