@@ -73,7 +73,8 @@ class Retriever:
         focus, keyword = None, None
         if kind == "event":
             query, focus, keyword = self._people(scope, query, pool, filters)
-        fused = self._fused(scope, kind, query, pool, filters, focus, keyword)
+        named = periods(query) if kind == "event" else []
+        fused = self._fused(scope, kind, query, pool, filters, named, focus, keyword)
         recency = bool(self.config.recency_weight) and now is not None
         if kind != "event" and not recency:
             return self.store.hits(scope, kind, fused[:limit])  # read only the winners
@@ -86,7 +87,6 @@ class Retriever:
             hits = _with_session_evidence(hits)
             if asks_when(query):
                 hits = _blend(hits, WHEN_WEIGHT, lambda hit: says_when(hit.text))
-            named = periods(query)
             if named:
                 hits = _favour_periods(hits, named)
             if focus is not None:
@@ -116,10 +116,10 @@ class Retriever:
         return (topic if topic else query), focus, None
 
     def _fused(self, scope: Scope, kind: str, query: str, pool: int, filters: SearchFilters,
-               focus: SearchFilters | None, keyword: list[Scored] | None
-               ) -> list[Scored]:
+               named: Sequence[Period], focus: SearchFilters | None,
+               keyword: list[Scored] | None) -> list[Scored]:
         """Both halves' candidates (the keyword ones unless given), with those of the
-        periods the query names and of ``focus`` added, fused."""
+        ``named`` periods and of ``focus`` added, fused."""
         vector_query = self._embed(query)
         if keyword is None:
             keyword = self.store.keyword_candidates(scope, kind, query, limit=pool,
@@ -128,7 +128,6 @@ class Retriever:
         # Items cut from a full pool scored at most its lowest score.
         floors = {"vector_floor": vector[-1][1] if len(vector) >= pool else 0.0,
                   "keyword_floor": keyword[-1][1] if len(keyword) >= pool else 0.0}
-        named = periods(query) if kind == "event" else []
         narrowed = [_narrow(filters, p) for p in named if p.start is not None][:MAX_PERIODS]
         for more in [*narrowed, focus]:
             if more is not None:

@@ -3,8 +3,8 @@
 One writer's connection per store, shared by threads under a lock, and read
 connections beside it (``base``); WAL journal so readers never block; every write in an
 explicit ``BEGIN IMMEDIATE`` transaction so a killed process leaves nothing
-half-written. Full-text search uses FTS5
-external-content tables kept in sync by triggers.
+half-written. Full-text search uses FTS5 external-content tables kept in sync by
+triggers.
 """
 
 from __future__ import annotations
