@@ -1,6 +1,6 @@
 """SQLite keyword search: BM25 over the scope's own statistics, exactly as the textbook
 formula computes it from the texts; past ``MATCH_BUDGET`` matching rows only the query's
-rarest words choose and rank the rows."""
+rarest words choose and rank the rows, and the newest rows fill what room they leave."""
 
 from __future__ import annotations
 
@@ -74,9 +74,14 @@ def test_past_the_budget_the_rarest_words_rank(
     assert {h.id for h in hits} == {"r1", "r2"}
     # Ranked by "zeppelin" alone: the shorter row first, scores of that word only.
     assert [(h.id, h.score) for h in hits] == approx(plain(store, "zeppelin", 2))
-    # More rows wanted than the rare words match: all words search, as before.
+    # More rows wanted than the rare words match: the newest ten rows matching any word
+    # fill the room, ranked by all words (c00 scores as c33 does, but is older).
     hits = store.search_memories(ALICE, "kettle zeppelin", limit=5)
-    assert [(h.id, h.score) for h in hits] == approx(plain(store, "kettle zeppelin", 5))
+    newest = set(list(TEXTS)[-10:])
+    ranked = plain(store, "kettle zeppelin", len(TEXTS))
+    assert [(h.id, h.score) for h in hits] == approx(
+        [item for item in ranked if item[0] in newest][:5])
+    assert [h.id for h in hits] == ["r1", "r2", "c33", "c34", "c35"]
 
 
 def test_filters_that_the_rare_words_cannot_satisfy_fall_back(
@@ -86,3 +91,21 @@ def test_filters_that_the_rare_words_cannot_satisfy_fall_back(
     only = SearchFilters(types=("preference",))
     hits = store.search_memories(ALICE, "warm zeppelin", limit=2, filters=only)
     assert {h.id for h in hits} == {"r2", "p"}
+
+
+def test_a_common_word_ranks_its_newest_rows_unless_the_filters_want_older(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_keywords, "MATCH_BUDGET", 10)
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'common.db'}")
+    old = Memory("old", "preference", "warm tea", (), T0, T0)
+    store.put_memories(ALICE, [old, *(Memory(f"n{i:02d}", "project_context", f"warm kettle {i}",
+                                             (), T0, T0) for i in range(20))])
+    # Twenty-one rows say "warm", all alike: only the newest ten were ranked.
+    assert [h.id for h in store.search_memories(ALICE, "warm", limit=3)] == [
+        "n10", "n11", "n12"]
+    # None of those is a preference: the older rows are ranked too.
+    only = SearchFilters(types=("preference",))
+    assert [h.id for h in store.search_memories(ALICE, "warm", limit=1, filters=only)] == [
+        "old"]
+    store.close()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loci.models import Scope, SearchHit
 from loci.search import bm25_to_score, query_terms
@@ -43,15 +43,17 @@ from loci.store.sqlite.rows import (
     varints,
 )
 
-#: Rows an OR query may match before only its rarest words search (``_rare_terms``).
-MATCH_BUDGET = 4_000
+#: Rows an OR query may match before only its rarest words, and its newest rows, are
+#: ranked (``_rare_terms``, ``_recent``).
+MATCH_BUDGET = 2_000
 #: BM25's parameters, as FTS5's.
 K1, B = 1.2, 0.75
 
 
 class SQLiteKeywords(SQLiteBase):
     """Ranked keyword search of any searchable kind (BM25 over the scope's statistics;
-    at scale, over the query's rarest words) and reading hits by key."""
+    at scale, of the rows of the query's rarest words and of its newest rows) and
+    reading hits by key."""
 
     def keyword_candidates(
         self, scope: Scope, kind: str, query: str, *, limit: int, filters: SearchFilters
@@ -66,9 +68,6 @@ class SQLiteKeywords(SQLiteBase):
             if span is None:
                 return []
             counts = self._counts(k.fts, terms, rowids)
-            # Within a short span every word is cheap to rank.
-            narrow = span[1] - span[0] < MATCH_BUDGET
-            rare = None if narrow else self._rare_terms(k.fts, counts, rowids)
             (docs, tokens, averages), = self._query(
                 f"SELECT (SELECT docs FROM fts_stats WHERE kind = ?1 AND scope = ?2), "
                 f"(SELECT tokens FROM fts_stats WHERE kind = ?1 AND scope = ?2), "
@@ -77,11 +76,17 @@ class SQLiteKeywords(SQLiteBase):
             table_rows, table_tokens = _totals(averages)
             stats = _Statistics(docs or 0, tokens or 0, table_rows == docs,
                                 table_tokens / table_rows if table_rows else 1.0)
-            scored: list[Scored] = []
             ranking = _Ranking(scope, kind, counts, rowids, span, stats, filters, limit)
-            if rare is not None:
-                scored = self._ranked(ranking, rare)
-            if rare is None or len(scored) < limit:  # the filters wanted common words' rows
+            recent = (None if sum(counts.values()) <= MATCH_BUDGET
+                      else self._recent(k.fts, terms, span))
+            if recent is None:  # few enough rows match: every one is ranked
+                return self._ranked(ranking, terms)
+            rare = _rare_terms(counts)
+            scored = self._ranked(ranking, rare) if rare else []
+            if len(scored) < limit:  # the rare words' rows (or the filters) left room
+                more = self._ranked(replace(ranking, span=recent), terms)
+                scored = _best(scored, more, limit)
+            if len(scored) < limit:  # the filters wanted older rows: rank them all
                 scored = self._ranked(ranking, terms)
         return scored
 
@@ -128,7 +133,7 @@ class SQLiteKeywords(SQLiteBase):
         for term in found:
             df = counts[term]
             if df > MATCH_BUDGET:
-                df = self._count(k.fts, [term], ranking.rowids, None)
+                df = self._count(k.fts, term, ranking.rowids)
             n = max(docs, df)
             idf = max(1e-6, math.log((n - df + 0.5) / (df + 0.5)))  # as FTS5's bm25()
             blocks.append(_term_sql(k.table, where))
@@ -174,38 +179,50 @@ class SQLiteKeywords(SQLiteBase):
         )
         return ordered_hits(kind, rows, scored)
 
-    def _rare_terms(self, fts: str, counts: dict[str, int], rowids: tuple[int, int]
-                    ) -> list[str] | None:
-        """The rarest terms whose rows together stay within ``MATCH_BUDGET``, or None to
-        search with all of them.
+    def _recent(self, fts: str, terms: list[str], span: tuple[int, int]
+                ) -> tuple[int, int] | None:
+        """The newest part of ``span`` in which ``MATCH_BUDGET`` rows match any of
+        ``terms``, or None if no more than that match in the whole span (FTS5 walks
+        the doclists newest first, without ranking)."""
+        rows = self._query(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid "
+                           "BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                           (_match(terms), *span, MATCH_BUDGET))
+        return (int(rows[0][0]) + 1, span[1]) if rows else None
 
-        Ranking reads every matching row; a four-word query whose words are common
-        matches tens of thousands. Common words add little to BM25 (their IDF is low),
-        so past the budget only the rare ones choose and rank the rows. Stores where the
-        query matches fewer rows (every test, the LoCoMo benchmark) are ranked exactly:
-        the counts, or one capped count of the whole query, decide.
-        """
-        terms = list(counts)
-        if (len(terms) < 2 or sum(counts.values()) <= MATCH_BUDGET
-                or self._count(fts, terms, rowids, MATCH_BUDGET + 1) <= MATCH_BUDGET):
-            return None
-        kept: list[str] = []
-        total = 0
-        for term in sorted(terms, key=lambda t: (counts[t], terms.index(t))):
-            if kept and total + counts[term] > MATCH_BUDGET:
-                break
-            kept.append(term)
-            total += counts[term]
-        return kept if len(kept) < len(terms) else None
-
-    def _count(self, fts: str, terms: list[str], rowids: tuple[int, int],
-               cap: int | None) -> int:
-        """The scope's rows matching any of ``terms``, counted up to ``cap`` (FTS5 walks
-        the doclists only, without ranking)."""
-        rows = self._query(f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? "
-                           "AND rowid BETWEEN ? AND ? LIMIT ?)",
-                           (_match(terms), *rowids, cap or -1))
+    def _count(self, fts: str, term: str, rowids: tuple[int, int]) -> int:
+        """The scope's rows matching ``term`` (FTS5 walks its doclist, without
+        ranking)."""
+        rows = self._query(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ? "
+                           "AND rowid BETWEEN ? AND ?", (_match([term]), *rowids))
         return int(rows[0][0])
+
+
+def _rare_terms(counts: dict[str, int]) -> list[str]:
+    """The rarest terms whose rows together stay within ``MATCH_BUDGET`` (none if the
+    rarest alone has more).
+
+    Ranking reads every matching row; a four-word query whose words are common
+    matches tens of thousands. Common words add little to BM25 (their IDF is low), so
+    past the budget the rare ones choose and rank the rows; if they leave room, the
+    newest rows matching any word fill it (``_recent``).
+    """
+    kept: list[str] = []
+    total = 0
+    for term in sorted(counts, key=lambda t: counts[t]):  # stable: ties keep query order
+        total += counts[term]
+        if total > MATCH_BUDGET:
+            break
+        kept.append(term)
+    return kept
+
+
+def _best(scored: Sequence[Scored], more: Sequence[Scored], limit: int) -> list[Scored]:
+    """The best ``limit`` of both, each key once at its best score (the rare words'
+    ranking leaves out the common words' part of a row's score)."""
+    best = dict(scored)
+    for key, score in more:
+        best[key] = max(score, best.get(key, score))
+    return sorted(best.items(), key=lambda item: (-round(item[1], 9), item[0]))[:limit]
 
 
 def _term_sql(table: str, where: str) -> str:
