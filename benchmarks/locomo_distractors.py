@@ -1,7 +1,8 @@
 """LoCoMo recall when each conversation shares its scope with many other turns.
 
 Usage: python benchmarks/locomo_distractors.py --data ../shared/data/locomo/locomo_dev.json
-       [--distractors 100000] [--samples conv-26] [--embedding local|hash] [--json]
+       [--distractors 100000] [--samples conv-26] [--embedding local|hash]
+       [--dump answers.json] [--json]
 
 Each conversation is ingested as ``locomo.py`` does, its questions asked, and the top
 ten turns scored (R@5, R@10, NDCG@10); then ``--distractors`` turns are added to the
@@ -111,22 +112,30 @@ def add_distractors(loci: Loci, sessions: list[tuple[str, list[NewEvent]]],
 
 
 def ask(loci: Loci, sample: Sample, dia_of: dict[int, str], extra: list[Turn],
-        loci_table: Table, bm25_table: Table) -> list[float]:
+        tables: tuple[Table, Table], answers: list[dict[str, Any]]) -> list[float]:
+    """Ask the sample's questions; each one's top ten (a distractor as "") is appended
+    to ``answers``."""
+    loci_table, bm25_table = tables
     baseline = BM25Baseline(sample.turns + extra)
     latencies = []
     for question, evidence, category in sample.questions:
         start = time.perf_counter()
         hits = loci.search_conversation(question, limit=10)
         latencies.append((time.perf_counter() - start) * 1000)
-        loci_table.add(category, scores([dia_of.get(int(h.id), "") for h in hits], evidence))
+        ranked = [dia_of.get(int(h.id), "") for h in hits]
+        loci_table.add(category, scores(ranked, evidence))
         bm25_table.add(category, scores(baseline.rank(question), evidence))
+        answers.append({"sample": sample.sample_id, "question": question,
+                        "category": category, "evidence": evidence, "top10": ranked})
     return latencies
 
 
 def run(samples: list[Sample], wanted: list[Sample], n: int, embedding: str,
-        cache_dir: Path, tmp: Path) -> dict[str, Any]:
+        cache_dir: Path, tmp: Path, answers: dict[str, list[dict[str, Any]]]
+        ) -> dict[str, Any]:
     tables = {"without": (Table(), Table()), "with": (Table(), Table())}
     latency: dict[str, list[float]] = {"without": [], "with": []}
+    answers.update(without=[], with_distractors=[])
     base = Loci.open(store=f"sqlite:///{tmp / 'locomo.db'}", home=tmp,
                      embedding_provider=embedding)
     with base:
@@ -136,7 +145,8 @@ def run(samples: list[Sample], wanted: list[Sample], n: int, embedding: str,
         for sample in wanted:
             loci, dia_of = ingest(base, sample)
             loci.wait_indexed()
-            latency["without"] += ask(loci, sample, dia_of, [], *tables["without"])
+            latency["without"] += ask(loci, sample, dia_of, [], tables["without"],
+                                      answers["without"])
             sessions = distractors(sample, pool_of(samples, sample), n,
                                    seed=int(hashlib.sha1(sample.sample_id.encode())
                                             .hexdigest()[:8], 16))
@@ -144,7 +154,8 @@ def run(samples: list[Sample], wanted: list[Sample], n: int, embedding: str,
             loci.store.wait_for_vector_index(loci.scope, "event", embedder.dim, 3600)
             extra = [Turn("", e.metadata["name"], e.content, "", e.timestamp)
                      for _, events in sessions for e in events]
-            latency["with"] += ask(loci, sample, dia_of, extra, *tables["with"])
+            latency["with"] += ask(loci, sample, dia_of, extra, tables["with"],
+                                   answers["with_distractors"])
         cache.save()
     return {name: {"loci": loci_t.report()["overall"], "bm25": bm25_t.report()["overall"],
                    "loci_by_category": loci_t.report()["by_category"],
@@ -160,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedding", default="local", help="local (bundled) or hash")
     parser.add_argument("--cache", type=Path,
                         default=Path.home() / ".cache" / "loci-bench" / "distractors")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="write each question's top ten, without and with, here")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if not args.data.is_file():
@@ -169,8 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     names = {s.strip() for s in args.samples.split(",") if s.strip()}
     wanted = [s for s in samples if not names or s.sample_id in names]
     started = time.perf_counter()
+    answers: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="loci-distractors-") as tmp:
-        report = run(samples, wanted, args.distractors, args.embedding, args.cache, Path(tmp))
+        report = run(samples, wanted, args.distractors, args.embedding, args.cache, Path(tmp),
+                     answers)
+    if args.dump:
+        args.dump.write_text(json.dumps(answers, indent=1))
     report = {"machine": machine(), "samples": [s.sample_id for s in wanted],
               "distractors": args.distractors, "embedding": args.embedding,
               "seconds": round(time.perf_counter() - started, 1), **report}
