@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -153,3 +154,27 @@ def test_a_search_sets_the_indexer_on_a_backlog(home: Path, clock: FakeClock) ->
         assert loci.indexer is not None
         loci.indexer.worker.wait()  # the search asked the worker to look
         assert loci.store.count_unembedded("memory") == 0
+
+
+@pytest.mark.parametrize("store", ["file", "memory"])
+def test_a_search_under_the_stores_own_lock_finishes(home: Path, store: str) -> None:
+    """The server runs a search inline while it holds the store's lock; on a file store
+    the keyword half runs on another thread meanwhile, which must not need that lock."""
+    url = f"sqlite:///{home / 'lock.db'}" if store == "file" else "sqlite:///:memory:"
+    loci = Loci(load_settings(store=url, embedding_provider="hash"))
+    loci.remember("The kettle whistles when the water boils")
+    loci.wait_indexed()
+    found: list[str] = []
+    lock = loci.runtime.local_lock()
+    assert lock is not None
+
+    def search() -> None:
+        with lock:
+            found.extend(r.summary for r in loci.memory_search("kettle water", limit=1))
+
+    caller = threading.Thread(target=search)
+    caller.start()
+    caller.join(timeout=30)
+    assert not caller.is_alive() and found == ["The kettle whistles when the water boils"]
+    loci.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("loci-keywords")]

@@ -15,21 +15,25 @@ Conversation search (kind ``event``) does more, all of it generic:
   query asks *when* (or how long), ``WHEN_WEIGHT`` of the score comes from the event
   saying when something happened;
 - people: when the query names someone who speaks among the candidates (by the
-  ``name`` of their events), the sessions they speak in are the conversations the
-  question is about (found by a keyword search of the query: each turn is indexed
-  with its speaker). The search then runs without the names, with those sessions' own
-  candidates added, and each event gets ``PEOPLE_WEIGHT`` of its score from lying in
-  one. Among other people's conversations a name is a rare word, and left in the
-  query it would rank that person's shortest turns first; in a store of their
-  conversations only, every candidate session is theirs and no order changes.
+  ``name`` of their events; a keyword search of the query finds them, each turn being
+  indexed with its speaker), the sessions they speak in are the conversations the
+  question is about (``Store.speaker_sessions``; if there are more than
+  ``MAX_FOCUS_SESSIONS``, those among the candidates). The search then runs without
+  the names, with those sessions' own candidates added, and each event gets
+  ``PEOPLE_WEIGHT`` of its score from lying in one. Among other people's
+  conversations a name is a rare word, and left in the query it would rank that
+  person's shortest turns first; in a store of their conversations only, every
+  session is theirs and no order changes.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
+from functools import partial
 
 from loci.embeddings.base import Vectors
 from loci.indexing import Indexer
@@ -55,6 +59,8 @@ MAX_FOCUS_SESSIONS = 50
 WHEN_WEIGHT = 0.1
 #: At most this many named periods add candidates of their own.
 MAX_PERIODS = 3
+#: Threads that search keywords while callers embed their queries and search vectors.
+KEYWORD_THREADS = 4
 _TICK = timedelta(microseconds=1)
 _WORD = re.compile(r"\w+")
 
@@ -64,17 +70,25 @@ class Retriever:
         self.store = store
         self.indexer = indexer
         self.config = config
+        self._beside = (ThreadPoolExecutor(KEYWORD_THREADS, "loci-keywords")
+                        if store.reads_alongside() else None)
 
     def search(
         self, scope: Scope, kind: str, query: str, *, limit: int, filters: SearchFilters,
         now: datetime | None = None,
     ) -> list[SearchHit]:
         pool = max(limit * POOL_FACTOR, MIN_POOL)
-        focus, keyword = None, None
-        if kind == "event":
-            query, focus, keyword = self._people(scope, query, pool, filters)
+        keyword = self._keywords(scope, kind, query, pool, filters)
+        theirs: tuple[str, ...] = ()  # the sessions of the people the query names
+        if kind == "event":  # whom it names decides what is embedded
+            topic, theirs = self._people(scope, query, keyword())
+            if topic != query:
+                query = topic
+                keyword = self._keywords(scope, kind, query, pool, filters)
+        vector_query = self._embed(query)
         named = periods(query) if kind == "event" else []
-        fused = self._fused(scope, kind, query, pool, filters, named, focus, keyword)
+        fused = self._fused(scope, kind, (query, vector_query, keyword), pool, filters,
+                            named, theirs)
         recency = bool(self.config.recency_weight) and now is not None
         if kind != "event" and not recency:
             return self.store.hits(scope, kind, fused[:limit])  # read only the winners
@@ -89,50 +103,68 @@ class Retriever:
                 hits = _blend(hits, WHEN_WEIGHT, lambda hit: says_when(hit.text))
             if named:
                 hits = _favour_periods(hits, named)
-            if focus is not None:
-                theirs = set(focus.sessions)
+            if theirs:
                 hits = _blend(hits, PEOPLE_WEIGHT, lambda hit: hit.session in theirs)
         return hits[:limit]
 
-    def _people(self, scope: Scope, query: str, pool: int, filters: SearchFilters
-                ) -> tuple[str, SearchFilters | None, list[Scored] | None]:
+    def close(self) -> None:
+        """Stop the keyword threads (searches after this run on the caller's thread)."""
+        beside, self._beside = self._beside, None
+        if beside is not None:
+            beside.shutdown(wait=True)
+
+    def _keywords(self, scope: Scope, kind: str, query: str, pool: int,
+                  filters: SearchFilters) -> Callable[[], list[Scored]]:
+        """The keyword candidates of ``query``, to be had by calling the result: when
+        the store reads on several threads at once they are searched on another while
+        this one embeds the query and searches vectors, else when called."""
+        search = partial(self.store.keyword_candidates, scope, kind, query, limit=pool,
+                         filters=filters)
+        beside = self._beside
+        return search if beside is None else beside.submit(search).result
+
+    def _people(self, scope: Scope, query: str, keyword: list[Scored]
+                ) -> tuple[str, tuple[str, ...]]:
         """The query without the names of the people it names who speak in the scope,
-        and ``filters`` narrowed to the sessions they speak in; or the query, None and
-        its keyword candidates. Their turns carry their names (the keyword index has
-        each turn's speaker), so a keyword search of the query finds them."""
-        keyword = self.store.keyword_candidates(scope, "event", query, limit=pool,
-                                                filters=filters)
+        and the sessions they speak in; or the query and no sessions. Their turns carry
+        their names (the keyword index has each turn's speaker), so the query's
+        ``keyword`` candidates include theirs."""
         hits = self.store.hits(scope, "event", keyword) if keyword else []
         people = _named_speakers(hits, query)
         if not people:
-            return query, None, keyword
-        theirs = sorted({hit.session for hit in hits
-                         if hit.session is not None and speaker(hit.metadata) in people})
+            return query, ()
+        theirs = self.store.speaker_sessions(scope, sorted(people), MAX_FOCUS_SESSIONS + 1)
+        if len(theirs) > MAX_FOCUS_SESSIONS:  # too many to search: those of the hits
+            theirs = sorted({hit.session for hit in hits if hit.session is not None
+                             and speaker(hit.metadata) in people})
         names = {word for name in people for word in _WORD.findall(name)}
         # Only the names go: dates and the rest of the question stay as written.
         spoken = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
         topic = spoken.sub(" ", query).strip()
-        focus = replace(filters, sessions=tuple(theirs[:MAX_FOCUS_SESSIONS]))
-        return (topic if topic else query), focus, None
+        return (topic or query), tuple(theirs[:MAX_FOCUS_SESSIONS])
 
-    def _fused(self, scope: Scope, kind: str, query: str, pool: int, filters: SearchFilters,
-               named: Sequence[Period], focus: SearchFilters | None,
-               keyword: list[Scored] | None) -> list[Scored]:
-        """Both halves' candidates (the keyword ones unless given), with those of the
-        ``named`` periods and of ``focus`` added, fused."""
-        vector_query = self._embed(query)
-        if keyword is None:
-            keyword = self.store.keyword_candidates(scope, kind, query, limit=pool,
-                                                    filters=filters)
+    def _fused(self, scope: Scope, kind: str,
+               searched: tuple[str, Vectors | None, Callable[[], list[Scored]]], pool: int,
+               filters: SearchFilters, named: Sequence[Period], theirs: tuple[str, ...]
+               ) -> list[Scored]:
+        """The candidates of the query (as ``searched``: the query, its vector and its
+        keyword candidates to come), with those of the ``named`` periods and of the
+        sessions of the people it names (``theirs``) added, fused."""
+        query, vector_query, keyword_search = searched
         vector = self._vectors(scope, kind, vector_query, pool, filters)
+        keyword = keyword_search()
         # Items cut from a full pool scored at most its lowest score.
         floors = {"vector_floor": vector[-1][1] if len(vector) >= pool else 0.0,
                   "keyword_floor": keyword[-1][1] if len(keyword) >= pool else 0.0}
         narrowed = [_narrow(filters, p) for p in named if p.start is not None][:MAX_PERIODS]
-        for more in [*narrowed, focus]:
+        if theirs:
+            narrowed.append(replace(filters, sessions=theirs))
+        for more in narrowed:
             if more is not None:
-                more_k, more_v = self._candidates(scope, kind, query, vector_query, pool, more)
-                keyword, vector = _merge(keyword, more_k), _merge(vector, more_v)
+                more_keyword = self._keywords(scope, kind, query, pool, more)
+                more_vector = self._vectors(scope, kind, vector_query, pool, more)
+                keyword = _merge(keyword, more_keyword())
+                vector = _merge(vector, more_vector)
         return fuse(keyword, vector, self.config, **floors)
 
     def _embed(self, query: str) -> Vectors | None:
@@ -140,14 +172,6 @@ class Retriever:
             return None
         self.indexer.catch_up()
         return self.indexer.embed_query(query)
-
-    def _candidates(
-        self, scope: Scope, kind: str, query: str, vector_query: Vectors | None, pool: int,
-        filters: SearchFilters,
-    ) -> tuple[list[Scored], list[Scored]]:
-        keyword = self.store.keyword_candidates(scope, kind, query, limit=pool,
-                                                filters=filters)
-        return keyword, self._vectors(scope, kind, vector_query, pool, filters)
 
     def _vectors(self, scope: Scope, kind: str, vector_query: Vectors | None, pool: int,
                  filters: SearchFilters) -> list[Scored]:

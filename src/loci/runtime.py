@@ -165,6 +165,7 @@ class Runtime:
         if self.closed:
             return
         self.closed = True
+        self.retriever.close()
         if self.indexer is not None:  # its worker uses the store and the embedder
             self.indexer.close()
         for resource in self._owned:

@@ -119,6 +119,20 @@ def test_keyword_search_ranks_and_scores_in_unit_interval(store: Store) -> None:
     assert store.search_events(ALICE, "") == []
 
 
+def test_the_sessions_someone_speaks_in(store: Store) -> None:
+    for session, name in [("s1", "Ana"), ("s2", "Bo"), ("s3", "Ana"), ("s4", None)]:
+        store.append_events(ALICE, session, [ev("hi", metadata={"name": name} if name else {}),
+                                             ev("yes", "assistant", metadata={"name": "Bo"})])
+    store.append_events(BOB, "b1", [ev("hi", metadata={"name": "Ana"})])
+    store.append_events(ALICE, "s5", [ev("odd", metadata={"name": ["Ana"]})])
+    assert sorted(store.speaker_sessions(ALICE, ["Ana"], 10)) == ["s1", "s3"]
+    assert sorted(store.speaker_sessions(ALICE, ["Ana", "Cy", "Ana"], 10)) == ["s1", "s3"]
+    assert sorted(store.speaker_sessions(ALICE, ["Bo"], 10)) == ["s1", "s2", "s3", "s4"]
+    assert len(store.speaker_sessions(ALICE, ["Bo", "Ana"], 2)) == 2
+    assert store.speaker_sessions(ALICE, ["ana"], 10) == []  # as written
+    assert store.speaker_sessions(BOB, ["Bo"], 10) == []
+
+
 def test_search_filters_by_session_and_time(store: Store) -> None:
     store.append_events(ALICE, "s1", [ev("apple pie", minutes=0)])
     store.append_events(ALICE, "s2", [ev("apple tart", minutes=60)])

@@ -126,6 +126,12 @@ class Store(ABC):
         for a store whose calls wait on a server (PostgreSQL)."""
         return None
 
+    def reads_alongside(self) -> bool:
+        """Whether reads on several threads run at once, none waiting for a lock that
+        another thread's call may hold (False for a store in memory, whose one
+        connection serializes them)."""
+        return True
+
     # -- metadata about the store itself (schema, embedding model) ----------------
     @abstractmethod
     def get_meta(self, key: str) -> str | None: ...
@@ -191,6 +197,11 @@ class Store(ABC):
 
     @abstractmethod
     def list_sessions(self, scope: Scope) -> list[SessionInfo]: ...
+
+    @abstractmethod
+    def speaker_sessions(self, scope: Scope, names: Sequence[str], limit: int) -> list[str]:
+        """Up to ``limit`` sessions in which someone of ``names`` speaks (the ``name``
+        in an event's metadata, as written), through an index of the speakers."""
 
     def search_events(
         self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS

@@ -177,6 +177,13 @@ class PostgresEvents(PostgresBase):
         tokens, last = rows[0]
         return None if last is None else (int(tokens), from_micros(last))
 
+    def speaker_sessions(self, scope: Scope, names: Sequence[str], limit: int) -> list[str]:
+        rows = self._query(
+            "SELECT DISTINCT session FROM events WHERE tenant = %s AND agent = %s "
+            "AND metadata ->> 'name' = ANY(%s) LIMIT %s",
+            (scope.tenant, scope.agent, list(dict.fromkeys(names)), limit))
+        return [row[0] for row in rows]
+
     def latest_summary(self, scope: Scope, session: str) -> Event | None:
         rows = self._query(
             f"SELECT {EVENT_COLUMNS} FROM events WHERE tenant = %s AND agent = %s "

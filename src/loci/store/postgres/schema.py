@@ -194,6 +194,13 @@ def _v5_events_by_time(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
     cur.execute("CREATE INDEX events_by_time ON events (tenant, agent, ts)")
 
 
+def _v6_events_by_speaker(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    """Events by who spoke them: the sessions of the people a question names
+    (``retriever``), without reading the scope."""
+    cur.execute("CREATE INDEX events_by_speaker ON events (tenant, agent, "
+                "(metadata ->> 'name'), session) WHERE metadata ->> 'name' IS NOT NULL")
+
+
 #: Version → (name, function). Append only.
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
@@ -201,6 +208,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     3: ("tool-call arguments searchable", _v3_tool_arguments),
     4: ("usage ledger", _v4_usage),
     5: ("events by time", _v5_events_by_time),
+    6: ("events by speaker", _v6_events_by_speaker),
 }
 
 

@@ -118,6 +118,9 @@ class SQLiteBase(Store):
     def local_lock(self) -> threading.RLock:
         return self._lock
 
+    def reads_alongside(self) -> bool:
+        return self._readers is not None
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: committed on success, rolled back on any error."""

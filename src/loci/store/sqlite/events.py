@@ -17,6 +17,7 @@ from loci.store.sqlite.documents import upsert_document
 from loci.store.sqlite.rows import (
     COMPACTION_COLUMNS,
     EVENT_COLUMNS,
+    SPEAKER,
     index_events,
     search_columns,
 )
@@ -154,6 +155,16 @@ class SQLiteEvents(SQLiteBase):
         )
         tokens, last = rows[0]
         return None if last is None else (int(tokens), from_micros(last))
+
+    def speaker_sessions(self, scope: Scope, names: Sequence[str], limit: int) -> list[str]:
+        found: dict[str, None] = {}
+        for name in dict.fromkeys(names):  # a session per index entry until ``limit``
+            rows = self._query(
+                f"SELECT DISTINCT session FROM events INDEXED BY events_by_speaker "
+                f"WHERE tenant = ? AND agent = ? AND {SPEAKER} = ? AND {SPEAKER} IS NOT NULL "
+                "LIMIT ?", (scope.tenant, scope.agent, name, limit))
+            found.update((row[0], None) for row in rows)
+        return list(found)[:limit]
 
     def latest_summary(self, scope: Scope, session: str) -> Event | None:
         rows = self._query(

@@ -115,6 +115,10 @@ def tokens(sizes: bytes | None) -> int:
     return sum(varints(sizes)) if sizes else 0
 
 
+#: Who spoke an event (``search.conversation``): the expression of the speakers' index.
+SPEAKER = "json_extract(metadata, '$.name')"
+
+
 @dataclass(frozen=True)
 class Kind:
     """How one searchable table is keyed, filtered and turned into hits."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from loci.search import conversation
 from loci.store import usage
 from loci.store.codec import load_json
-from loci.store.sqlite.rows import FULL_TEXT, MAX_SCOPES, SCOPE_SHIFT, FullText
+from loci.store.sqlite.rows import FULL_TEXT, MAX_SCOPES, SCOPE_SHIFT, SPEAKER, FullText
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -312,6 +312,13 @@ def _v13_events_by_time(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX events_by_time ON events (tenant, agent, ts)")
 
 
+def _v14_events_by_speaker(db: sqlite3.Connection) -> None:
+    """Events by who spoke them: the sessions of the people a question names
+    (``retriever``), without reading the scope."""
+    db.execute(f"CREATE INDEX events_by_speaker ON events (tenant, agent, {SPEAKER}, session) "
+               f"WHERE {SPEAKER} IS NOT NULL")
+
+
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
     2: ("embeddings in rows", _v2_embeddings),
@@ -326,6 +333,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     11: ("keyword statistics per scope", _v11_scope_statistics),
     12: ("usage ledger", _v12_usage),
     13: ("events by time", _v13_events_by_time),
+    14: ("events by speaker", _v14_events_by_speaker),
 }
 
 
