@@ -6,7 +6,10 @@ the vector graph is built, conversation searches whose question names a day ("wh
 we say on 8 May 2023 about ...", which the retriever narrows to that day) are timed
 against the same searches without the date.
 
-Usage: python benchmarks/dated_search.py [--n 100000] [--queries 200] [--json]
+Usage: python benchmarks/dated_search.py [--n 100000] [--queries 200] [--keep DIR] [--json]
+
+With ``--keep`` the store lives in ``DIR`` and is filled only if it is empty, so two
+versions of Loci (``PYTHONPATH=<worktree>/src``) can be timed on the same rows.
 """
 
 from __future__ import annotations
@@ -51,15 +54,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="keep the store in this directory (filled if empty)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rng = random.Random(9)
     with tempfile.TemporaryDirectory(prefix="loci-dated-") as name:
-        settings = load_settings(store=f"sqlite:///{Path(name) / 'loci.db'}", home=Path(name),
+        home = args.keep or Path(name)
+        home.mkdir(parents=True, exist_ok=True)
+        settings = load_settings(store=f"sqlite:///{home / 'loci.db'}", home=home,
                                  embedding_provider="hash", memory_mirror=False)
         with Loci(settings) as loci:
             started = time.perf_counter()
-            fill(loci, args.n, rng)
+            if not loci.store.list_sessions(loci.scope):
+                fill(loci, args.n, rng)
+            else:  # the same questions as the run that filled it
+                for _ in range(args.n):
+                    sentence(rng)
             loci.search_conversation("warm up", limit=10)
             loci.store.wait_for_vector_index(loci.scope, "event", 384, 3600)
             ready_s = time.perf_counter() - started

@@ -70,6 +70,7 @@ def test_past_the_budget_the_rarest_words_rank(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sqlite_keywords, "MATCH_BUDGET", 10)
+    monkeypatch.setattr(sqlite_keywords, "RECENT_ROWS", 10)
     hits = store.search_memories(ALICE, "kettle zeppelin", limit=2)
     assert {h.id for h in hits} == {"r1", "r2"}
     # Ranked by "zeppelin" alone: the shorter row first, scores of that word only.
@@ -97,6 +98,7 @@ def test_a_common_word_ranks_its_newest_rows_unless_the_filters_want_older(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sqlite_keywords, "MATCH_BUDGET", 10)
+    monkeypatch.setattr(sqlite_keywords, "RECENT_ROWS", 10)
     store = SQLiteStore(f"sqlite:///{tmp_path / 'common.db'}")
     old = Memory("old", "preference", "warm tea", (), T0, T0)
     store.put_memories(ALICE, [old, *(Memory(f"n{i:02d}", "project_context", f"warm kettle {i}",

@@ -121,9 +121,9 @@ class Store(ABC):
     def close(self) -> None: ...
 
     def local_lock(self) -> threading.RLock | None:
-        """For a store that computes in this process and serializes its calls (SQLite):
-        the lock every call holds, so a caller can tell whether a call would wait. None
-        for a store whose calls wait on a server (PostgreSQL)."""
+        """For a store that computes in this process (SQLite): the lock its writes hold
+        (and, in memory, its reads), so a caller can tell whether a call would wait.
+        None for a store whose calls wait on a server (PostgreSQL)."""
         return None
 
     def reads_alongside(self) -> bool:

@@ -180,7 +180,7 @@ class PostgresEvents(PostgresBase):
     def speaker_sessions(self, scope: Scope, names: Sequence[str], limit: int) -> list[str]:
         rows = self._query(
             "SELECT DISTINCT session FROM events WHERE tenant = %s AND agent = %s "
-            "AND metadata ->> 'name' = ANY(%s) LIMIT %s",
+            "AND metadata ->> 'name' = ANY(%s) AND metadata ->> 'name' IS NOT NULL LIMIT %s",
             (scope.tenant, scope.agent, list(dict.fromkeys(names)), limit))
         return [row[0] for row in rows]
 

@@ -46,6 +46,9 @@ from loci.store.sqlite.rows import (
 #: Rows an OR query may match before only its rarest words, and its newest rows, are
 #: ranked (``_rare_terms``, ``_recent``).
 MATCH_BUDGET = 2_000
+#: The newest rows matching any word that are ranked when the rare words' rows leave
+#: room (``_recent``).
+RECENT_ROWS = 500
 #: BM25's parameters, as FTS5's.
 K1, B = 1.2, 0.75
 
@@ -77,14 +80,14 @@ class SQLiteKeywords(SQLiteBase):
             stats = _Statistics(docs or 0, tokens or 0, table_rows == docs,
                                 table_tokens / table_rows if table_rows else 1.0)
             ranking = _Ranking(scope, kind, counts, rowids, span, stats, filters, limit)
-            recent = (None if sum(counts.values()) <= MATCH_BUDGET
-                      else self._recent(k.fts, terms, span))
-            if recent is None:  # few enough rows match: every one is ranked
-                return self._ranked(ranking, terms)
+            if (sum(counts.values()) <= MATCH_BUDGET
+                    or self._recent(k.fts, terms, span, MATCH_BUDGET) is None):
+                return self._ranked(ranking, terms)  # few enough rows: all are ranked
             rare = _rare_terms(counts)
             scored = self._ranked(ranking, rare) if rare else []
             if len(scored) < limit:  # the rare words' rows (or the filters) left room
-                more = self._ranked(replace(ranking, span=recent), terms)
+                newest = self._recent(k.fts, terms, span, RECENT_ROWS) or span
+                more = self._ranked(replace(ranking, span=newest), terms)
                 scored = _best(scored, more, limit)
             if len(scored) < limit:  # the filters wanted older rows: rank them all
                 scored = self._ranked(ranking, terms)
@@ -179,15 +182,15 @@ class SQLiteKeywords(SQLiteBase):
         )
         return ordered_hits(kind, rows, scored)
 
-    def _recent(self, fts: str, terms: list[str], span: tuple[int, int]
+    def _recent(self, fts: str, terms: list[str], span: tuple[int, int], rows: int
                 ) -> tuple[int, int] | None:
-        """The newest part of ``span`` in which ``MATCH_BUDGET`` rows match any of
-        ``terms``, or None if no more than that match in the whole span (FTS5 walks
-        the doclists newest first, without ranking)."""
-        rows = self._query(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid "
-                           "BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-                           (_match(terms), *span, MATCH_BUDGET))
-        return (int(rows[0][0]) + 1, span[1]) if rows else None
+        """The newest part of ``span`` in which ``rows`` rows match any of ``terms``,
+        or None if no more than that match in the whole span (FTS5 walks the doclists
+        newest first, without ranking)."""
+        found = self._query(f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? AND rowid "
+                            "BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                            (_match(terms), *span, rows))
+        return (int(found[0][0]) + 1, span[1]) if found else None
 
     def _count(self, fts: str, term: str, rowids: tuple[int, int]) -> int:
         """The scope's rows matching ``term`` (FTS5 walks its doclist, without
