@@ -78,13 +78,16 @@ class Retriever:
         now: datetime | None = None,
     ) -> list[SearchHit]:
         pool = max(limit * POOL_FACTOR, MIN_POOL)
-        keyword = self._keywords(scope, kind, query, pool, filters)
         theirs: tuple[str, ...] = ()  # the sessions of the people the query names
-        if kind == "event":  # whom it names decides what is embedded
-            topic, theirs = self._people(scope, query, keyword())
-            if topic != query:
-                query = topic
-                keyword = self._keywords(scope, kind, query, pool, filters)
+        if kind == "event":  # whom it names decides what is searched and embedded
+            first = self.store.keyword_candidates(scope, kind, query, limit=pool,
+                                                  filters=filters)
+            topic, theirs = self._people(scope, query, first)
+            keyword = (lambda: first) if topic == query else self._keywords(
+                scope, kind, topic, pool, filters)
+            query = topic
+        else:
+            keyword = self._keywords(scope, kind, query, pool, filters)
         vector_query = self._embed(query)
         named = periods(query) if kind == "event" else []
         fused = self._fused(scope, kind, (query, vector_query, keyword), pool, filters,
