@@ -1,7 +1,7 @@
 """HNSW recall and latency on real-model vectors, by search breadth.
 
 Usage: python benchmarks/ann_recall.py [--n 20000] [--queries 1000] [--k 10,40]
-       [--ef 32,48,64,96,128] [--cache DIR] [--json]
+       [--ef 32,48,64,96,128] [--cache DIR] [--vectors NPZ] [--signs] [--json]
 
 The corpus is real English text embedded by the bundled model (all-MiniLM-L6-v2): the
 sentences of the docstrings of Python's standard library and installed packages, which
@@ -11,6 +11,13 @@ The graph is built with the parameters ``store.ann`` uses; for each
 ``expansion_search`` the figures are recall@k against exact search and the p50 time of
 one search. Vectors are cached in ``--cache`` (default: the system's temporary
 directory), as embedding 20k sentences takes a few minutes.
+
+``--vectors`` takes the corpus and queries from a file of vectors instead (an ``.npz``
+with a ``vectors`` array, such as ``locomo_distractors.py``'s cache of real turns: its
+last ``--queries`` rows are the queries). ``--signs`` measures, instead of the graph,
+the exact search that scores only the rows whose sign bits are nearest the query's
+(``store.vector_index``, past ``SIGN_SCAN_ROWS`` rows): recall@k against exact search
+over every row, and p50 times of both.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 from loci.embeddings import make_embedder
 from loci.store.ann import AnnIndex
+from loci.store.row_blocks import dot_rows
+from loci.store.vector_index import VectorIndex
 
 Matrix = npt.NDArray[np.float32]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -97,6 +106,42 @@ def measure(corpus: Matrix, queries: Matrix, ks: list[int], efs: list[int]
     return build, rows
 
 
+def measure_signs(corpus: Matrix, queries: Matrix, ks: list[int]) -> list[dict[str, float]]:
+    index = VectorIndex(corpus.shape[1], ann_threshold=10**12)  # no graph: exact paths
+    index.update((i, row.tobytes(), i + 1) for i, row in enumerate(corpus))
+    rows = []
+    for k in ks:
+        exact_ms, signs_ms, found = [], [], 0
+        for q in queries:
+            t = time.perf_counter()
+            scores = dot_rows(corpus, q)
+            truth = np.argpartition(-scores, k)[:k]
+            exact_ms.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            keys = [key for key, _ in index.search(q, k)]
+            signs_ms.append((time.perf_counter() - t) * 1000)
+            found += len(set(keys) & set(truth.tolist()))
+        rows.append({"k": k, "recall": round(found / (k * len(queries)), 4),
+                     "exact_p50_ms": round(statistics.median(exact_ms), 2),
+                     "signs_p50_ms": round(statistics.median(signs_ms), 2)})
+    return rows
+
+
+def corpus_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Matrix:
+    wanted = args.n + args.queries
+    if args.vectors is not None:
+        stored: Matrix = np.load(args.vectors)["vectors"].astype(np.float32)
+        if len(stored) < wanted:
+            parser.error(f"only {len(stored):,} vectors; lower --n or --queries")
+        stored = stored[-wanted:]
+        return stored / np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-9)
+    sentences = docstring_sentences(wanted)
+    random.Random(11).shuffle(sentences)
+    if len(sentences) < wanted:
+        parser.error(f"only {len(sentences):,} sentences; lower --n or --queries")
+    return vectors(sentences[:wanted], args.cache / f"loci-ann-recall-{wanted}.npy")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=20_000, help="corpus sentences")
@@ -105,15 +150,18 @@ def main() -> None:
     parser.add_argument("--ef", default="32,48,64,96,128",
                         help="comma-separated expansion_search values")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--vectors", type=Path, help="an .npz of vectors to use instead")
+    parser.add_argument("--signs", action="store_true",
+                        help="measure the sign-bit preselection instead of the graph")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    wanted = args.n + args.queries
-    sentences = docstring_sentences(wanted)
-    random.Random(11).shuffle(sentences)
-    if len(sentences) < wanted:
-        parser.error(f"only {len(sentences):,} sentences; lower --n or --queries")
-    embedded = vectors(sentences[:wanted], args.cache / f"loci-ann-recall-{wanted}.npy")
+    embedded = corpus_from(args, parser)
     ks = [int(k) for k in args.k.split(",")]
+    if args.signs:
+        signs = measure_signs(embedded[: args.n], embedded[args.n :], ks)
+        print(json.dumps({"machine": machine(), "n": args.n, "queries": args.queries,
+                          "signs": signs}))
+        return
     build, rows = measure(embedded[: args.n], embedded[args.n :],
                           ks, [int(e) for e in args.ef.split(",")])
     report = {"machine": machine(), "n": args.n, "queries": args.queries,

@@ -32,8 +32,8 @@ from common import machine, percentiles, query, sentence, time_calls
 from loci import Loci, Memory, load_settings
 from loci.embeddings import make_embedder
 from loci.search import fts_query
+from loci.store.row_blocks import dot_rows
 from loci.store.sqlite import SQLiteStore
-from loci.store.vector_index import dot_rows
 
 REPEAT = 300
 

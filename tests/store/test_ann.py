@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from loci.store import ann
 from loci.store.vector_index import VectorIndex
@@ -57,8 +59,8 @@ def test_graph_agrees_with_exact_search_and_is_persisted(tmp_path: Path) -> None
     assert reopened.search(extra[0], 1)[0][0] == 99_999
 
 
-def test_a_bulk_tail_is_searched_exactly_while_the_graph_grows_in_the_background(
-        tmp_path: Path) -> None:
+def test_searches_use_the_graph_while_a_copy_of_it_grows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from loci.store.vector_index import INLINE_TAIL
 
     vectors = _unit(3_000, 32, 11)
@@ -70,20 +72,92 @@ def test_a_bulk_tail_is_searched_exactly_while_the_graph_grows_in_the_background
     graph = index._ann
     assert graph is not None
     built = graph.max_seq
+    # Hold the extension before it copies the graph, to search while it is under way.
+    release = threading.Event()
+    copy = ann.AnnIndex.copy
+
+    def held_copy(self: ann.AnnIndex) -> ann.AnnIndex:
+        release.wait(60)
+        return copy(self)
+
+    monkeypatch.setattr(ann.AnnIndex, "copy", held_copy)
+    asked: list[int] = []
+    ask = graph.search
+    monkeypatch.setattr(graph, "search", lambda q, k: asked.append(k) or ask(q, k))
     # A bulk import after the graph: far more rows than a search adds itself.
     tail = _unit(20 * INLINE_TAIL, 32, 12)
     index.update([(10_000 + i, v.tobytes(), built + 1 + i) for i, v in enumerate(tail)])
-    assert len(graph) == 3_000  # writing them did not touch the graph
-    with graph.lock:  # the graph busy (being extended): the search answers exactly
-        assert index.search(tail[77], 1)[0][0] == 10_077
-    assert index.search(tail[5], 1)[0][0] == 10_005  # the tail, scored exactly
+    assert index.search(tail[77], 1)[0][0] == 10_077  # the tail, scored exactly
+    assert index.search(vectors[3], 1)[0][0] == 4  # the graph's rows
+    assert len(asked) == 2 and len(graph) == 3_000  # the graph answered, unchanged
+    with graph.lock:  # the graph busy: the search answers exactly
+        assert index.search(tail[5], 1)[0][0] == 10_005
+    assert len(asked) == 2
     # A row that changed since the graph holds it: its old vector no longer matches.
     index.update([(1, tail[9].tobytes(), built + 10 * len(tail))])
-    found = dict(index.search(vectors[0], 5))
-    assert found.get(1, 0.0) < 0.9
-    index.wait_for_build(60)  # the extension ends with every row in the graph
-    index.search(vectors[1], 1)  # and the changed row is added then
-    assert graph.max_seq == index.max_seq and len(graph) == 3_000 + len(tail)
+    assert dict(index.search(vectors[0], 5)).get(1, 0.0) < 0.9
+    release.set()
+    index.wait_for_build(60)  # the extension ends with a grown copy of the graph
+    index.search(vectors[1], 1)  # which replaces it; the changed row is added then
+    grown = index._ann
+    assert grown is not None and grown is not graph and len(graph) == 3_000
+    assert grown.max_seq == index.max_seq and len(grown) == 3_000 + len(tail)
+    assert index.search(tail[300], 1)[0][0] == 10_300
+
+
+def test_vectors_in_blocks_read_as_one_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loci.store import row_blocks
+
+    monkeypatch.setattr(row_blocks, "BLOCK_ROWS", 7)
+    matrix = _unit(40, 8, 13)
+    rows = row_blocks.RowBlocks(8)
+    for start, stop in ((0, 3), (3, 11), (11, 40)):  # appends that cross blocks
+        rows.append(matrix[start:stop])
+    rows.set(20, matrix[0])
+    matrix[20] = matrix[0]
+    query = _unit(1, 8, 14)[0]
+    positions = np.array([33, 2, 20, 8, 6, 39], dtype=np.int64)
+    assert rows.size == 40
+    assert np.array_equal(rows.take(positions), matrix[positions])
+
+    def score(piece: np.ndarray) -> np.ndarray:
+        return row_blocks.dot_rows(piece, query)
+
+    assert np.allclose(rows.each(score), matrix @ query, atol=1e-6)
+    run = np.arange(5, 30)  # read in place, across blocks
+    assert np.allclose(rows.each(score, run), matrix[5:30] @ query, atol=1e-6)
+    assert np.allclose(rows.each(score, positions), matrix[positions] @ query, atol=1e-6)
+    assert rows.each(score, positions[:0]).shape == (0,)
+
+
+def test_many_rows_are_scored_only_where_their_signs_are_near(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from loci.store import row_blocks, vector_index
+
+    monkeypatch.setattr(vector_index, "SIGN_SCAN_ROWS", 1_000)
+    monkeypatch.setattr(vector_index, "SIGN_CANDIDATES", 200)
+    monkeypatch.setattr(vector_index, "SIGN_OVERSAMPLE", 10)
+    vectors = _unit(5_000, 48, 15)
+    index = VectorIndex(48, ann_threshold=10**9)
+    index.update(_rows(vectors))
+    scored: list[int] = []
+
+    def counted(piece: np.ndarray, query: np.ndarray) -> np.ndarray:
+        scored.append(len(piece))
+        return row_blocks.dot_rows(piece, query)
+
+    monkeypatch.setattr(vector_index, "dot_rows", counted)
+    near = vectors[1_234] + 0.1 * _unit(1, 48, 16)[0]
+    near /= np.linalg.norm(near)
+    hits = index.search(near, 10)
+    assert hits[0][0] == 1_235 and len(hits) == 10
+    assert sum(scored) == 200  # of 5,000 rows, the 200 nearest by sign were scored
+    scored.clear()
+    index.search(near, 30)  # more wanted: 10 x 30 candidates
+    assert sum(scored) == 300
+    scored.clear()
+    index.search(near, 3, allowed=range(1, 2_001))  # filtered searches stay exact
+    assert sum(scored) == 2_000
 
 
 def test_filtered_searches_stay_exact(tmp_path: Path) -> None:
@@ -96,7 +170,7 @@ def test_filtered_searches_stay_exact(tmp_path: Path) -> None:
 
 
 def test_exact_scores_in_pieces_equal_one_product() -> None:
-    from loci.store.vector_index import DOT_CHUNK, dot_rows
+    from loci.store.row_blocks import DOT_CHUNK, dot_rows
 
     for n in (0, 1, DOT_CHUNK, 2 * DOT_CHUNK + 17):
         matrix = _unit(n, 24, 6) if n else np.zeros((0, 24), dtype=np.float32)

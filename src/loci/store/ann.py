@@ -50,7 +50,7 @@ EXPANSION_SEARCH = 64
 EXPANSION_ADD = 64
 #: Rows added per call while building, so progress is visible and memory bounded.
 BUILD_CHUNK = 10_000
-#: Rows added per call while extending a graph that searches use meanwhile.
+#: Rows added per call while extending a copy of a graph (how soon an extension stops).
 EXTEND_CHUNK = 1_000
 
 
@@ -71,8 +71,8 @@ class AnnIndex:
         self.path = path
         self.max_seq = 0
         self.dirty = 0
-        #: Held while the graph changes or answers: an extension adds rows chunk by
-        #: chunk, and a search that finds it busy answers exactly instead of waiting.
+        #: Held while the graph changes or answers (the library's searches share one
+        #: scratch space); a search that finds it busy answers exactly instead of waiting.
         self.lock = threading.Lock()
         self._index = Index(ndim=dim, metric="cos", dtype="f16", connectivity=16,
                             expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
@@ -95,14 +95,24 @@ class AnnIndex:
     def __len__(self) -> int:
         return int(self._index.size)
 
-    def upsert(self, keys: Sequence[int], vectors: Matrix, seq: int) -> None:
+    def copy(self) -> AnnIndex:
+        """An independent copy (reading the graph, as searches of it do meanwhile)."""
+        twin = AnnIndex.__new__(AnnIndex)
+        twin.dim, twin.path, twin.max_seq, twin.dirty = (
+            self.dim, self.path, self.max_seq, self.dirty)
+        twin.lock = threading.Lock()
+        twin._index = self._index.copy()
+        return twin
+
+    def upsert(self, keys: Sequence[int], vectors: Matrix, seq: int, threads: int = 2
+               ) -> None:
         if not len(keys):
             return
         key_array = np.asarray(keys, dtype=np.uint64)
         present = [k for k in keys if self._index.contains(k)]
         if present:
             self._index.remove(present)
-        self._index.add(key_array, vectors, threads=2)
+        self._index.add(key_array, vectors, threads=threads)
         self.max_seq = max(self.max_seq, seq)
         self.dirty += len(keys)
 
@@ -208,13 +218,16 @@ class GraphBuild:
 
 
 class GraphExtension:
-    """Adds rows written since a graph was made to it, in a background thread, a chunk
-    at a time under the graph's lock, in ``vec_seq`` order (so ``max_seq`` always says
-    how far it got). The rows are a snapshot: rows written later wait for the next
-    extension."""
+    """Adds rows written since a graph was made to a copy of it, in a background thread,
+    in ``vec_seq`` order (so ``max_seq`` says how far it got). Searches go on using the
+    graph meanwhile: the graph library's Python binding does not promise that a search
+    may overlap an add, so the rows go into the copy, which becomes ``result`` once it
+    holds them all (an extension stopped early leaves ``result`` None). The rows are a
+    snapshot: rows written later wait for the next extension."""
 
     def __init__(self, ann: AnnIndex, ids: npt.NDArray[np.int64],
                  seqs: npt.NDArray[np.int64], vectors: Matrix) -> None:
+        self.result: AnnIndex | None = None
         self._done = threading.Event()
         self._stopping = threading.Event()
         _RUNNING.add(self)
@@ -225,14 +238,16 @@ class GraphExtension:
     def _run(self, ann: AnnIndex, ids: npt.NDArray[np.int64], seqs: npt.NDArray[np.int64],
              vectors: Matrix) -> None:
         try:
+            grown = ann.copy()
             order = np.argsort(seqs, kind="stable")
             for start in range(0, len(order), EXTEND_CHUNK):
                 if _EXITING.is_set() or self._stopping.is_set():
                     return
                 at = order[start : start + EXTEND_CHUNK]
-                with ann.lock:
-                    ann.upsert(ids[at].tolist(), vectors[at], int(seqs[at].max()))
-        except BaseException as exc:  # the graph stays as far as it got; exact covers the rest
+                # One thread: the cores are wanted by the searches and writes meanwhile.
+                grown.upsert(ids[at].tolist(), vectors[at], int(seqs[at].max()), threads=1)
+            self.result = grown
+        except BaseException as exc:  # the graph stays as it was; exact covers the rest
             log.warning("extending the HNSW graph failed: %s", exc)
         finally:
             _RUNNING.discard(self)
