@@ -8,7 +8,9 @@ For each backend: ingest ``n`` synthetic memories (Zipf sentences, see common.py
 precomputed 384-dimensional random unit vectors in batches of 5,000 through the store
 contract (``put_memories``); then hybrid search p50/p95 through the engine
 (``Loci.search``: query embedding by the hash embedder, keyword + vector search, fusion)
-and compile p50 (``Loci.compile`` of a 20-turn session, recall included).
+and compile p50 (``Loci.compile`` of a 20-turn session, recall included); then hybrid
+searches filtered by a memory type or a tag that 0.5-25% of the memories have
+(``FILTERED``), p50/p95.
 
 PostgreSQL ingests inside ``bulk_load()``: the HNSW and GIN indexes are built once after
 the load (reported separately, as SQLite's HNSW graph build is: the benchmark waits for it, up
@@ -68,14 +70,29 @@ def postgres_url(given: str | None, tmp: Path, shared_buffers: str) -> Iterator[
         server.cleanup()
 
 
+#: Filtered searches and what share of the memories passes each filter.
+FILTERED = {"type_1pct": SearchFilters(types=("decision",)),
+            "type_10pct": SearchFilters(types=("preference",)),
+            "tag_half_pct": SearchFilters(tags=("release",)),
+            "tag_25pct": SearchFilters(tags=("backend",))}
+
+
+def _type(i: int) -> str:
+    return "decision" if i % 100 == 0 else "preference" if i % 10 == 1 else "project_context"
+
+
+def _tags(i: int) -> tuple[str, ...]:
+    return tuple(tag for tag, every in (("backend", 4), ("release", 200)) if i % every == 3)
+
+
 def batches(n: int, rng: random.Random) -> Iterator[tuple[list[Memory], Any]]:
     """Memories and unit vectors, made outside the timed region."""
     vec_rng = np.random.default_rng(5)
     now = datetime.now(UTC)
     for start in range(0, n, BATCH):
         size = min(BATCH, n - start)
-        memories = [Memory(f"mem_{start + i:08d}", "project_context", sentence(rng), (),
-                           now, now, None) for i in range(size)]
+        memories = [Memory(f"mem_{i:08d}", _type(i), sentence(rng), _tags(i), now, now,
+                           None) for i in range(start, start + size)]
         vectors = vec_rng.standard_normal((size, DIM), dtype=np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         yield memories, vectors
@@ -107,7 +124,7 @@ def ingest(loci: Loci, n: int, rng: random.Random, graph_timeout: float
 
 
 def measure(loci: Loci, rng: random.Random, repeat: int) -> dict[str, float]:
-    queries = iter([query(rng) for _ in range(repeat * 2)])
+    queries = iter([query(rng) for _ in range(repeat * 4 + 10)])
     for _ in range(10):
         loci.search(next(queries), 10)
     result = {f"search_{k}": v for k, v in percentiles(
@@ -120,6 +137,10 @@ def measure(loci: Loci, rng: random.Random, repeat: int) -> dict[str, float]:
     loci.compile("bench", next(messages))
     compile_ms = percentiles(time_calls(lambda: loci.compile("bench", next(messages)), 50))
     result["compile_p50_ms"] = compile_ms["p50_ms"]
+    for name, narrowed in FILTERED.items():
+        found = percentiles(time_calls(lambda f=narrowed: loci.search(  # type: ignore[misc]
+            next(queries), 10, filters=f), repeat // 2))
+        result[f"search_{name}"] = found
     # Where a search's time goes: the store's keyword and vector halves, alone.
     filters = SearchFilters(now=datetime.now(UTC))
     pool = 30  # the retriever's pool for limit 10

@@ -24,7 +24,7 @@ from typing import Any
 from loci.models import Scope
 from loci.store.ann import graph_lock
 from loci.store.base import Store
-from loci.store.sqlite.rows import FULL_TEXT, tokens
+from loci.store.sqlite.rows import FULL_TEXT, KEY_MASK, SCOPE_SHIFT, tokens
 from loci.store.vector_index import VectorIndex
 from loci.store.wal_checkpoint import Checkpointer
 
@@ -167,6 +167,18 @@ class SQLiteBase(Store):
         self._db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
                          "DO UPDATE SET value = excluded.value", (key, str(size)))
         return size
+
+    def _scope_rowids(self, scope: Scope) -> tuple[int, int] | None:
+        """The scope's range of full-text rowids, or None while it has no rows. A
+        scope's number never changes once written, so it is remembered."""
+        base = self._scope_bases.get(scope)
+        if base is None:
+            rows = self._query("SELECT no FROM scopes WHERE tenant = ? AND agent = ?",
+                               (scope.tenant, scope.agent))
+            if not rows:
+                return None
+            base = self._scope_bases[scope] = int(rows[0][0]) << SCOPE_SHIFT
+        return base, base | KEY_MASK
 
     def _ann_path(self, kind: str, scope: Scope) -> Path | None:
         if self._ann_dir is None:

@@ -157,18 +157,6 @@ class SQLiteKeywords(SQLiteBase):
             value for term in terms for value in (_match([term]), *rowids, MATCH_BUDGET + 1)])
         return dict(zip(terms, map(int, found), strict=True))
 
-    def _scope_rowids(self, scope: Scope) -> tuple[int, int] | None:
-        """The scope's range of full-text rowids, or None while it has no rows. A
-        scope's number never changes once written, so it is remembered."""
-        base = self._scope_bases.get(scope)
-        if base is None:
-            rows = self._query("SELECT no FROM scopes WHERE tenant = ? AND agent = ?",
-                               (scope.tenant, scope.agent))
-            if not rows:
-                return None
-            base = self._scope_bases[scope] = int(rows[0][0]) << SCOPE_SHIFT
-        return base, base | KEY_MASK
-
     def hits(self, scope: Scope, kind: str, scored: Sequence[Scored]) -> list[SearchHit]:
         if not scored:
             return []

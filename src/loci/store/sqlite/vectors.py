@@ -7,7 +7,9 @@ writes are seen without reloading everything.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -17,12 +19,19 @@ from loci.models import Scope
 from loci.store.base import Scored, SearchFilters
 from loci.store.rows import EMBED_CHARS, event_embedding_text
 from loci.store.sqlite.base import SQLiteBase
-from loci.store.sqlite.rows import KINDS, filter_sql
+from loci.store.sqlite.rows import KEY_MASK, KINDS, filter_sql
 from loci.store.vector_index import VectorIndex
 
 Vectors = npt.NDArray[np.float32]
 #: Candidates fetched beyond the limit before filters, on the first try.
 SPARE_CANDIDATES = 10
+#: At most this many candidates are asked of the graph when filters reject many.
+MAX_CANDIDATES = 2_000
+#: Filters that leave at most this many rows (as found in indexes) are served by exact
+#: search over them.
+EXACT_ALLOWED = 2_000
+_WORDY = re.compile(r"\w")
+_TAGGED = "memories_fts MATCH ? AND rowid BETWEEN ? AND ?"
 _TEXT = {"event": "content", "memory": "content", "document": "path || ' ' || content"}
 
 
@@ -91,14 +100,26 @@ class SQLiteVectors(SQLiteBase):
     ) -> list[Scored]:
         with self._index_lock:
             index = self._fresh_index(scope, kind, int(query.shape[0]))
+            if _narrowing(filters):  # few rows may pass: then score just those, exactly
+                few = self._roughly_allowed(kind, scope, filters)
+                if few is not None:
+                    for wanted in (limit + SPARE_CANDIDATES, len(few)):
+                        passing = self._passing(kind, scope, index.search(query, wanted, few),
+                                                filters)
+                        if len(passing) >= limit or wanted >= len(few):
+                            return passing[:limit]
             # A few spare candidates usually survive the filters (expiry, type); checking
             # 5x the limit every time cost more than the graph search.
-            for wanted in (limit + SPARE_CANDIDATES, max(limit * 5, 50)):
+            wanted = limit + SPARE_CANDIDATES
+            for _ in range(2):
                 candidates = index.search(query, wanted)
                 passing = self._passing(kind, scope, candidates, filters)
                 relevant = sum(1 for _, score in candidates if score > 0)
                 if len(passing) >= min(limit, relevant) or len(index) <= len(candidates):
                     return passing[:limit]
+                # Ask again for as many as the share that passed says are needed.
+                wanted = min(MAX_CANDIDATES, max(limit * 5, 2 * limit * len(candidates)
+                                                 // max(1, len(passing))))
             # Filters removed too many: score only the rows that pass them.
             allowed = self._allowed_keys(kind, scope, filters)
             passing = self._passing(kind, scope, index.search(query, limit, allowed), filters)
@@ -169,15 +190,55 @@ class SQLiteVectors(SQLiteBase):
         return sorted(((r[0], scored[r[0]]) for r in rows), key=lambda c: c[1], reverse=True)
 
     def _allowed_keys(self, kind: str, scope: Scope, filters: SearchFilters) -> list[int]:
+        """The keys of the scope's rows that pass the filters (those without a vector
+        are left out by the index; asking for ``vec_seq`` here read past each row's
+        vector, in overflow pages: several times slower)."""
         k = KINDS[kind]
         where, params = filter_sql(kind, filters)
         rows = self._query(
             f"SELECT {k.alias}.{k.key} FROM {k.table} {k.alias} WHERE {k.alias}.tenant = ? "
-            # Unary +: the filters' index (time, session) picks the rows, not vec_seq's.
-            f"AND {k.alias}.agent = ? AND +{k.alias}.vec_seq IS NOT NULL{where}",
-            (scope.tenant, scope.agent, *params),
-        )
+            f"AND {k.alias}.agent = ?{where}", (scope.tenant, scope.agent, *params))
         return [r[0] for r in rows]
+
+    def _roughly_allowed(self, kind: str, scope: Scope, filters: SearchFilters
+                         ) -> list[int] | None:
+        """The keys of at most ``EXACT_ALLOWED`` rows among which are all those that
+        pass the filters, found in indexes alone (expiry is not tested, and tags are
+        found through the full-text index of tags); None if there are more."""
+        k = KINDS[kind]
+        tagged, tag_params = self._tagged(kind, scope, filters.tags)
+        loose = replace(filters, now=None, tags=() if tagged else filters.tags)
+        where, params = filter_sql(kind, loose)
+        if tagged and not where:  # the full-text rows alone (their rowids hold the scope)
+            sql = f"SELECT rowid & {KEY_MASK} FROM memories_fts WHERE {_TAGGED}"
+        else:  # tagged: the full-text rows looked up by key, not by the scope's index
+            sql = (f"SELECT {k.alias}.{k.key} FROM {k.table} {k.alias}"
+                   f"{' NOT INDEXED' if tagged else ''} WHERE {k.alias}.tenant = ? "
+                   f"AND {k.alias}.agent = ?"
+                   + (f" AND m.rowid IN (SELECT rowid & {KEY_MASK} FROM memories_fts "
+                      f"WHERE {_TAGGED})" if tagged else "") + where)
+            tag_params = [scope.tenant, scope.agent, *tag_params]
+        rows = self._query(f"{sql} LIMIT ?", (*tag_params, *params, EXACT_ALLOWED + 1))
+        return None if len(rows) > EXACT_ALLOWED else [r[0] for r in rows]
+
+    def _tagged(self, kind: str, scope: Scope, tags: tuple[str, ...]
+                ) -> tuple[bool, list[Any]]:
+        """Whether the memories with ``tags`` can be found through the full-text index
+        of their tags (a superset: ``_passing`` tests them exactly), and the parameters
+        of ``_TAGGED`` that find them."""
+        words = [tag for tag in tags if _WORDY.search(tag)]  # (else nothing to look up)
+        rowids = self._scope_rowids(scope) if kind == "memory" and words else None
+        if rowids is None:
+            return False, []
+        match = " AND ".join('tags : "' + tag.replace('"', '""') + '"' for tag in words)
+        return True, [match, *rowids]
+
+
+def _narrowing(filters: SearchFilters) -> bool:
+    """Whether the filters pick rows by something that may leave few (the expiry and
+    archive tests never leave few in practice)."""
+    return bool(filters.types or filters.tags or filters.since or filters.until
+                or filters.session is not None or filters.sessions or filters.path_prefix)
 
 
 def _blob(vector: Vectors) -> bytes:
