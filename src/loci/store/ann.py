@@ -97,11 +97,9 @@ class AnnIndex:
 
     def copy(self) -> AnnIndex:
         """An independent copy (reading the graph, as searches of it do meanwhile)."""
-        twin = AnnIndex.__new__(AnnIndex)
-        twin.dim, twin.path, twin.max_seq, twin.dirty = (
-            self.dim, self.path, self.max_seq, self.dirty)
-        twin.lock = threading.Lock()
+        twin = AnnIndex(self.dim, self.path)
         twin._index = self._index.copy()
+        twin.max_seq, twin.dirty = self.max_seq, self.dirty
         return twin
 
     def upsert(self, keys: Sequence[int], vectors: Matrix, seq: int, threads: int = 2

@@ -42,6 +42,7 @@ SIGN_SCAN_ROWS = 20_000
 SIGN_CANDIDATES = 2_000
 SIGN_OVERSAMPLE = 80
 
+
 class VectorIndex:
     """Row ids and unit vectors of one scope, searchable by cosine similarity."""
 
