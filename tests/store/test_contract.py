@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -313,6 +314,43 @@ def test_candidates_are_read_as_hits_only_in_their_scope(store: Store) -> None:
     assert store.delete_memory(ALICE, "a")
     assert [h.id for h in store.hits(ALICE, "memory", found)] == [
         h.id for h in as_hits if h.id != "a"]
+
+
+def test_filtered_vector_candidates_are_the_best_that_pass(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether the filters leave few rows (ordered alone) or many (the index's path,
+    forced here by a lower ``EXACT_ALLOWED``), the candidates are the best rows that
+    pass them; an expired one is left out."""
+    import numpy as np
+
+    from loci.store.postgres import vectors as postgres_vectors
+    from loci.store.sqlite import vectors as sqlite_vectors
+
+    rng = np.random.default_rng(8)
+    vectors = rng.normal(size=(300, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    tags = [("rare",) if i % 60 == 0 else ("common",) if i % 2 else () for i in range(300)]
+    store.put_memories(ALICE, [mem(f"v{i}", f"vector memory {i}", days=1 if i == 60 else 30,
+                                   tags=tags[i]) for i in range(300)], vectors)
+    query = vectors[60]  # the expired rare one is the query's own row
+    later = SearchFilters(now=T0 + timedelta(days=2))
+
+    def best(tag: str, limit: int) -> list[str]:
+        scores = vectors @ query
+        keep = [i for i in range(300) if tag in tags[i] and i != 60 and scores[i] > 0]
+        return [f"v{i}" for i in sorted(keep, key=lambda i: -scores[i])[:limit]]
+
+    for forced in (False, True):
+        if forced:
+            for module in (sqlite_vectors, postgres_vectors):
+                monkeypatch.setattr(module, "EXACT_ALLOWED", 100)
+        for tag, limit in (("rare", 3), ("common", 5)):
+            found = store.vector_candidates(ALICE, "memory", query, limit=limit,
+                                            filters=replace(later, tags=(tag,)))
+            assert [h.id for h in store.hits(ALICE, "memory", found)] == best(tag, limit)
+    fresh = store.vector_candidates(ALICE, "memory", query, limit=1,
+                                    filters=SearchFilters(tags=("rare",), now=T0))
+    assert [h.id for h in store.hits(ALICE, "memory", fresh)] == ["v60"]
 
 
 def test_api_keys_bind_a_hash_to_one_tenant(store: Store) -> None:

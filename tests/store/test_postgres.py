@@ -183,7 +183,8 @@ def test_migrations_are_recorded_once(pg: PostgresStore, pg_url: str) -> None:
         rows = conn.execute("SELECT version, name FROM loci_migrations").fetchall()
     assert rows == [(1, "initial schema"), (2, "BM25 postings"),
                     (3, "tool-call arguments searchable"), (4, "usage ledger"),
-                    (5, "events by time"), (6, "events by speaker")]
+                    (5, "events by time"), (6, "events by speaker"),
+                    (7, "memories by tag")]
 
 
 def test_tool_calls_stored_before_version_3_become_searchable(

@@ -53,6 +53,12 @@ class SearchFilters:
     #: Memories whose expiry is at or before this instant are left out.
     now: datetime | None = None
 
+    def narrowing(self) -> bool:
+        """Whether they pick rows by something that may leave few (the expiry and
+        archive tests never leave few in practice): stores then look for those few."""
+        return bool(self.types or self.tags or self.since or self.until
+                    or self.session is not None or self.sessions or self.path_prefix)
+
 
 NO_FILTERS = SearchFilters()
 #: Unit-length float32 vectors, one per row.

@@ -201,6 +201,13 @@ def _v6_events_by_speaker(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
                 "(metadata ->> 'name'), session) WHERE metadata ->> 'name' IS NOT NULL")
 
 
+def _v7_memories_by_tag(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    """Memories by tag: a search filtered by a rare tag finds that tag's few rows
+    (``vectors.PostgresVectors.vector_candidates``) without reading the scope."""
+    cur.execute("CREATE INDEX memories_by_tag ON memories USING gin (tags) "
+                "WITH (fastupdate = off)")  # (as the full-text ones: no pending list)
+
+
 #: Version → (name, function). Append only.
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
@@ -209,6 +216,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     4: ("usage ledger", _v4_usage),
     5: ("events by time", _v5_events_by_time),
     6: ("events by speaker", _v6_events_by_speaker),
+    7: ("memories by tag", _v7_memories_by_tag),
 }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,9 @@ from loci.store.rows import EMBED_CHARS, event_embedding_text
 INDEX_LOCK = 0x10C1_0002
 #: HNSW candidate list size: recall at a million rows, still a few ms per query.
 EF_SEARCH = 100
+#: Filters that leave at most this many rows are served by ordering just those. More
+#: rows cost more that way than the graph's filtered walk (``benchmarks/RESULTS.md``).
+EXACT_ALLOWED = 500
 
 
 class PostgresVectors(PostgresBase):
@@ -100,23 +104,48 @@ class PostgresVectors(PostgresBase):
         where, params = filter_sql(kind, filters)
         distance = f"{a}.embedding::vector({dim}) <=> %s::vector({dim})"
         vector = np.ascontiguousarray(query, np.float32)
+        scoped = (f"FROM {k.table} {a} WHERE {a}.tenant = %s AND {a}.agent = %s "
+                  f"AND {a}.embedding IS NOT NULL{where}")
         with self._write() as cur:
-            # SET LOCAL lasts for this transaction only. Iterative scans keep walking
-            # the graph until enough rows pass the scope and filters.
-            # (One statement for both: a round trip less per search.)
-            cur.execute("SELECT set_config('hnsw.ef_search', %s, true), "
-                        "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                        (str(max(EF_SEARCH, 2 * limit)),))
-            cur.execute(
-                f"SELECT {a}.{k.order}, 1 - ({distance}) FROM {k.table} {a} "
-                f"WHERE {a}.tenant = %s AND {a}.agent = %s AND {a}.embedding IS NOT NULL"
-                f"{where} ORDER BY {distance} LIMIT %s",
-                (vector, scope.tenant, scope.agent, *params, vector, limit),
-            )
+            few = self._few_keys(cur, kind, scope, filters) if filters.narrowing() else None
+            if few is not None:  # few rows may pass: order just those, exactly
+                # ``+ 0``: an order the HNSW index cannot serve, so the few rows are read
+                # by key and sorted, not found by walking the graph.
+                cur.execute(
+                    f"SELECT {a}.{k.order}, 1 - ({distance}) FROM {k.table} {a} "
+                    f"WHERE {a}.{k.order} = ANY(%s) AND {a}.embedding IS NOT NULL{where} "
+                    f"ORDER BY ({distance}) + 0 LIMIT %s",
+                    (vector, few, *params, vector, limit))
+            else:
+                # SET LOCAL lasts for this transaction only. Iterative scans keep walking
+                # the graph until enough rows pass the scope and filters. No bitmap
+                # scans: the planner once served a tag of 25% of the rows from the tags'
+                # index and sorted 25k vectors (267 ms; ``benchmarks/RESULTS.md``).
+                # (One statement for all: a round trip less per search.)
+                cur.execute("SELECT set_config('hnsw.ef_search', %s, true), "
+                            "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                            "set_config('enable_bitmapscan', 'off', true)",
+                            (str(max(EF_SEARCH, 2 * limit)),))
+                cur.execute(f"SELECT {a}.{k.order}, 1 - ({distance}) {scoped} "
+                            f"ORDER BY {distance} LIMIT %s",
+                            (vector, scope.tenant, scope.agent, *params, vector, limit))
             rows = cur.fetchall()
         # A zero vector ("nothing to embed") has no cosine: NaN fails ``> 0``.
         found = [(int(key), min(1.0, float(score))) for key, score in rows if score > 0]
         return sorted(found, key=lambda c: c[1], reverse=True)
+
+    def _few_keys(self, cur: Any, kind: str, scope: Scope, filters: SearchFilters
+                  ) -> list[int] | None:
+        """The keys of at most ``EXACT_ALLOWED`` rows among which are all those that
+        pass the filters, found by the filters' indexes (vectors and expiry are not
+        tested); None if there are more."""
+        k, a = KINDS[kind], KINDS[kind].alias
+        where, params = filter_sql(kind, replace(filters, now=None))
+        cur.execute(f"SELECT {a}.{k.order} FROM {k.table} {a} WHERE {a}.tenant = %s "
+                    f"AND {a}.agent = %s{where} LIMIT %s",
+                    (scope.tenant, scope.agent, *params, EXACT_ALLOWED + 1))
+        found = [row[0] for row in cur.fetchall()]
+        return found if len(found) <= EXACT_ALLOWED else None
 
     # -- indexes ------------------------------------------------------------------
     def _ensure_vector_index(self, kind: str, dim: int) -> None:

@@ -100,7 +100,7 @@ class SQLiteVectors(SQLiteBase):
     ) -> list[Scored]:
         with self._index_lock:
             index = self._fresh_index(scope, kind, int(query.shape[0]))
-            if _narrowing(filters):  # few rows may pass: then score just those, exactly
+            if filters.narrowing():  # few rows may pass: then score just those, exactly
                 few = self._roughly_allowed(kind, scope, filters)
                 if few is not None:
                     for wanted in (limit + SPARE_CANDIDATES, len(few)):
@@ -232,13 +232,6 @@ class SQLiteVectors(SQLiteBase):
             return False, []
         match = " AND ".join('tags : "' + tag.replace('"', '""') + '"' for tag in words)
         return True, [match, *rowids]
-
-
-def _narrowing(filters: SearchFilters) -> bool:
-    """Whether the filters pick rows by something that may leave few (the expiry and
-    archive tests never leave few in practice)."""
-    return bool(filters.types or filters.tags or filters.since or filters.until
-                or filters.session is not None or filters.sessions or filters.path_prefix)
 
 
 def _blob(vector: Vectors) -> bytes:
