@@ -104,8 +104,6 @@ class PostgresVectors(PostgresBase):
         where, params = filter_sql(kind, filters)
         distance = f"{a}.embedding::vector({dim}) <=> %s::vector({dim})"
         vector = np.ascontiguousarray(query, np.float32)
-        scoped = (f"FROM {k.table} {a} WHERE {a}.tenant = %s AND {a}.agent = %s "
-                  f"AND {a}.embedding IS NOT NULL{where}")
         with self._write() as cur:
             few = self._few_keys(cur, kind, scope, filters) if filters.narrowing() else None
             if few is not None:  # few rows may pass: order just those, exactly
@@ -126,8 +124,9 @@ class PostgresVectors(PostgresBase):
                             "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
                             "set_config('enable_bitmapscan', 'off', true)",
                             (str(max(EF_SEARCH, 2 * limit)),))
-                cur.execute(f"SELECT {a}.{k.order}, 1 - ({distance}) {scoped} "
-                            f"ORDER BY {distance} LIMIT %s",
+                cur.execute(f"SELECT {a}.{k.order}, 1 - ({distance}) FROM {k.table} {a} "
+                            f"WHERE {a}.tenant = %s AND {a}.agent = %s "
+                            f"AND {a}.embedding IS NOT NULL{where} ORDER BY {distance} LIMIT %s",
                             (vector, scope.tenant, scope.agent, *params, vector, limit))
             rows = cur.fetchall()
         # A zero vector ("nothing to embed") has no cosine: NaN fails ``> 0``.

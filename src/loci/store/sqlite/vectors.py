@@ -211,14 +211,15 @@ class SQLiteVectors(SQLiteBase):
         where, params = filter_sql(kind, loose)
         if tagged and not where:  # the full-text rows alone (their rowids hold the scope)
             sql = f"SELECT rowid & {KEY_MASK} FROM memories_fts WHERE {_TAGGED}"
+            leading = tag_params
         else:  # tagged: the full-text rows looked up by key, not by the scope's index
             sql = (f"SELECT {k.alias}.{k.key} FROM {k.table} {k.alias}"
                    f"{' NOT INDEXED' if tagged else ''} WHERE {k.alias}.tenant = ? "
                    f"AND {k.alias}.agent = ?"
                    + (f" AND m.rowid IN (SELECT rowid & {KEY_MASK} FROM memories_fts "
                       f"WHERE {_TAGGED})" if tagged else "") + where)
-            tag_params = [scope.tenant, scope.agent, *tag_params]
-        rows = self._query(f"{sql} LIMIT ?", (*tag_params, *params, EXACT_ALLOWED + 1))
+            leading = [scope.tenant, scope.agent, *tag_params]
+        rows = self._query(f"{sql} LIMIT ?", (*leading, *params, EXACT_ALLOWED + 1))
         return None if len(rows) > EXACT_ALLOWED else [r[0] for r in rows]
 
     def _tagged(self, kind: str, scope: Scope, tags: tuple[str, ...]
