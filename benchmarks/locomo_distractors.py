@@ -27,6 +27,7 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 from loci import Loci, Scope
+from loci.embeddings import Embedder
 from loci.models import NewEvent
 from locomo import BM25Baseline, Sample, Table, Turn, ingest, load, scores
 
@@ -71,25 +73,31 @@ def distractors(sample: Sample, pool: list[tuple[str, str]], n: int, seed: int
 
 
 class VectorCache:
-    """Vectors by text (sha1), kept in one ``.npz`` per embedder."""
+    """An embedder that remembers: vectors by text (sha1), kept in one ``.npz`` per model.
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    It stands in for the indexer's embedder, so the conversation's own turns get the
+    same vectors on every run too (a model run in batches of other sizes differs in the
+    last bits, and near-ties flip)."""
+
+    def __init__(self, inner: Embedder, path: Path) -> None:
+        self.inner, self.path = inner, path
+        self.name, self.dim = inner.name, inner.dim
         self.vectors: dict[str, np.ndarray] = {}
         if path.exists():
             data = np.load(path)
             self.vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
 
-    def embed(self, loci: Loci, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         keys = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
         missing = sorted({k: t for k, t in zip(keys, texts, strict=True)
                           if k not in self.vectors}.items())
-        embedder = loci.runtime.indexer.embedder
         for start in range(0, len(missing), EMBED_BATCH):
             chunk = missing[start : start + EMBED_BATCH]
-            for (key, _), vector in zip(chunk, embedder.embed([t for _, t in chunk]),
+            for (key, _), vector in zip(chunk, self.inner.embed([t for _, t in chunk]),
                                         strict=True):
                 self.vectors[key] = vector
+        if not keys:
+            return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self.vectors[k] for k in keys]).astype(np.float32)
 
     def save(self) -> None:
@@ -107,7 +115,7 @@ def add_distractors(loci: Loci, sessions: list[tuple[str, list[NewEvent]]],
     for session, events in sessions:
         loci.store.append_events(scope, session, events)
     while rows := loci.store.unembedded("event", 5_000, scope):
-        vectors = cache.embed(loci, [text for _, _, text in rows])
+        vectors = cache.embed([text for _, _, text in rows])
         loci.store.set_embeddings(scope, "event", [key for _, key, _ in rows], vectors)
 
 
@@ -139,9 +147,10 @@ def run(samples: list[Sample], wanted: list[Sample], n: int, embedding: str,
     base = Loci.open(store=f"sqlite:///{tmp / 'locomo.db'}", home=tmp,
                      embedding_provider=embedding)
     with base:
-        embedder = base.runtime.indexer.embedder
-        name = re.sub(r"[^\w.-]", "_", embedder.name)
-        cache = VectorCache(cache_dir / f"{name}.npz")
+        indexer = base.runtime.indexer
+        name = re.sub(r"[^\w.-]", "_", indexer.embedder.name)
+        cache = VectorCache(indexer.embedder, cache_dir / f"{name}.npz")
+        indexer.embedder = embedder = cache
         for sample in wanted:
             loci, dia_of = ingest(base, sample)
             loci.wait_indexed()
