@@ -178,3 +178,32 @@ def test_a_search_under_the_stores_own_lock_finishes(home: Path, store: str) -> 
     assert not caller.is_alive() and found == ["The kettle whistles when the water boils"]
     loci.close()
     assert not [t for t in threading.enumerate() if t.name.startswith("loci-keywords")]
+
+
+def test_an_item_found_by_keywords_alone_is_fused_with_its_own_cosine(
+        home: Path, clock: FakeClock) -> None:
+    """Forty items nearer the query by vector fill the vector pool (30 for one hit);
+    the one item with the query's word is found by keywords alone, and its vector part
+    is its own cosine, not the (higher) lowest cosine of that pool."""
+    import numpy as np
+
+    from loci import Memory
+
+    with open_loci(home, clock, embedding_provider="hash", memory_mirror=False) as loci:
+        assert loci.indexer is not None
+        query = loci.indexer.embed_query("zebra")
+        other = np.roll(query, 1) - (np.roll(query, 1) @ query) * query
+        other /= np.linalg.norm(other)
+        memories = [Memory(f"f{i}", "fact", f"filler {i}", (), clock.now, clock.now, None)
+                    for i in range(40)]
+        memories.append(Memory("target", "fact", "a zebra", (), clock.now, clock.now, None))
+        near = [(0.6 - i / 1000) * query + np.sqrt(1 - (0.6 - i / 1000) ** 2) * other
+                for i in range(40)]
+        vectors = np.stack([*near, 0.3 * query + np.sqrt(1 - 0.09) * other])
+        loci.store.put_memories(loci.scope, memories, vectors.astype(np.float32))
+        [found] = loci.memory_search("zebra", limit=1)
+        config = loci.settings.search
+        total = config.vector_weight + config.keyword_weight
+        # The best keyword match (its keyword part is 1), with its own cosine of 0.3.
+        assert found.id == "target" and found.relevance == pytest.approx(
+            (config.vector_weight * 0.3 + config.keyword_weight) / total, abs=1e-3)

@@ -38,7 +38,7 @@ from functools import partial
 from loci.embeddings.base import Vectors
 from loci.indexing import Indexer
 from loci.models import Scope, SearchHit, speaker
-from loci.search.fusion import fuse, with_recency
+from loci.search.fusion import Floors, fuse, with_recency
 from loci.search.temporal import Period, asks_when, periods, says_when
 from loci.settings import SearchSettings
 from loci.store.base import Scored, SearchFilters, Store
@@ -156,9 +156,7 @@ class Retriever:
         query, vector_query, keyword_search = searched
         vector = self._vectors(scope, kind, vector_query, pool, filters)
         keyword = keyword_search()
-        # Items cut from a full pool scored at most its lowest score.
-        floors = {"vector_floor": vector[-1][1] if len(vector) >= pool else 0.0,
-                  "keyword_floor": keyword[-1][1] if len(keyword) >= pool else 0.0}
+        floors: Floors[int] = Floors.of(keyword, vector, pool)
         narrowed = [_narrow(filters, p) for p in named if p.start is not None][:MAX_PERIODS]
         if theirs:
             narrowed.append(replace(filters, sessions=theirs))
@@ -166,9 +164,15 @@ class Retriever:
             if more is not None:
                 more_keyword = self._keywords(scope, kind, query, pool, more)
                 more_vector = self._vectors(scope, kind, vector_query, pool, more)
-                keyword = _merge(keyword, more_keyword())
+                found = more_keyword()
+                floors.narrow(found, more_vector, pool)
+                keyword = _merge(keyword, found)
                 vector = _merge(vector, more_vector)
-        return fuse(keyword, vector, self.config, **floors)
+        if vector_query is not None:  # keyword-only candidates: their true cosines
+            have = {key for key, _ in vector}
+            vector = _merge(vector, self.store.vector_scores(
+                scope, kind, vector_query, [key for key, _ in keyword if key not in have]))
+        return fuse(keyword, vector, self.config, floors)
 
     def _embed(self, query: str) -> Vectors | None:
         if self.indexer is None or not query.strip():

@@ -353,6 +353,34 @@ def test_filtered_vector_candidates_are_the_best_that_pass(
     assert [h.id for h in store.hits(ALICE, "memory", fresh)] == ["v60"]
 
 
+def test_vector_scores_are_the_cosines_of_the_scopes_given_items(store: Store) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(40, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[5] = 0.0  # "nothing to embed"
+    store.put_memories(ALICE, [mem(f"m{i}", f"memory {i}") for i in range(40)], vectors)
+    store.put_memories(BOB, [mem("b", "bob's")], vectors[:1])
+    query = vectors[7]
+    found = store.keyword_candidates(ALICE, "memory", "memory", limit=40,
+                                     filters=SearchFilters())
+    keys = {h.id: key for h, (key, _) in zip(store.hits(ALICE, "memory", found), found,
+                                              strict=True)}
+    bob = store.keyword_candidates(BOB, "memory", "bob's", limit=1, filters=SearchFilters())
+    wanted = [keys[f"m{i}"] for i in (3, 5, 7, 30)] + [bob[0][0]]
+    scored = store.vector_scores(ALICE, "memory", query, wanted)
+    # Best first, clipped to [0, 1]; never another scope's row.
+    expected = {f"m{i}": min(1.0, max(0.0, float(vectors[i] @ query))) for i in (3, 7, 30)}
+    got = {h.id: h.score for h in store.hits(ALICE, "memory", scored)}
+    assert got.keys() - {"m5"} == expected.keys()
+    assert got.get("m5", 0.0) == 0.0
+    for mid, cosine in expected.items():
+        assert got[mid] == pytest.approx(cosine, abs=1e-5)
+    assert [score for _, score in scored] == sorted((s for _, s in scored), reverse=True)
+    assert store.vector_scores(ALICE, "memory", query, []) == []
+
+
 def test_api_keys_bind_a_hash_to_one_tenant(store: Store) -> None:
     from loci.models import ApiKey
 

@@ -13,9 +13,15 @@ Two methods (seeds/002 gives the weights of the first):
   both retrievers scores 1.
 
 An item found by one retriever only was still scored by the other, just below its
-cut: callers that cut a pool pass that pool's lowest score as ``vector_floor`` /
-``keyword_floor``, and the item gets it instead of zero (an upper bound, and a far
-better guess than zero for cosines, which are rarely near zero).
+cut: it gets the lowest score of the other's pool if that pool was full (an upper
+bound, and a far better guess than zero for cosines, which are rarely near zero), and
+zero if it was not (then the item was not found at all). :class:`Floors` keeps the
+tightest bound known for each item: a search narrowed by a filter (a period, some
+sessions) bounds the items it found too, and its pools' lowest scores are lower than
+those of a scope where many items, relevant or not, compete (in a large scope the
+unfiltered floors lift an item found by one retriever alone above most found by both).
+The retriever gives items found by keywords alone their own cosines (the store
+computes them); the vector floor is left for items without a vector.
 
 Optional recency weighting blends in ``0.5 ** (age / half_life)``.
 """
@@ -23,8 +29,9 @@ Optional recency weighting blends in ``0.5 ** (age / half_life)``.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from loci.models import SearchHit
 from loci.settings import SearchSettings
@@ -33,17 +40,46 @@ from loci.settings import SearchSettings
 K = TypeVar("K", bound=Hashable)
 
 
+@dataclass
+class Floors(Generic[K]):
+    """What an item missing from a candidate list gets from it: (vector, keyword)
+    scores, the same for every item unless a narrowed search bounded it lower."""
+
+    vector: float = 0.0
+    keyword: float = 0.0
+    tighter: dict[K, tuple[float, float]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, keyword: Sequence[tuple[K, float]], vector: Sequence[tuple[K, float]],
+           pool: int) -> Floors[K]:
+        """The floors of a search that asked each retriever for ``pool`` candidates."""
+        return cls(_lowest(vector, pool), _lowest(keyword, pool))
+
+    def narrow(self, keyword: Sequence[tuple[K, float]], vector: Sequence[tuple[K, float]],
+               pool: int) -> None:
+        """Bound the items a filtered search found (each retriever asked for ``pool``):
+        each passes the filter, so the other retriever, searching with it, would have
+        returned the item had it scored above its own lowest candidate."""
+        for found, slot, bound in ((keyword, 0, _lowest(vector, pool)),
+                                   (vector, 1, _lowest(keyword, pool))):
+            for key, _ in found:
+                floors = list(self.for_key(key))
+                floors[slot] = min(floors[slot], bound)
+                self.tighter[key] = (floors[0], floors[1])
+
+    def for_key(self, key: K) -> tuple[float, float]:
+        return self.tighter.get(key, (self.vector, self.keyword))
+
+
 def fuse(
     keyword: Sequence[tuple[K, float]],
     vector: Sequence[tuple[K, float]],
     config: SearchSettings,
-    *,
-    vector_floor: float = 0.0,
-    keyword_floor: float = 0.0,
+    floors: Floors[K] | None = None,
 ) -> list[tuple[K, float]]:
     """One ranking of the union of both candidate lists (item key, score), best first.
-    The floors are what an item missing from one list gets from it (weighted fusion
-    only)."""
+    ``floors`` say what an item missing from one list gets from it (weighted fusion
+    only; none: zero)."""
     total = config.vector_weight + config.keyword_weight
     wv, wk = config.vector_weight / total, config.keyword_weight / total
     parts: dict[K, list[float]] = {}
@@ -57,10 +93,13 @@ def fuse(
             else:  # cosines are absolute
                 part = score
             parts.setdefault(key, [-1.0, -1.0])[slot] = part
-    fv, fk = (0.0, 0.0) if config.fusion == "rrf" else (
-        vector_floor, min(1.0, _relevance(keyword_floor) / best))
-    fused = [(key, min(1.0, wv * (pv if pv >= 0 else fv) + wk * (pk if pk >= 0 else fk)))
-             for key, (pv, pk) in parts.items()]
+    if config.fusion == "rrf" or floors is None:
+        floors = Floors()
+    fused = []
+    for key, (pv, pk) in parts.items():
+        fv, fk = floors.for_key(key)
+        fk = min(1.0, _relevance(fk) / best)
+        fused.append((key, min(1.0, wv * (pv if pv >= 0 else fv) + wk * (pk if pk >= 0 else fk))))
     return sorted(fused, key=lambda c: c[1], reverse=True)
 
 
@@ -70,6 +109,12 @@ def with_recency(hits: Sequence[SearchHit], config: SearchSettings, now: datetim
     w = config.recency_weight
     blended = [h.rescored((1 - w) * h.score + w * _decay(h, config, now)) for h in hits]
     return sorted(blended, key=lambda h: h.score, reverse=True)
+
+
+def _lowest(scored: Sequence[tuple[K, float]], pool: int) -> float:
+    """The lowest score of a full pool; zero if the pool was not full (what it left
+    out was not found at all)."""
+    return scored[-1][1] if len(scored) >= pool else 0.0
 
 
 def _relevance(score: float) -> float:

@@ -453,6 +453,13 @@ class Store(ABC):
         """What ``vector_search`` finds, as candidates, best first."""
 
     @abstractmethod
+    def vector_scores(
+        self, scope: Scope, kind: str, query: Vectors, keys: Sequence[int]
+    ) -> list[Scored]:
+        """The cosines (clipped to [0, 1]) of the scope's items among ``keys`` that have
+        a vector, best first: how a candidate found another way scores by vector."""
+
+    @abstractmethod
     def hits(self, scope: Scope, kind: str, scored: Sequence[Scored]) -> list[SearchHit]:
         """The candidates' items as hits with the candidates' scores, in their order
         (items deleted since are left out)."""

@@ -133,6 +133,22 @@ class PostgresVectors(PostgresBase):
         found = [(int(key), min(1.0, float(score))) for key, score in rows if score > 0]
         return sorted(found, key=lambda c: c[1], reverse=True)
 
+    def vector_scores(
+        self, scope: Scope, kind: str, query: Vectors, keys: Sequence[int]
+    ) -> list[Scored]:
+        if not keys:
+            return []
+        k, a = KINDS[kind], KINDS[kind].alias
+        dim = int(query.shape[0])
+        rows = self._query(
+            f"SELECT {a}.{k.order}, 1 - ({a}.embedding::vector({dim}) <=> %s::vector({dim})) "
+            f"FROM {k.table} {a} WHERE {a}.{k.order} = ANY(%s) AND {a}.tenant = %s "
+            f"AND {a}.agent = %s AND {a}.embedding IS NOT NULL",
+            (np.ascontiguousarray(query, np.float32), list(keys), scope.tenant, scope.agent))
+        # A zero vector ("nothing to embed") has no cosine (NaN): it scores 0.
+        found = [(int(key), min(1.0, float(score)) if score > 0 else 0.0) for key, score in rows]
+        return sorted(found, key=lambda c: c[1], reverse=True)
+
     def _few_keys(self, cur: Any, kind: str, scope: Scope, filters: SearchFilters
                   ) -> list[int] | None:
         """The keys of at most ``EXACT_ALLOWED`` rows among which are all those that

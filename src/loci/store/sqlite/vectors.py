@@ -125,6 +125,16 @@ class SQLiteVectors(SQLiteBase):
             passing = self._passing(kind, scope, index.search(query, limit, allowed), filters)
         return passing[:limit]
 
+    def vector_scores(
+        self, scope: Scope, kind: str, query: Vectors, keys: Sequence[int]
+    ) -> list[Scored]:
+        if not keys:
+            return []
+        with self._index_lock:  # the scope's index holds only the scope's rows
+            index = self._fresh_index(scope, kind, int(query.shape[0]))
+            return [(key, min(1.0, max(0.0, score)))
+                    for key, score in index.search(query, len(keys), keys)]
+
     def wait_for_vector_index(
         self, scope: Scope, kind: str, dim: int, timeout: float | None = None
     ) -> bool:
