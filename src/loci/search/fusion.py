@@ -60,12 +60,13 @@ class Floors(Generic[K]):
         """Bound the items a filtered search found (each retriever asked for ``pool``):
         each passes the filter, so the other retriever, searching with it, would have
         returned the item had it scored above its own lowest candidate."""
-        for found, slot, bound in ((keyword, 0, _lowest(vector, pool)),
-                                   (vector, 1, _lowest(keyword, pool))):
-            for key, _ in found:
-                floors = list(self.for_key(key))
-                floors[slot] = min(floors[slot], bound)
-                self.tighter[key] = (floors[0], floors[1])
+        vector_bound, keyword_bound = _lowest(vector, pool), _lowest(keyword, pool)
+        for key, _ in keyword:
+            floor_v, floor_k = self.for_key(key)
+            self.tighter[key] = (min(floor_v, vector_bound), floor_k)
+        for key, _ in vector:
+            floor_v, floor_k = self.for_key(key)
+            self.tighter[key] = (floor_v, min(floor_k, keyword_bound))
 
     def for_key(self, key: K) -> tuple[float, float]:
         return self.tighter.get(key, (self.vector, self.keyword))
@@ -98,8 +99,9 @@ def fuse(
     fused = []
     for key, (pv, pk) in parts.items():
         fv, fk = floors.for_key(key)
-        fk = min(1.0, _relevance(fk) / best)
-        fused.append((key, min(1.0, wv * (pv if pv >= 0 else fv) + wk * (pk if pk >= 0 else fk))))
+        pv = pv if pv >= 0 else fv
+        pk = pk if pk >= 0 else min(1.0, _relevance(fk) / best)
+        fused.append((key, min(1.0, wv * pv + wk * pk)))
     return sorted(fused, key=lambda c: c[1], reverse=True)
 
 
