@@ -168,8 +168,20 @@ def run(samples: list[Sample], wanted: list[Sample], n: int, embedding: str,
         cache.save()
     return {name: {"loci": loci_t.report()["overall"], "bm25": bm25_t.report()["overall"],
                    "loci_by_category": loci_t.report()["by_category"],
+                   "loci_r10_by_sample": by_sample(answers[key]),
                    "search_ms_p50": round(float(np.median(latency[name])), 2)}
-            for name, (loci_t, bm25_t) in tables.items()}
+            for (name, (loci_t, bm25_t)), key in zip(tables.items(),
+                                                      ("without", "with_distractors"),
+                                                      strict=True)}
+
+
+def by_sample(answers: list[dict[str, Any]]) -> dict[str, float]:
+    """R@10 of each conversation's questions."""
+    recalls: dict[str, list[float]] = {}
+    for answer in answers:
+        recalls.setdefault(answer["sample"], []).append(
+            scores(answer["top10"], answer["evidence"])[1])
+    return {sample: round(float(np.mean(r)), 4) for sample, r in recalls.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
