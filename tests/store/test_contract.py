@@ -379,6 +379,12 @@ def test_vector_scores_are_the_cosines_of_the_scopes_given_items(store: Store) -
         assert got[mid] == pytest.approx(cosine, abs=1e-5)
     assert [score for _, score in scored] == sorted((s for _, s in scored), reverse=True)
     assert store.vector_scores(ALICE, "memory", query, []) == []
+    # Events are keyed by their ids.
+    events = store.append_events(ALICE, "s", [ev("first"), ev("second", minutes=1)])
+    store.set_embeddings(ALICE, "event", [str(e.id) for e in events], vectors[:2])
+    event_scores = dict(store.vector_scores(ALICE, "event", query, [e.id for e in events]))
+    assert event_scores == pytest.approx(
+        {e.id: max(0.0, float(vectors[i] @ query)) for i, e in enumerate(events)}, abs=1e-5)
 
 
 def test_api_keys_bind_a_hash_to_one_tenant(store: Store) -> None:
