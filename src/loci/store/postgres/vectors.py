@@ -102,7 +102,7 @@ class PostgresVectors(PostgresBase):
         k, a = KINDS[kind], KINDS[kind].alias
         dim = int(query.shape[0])
         where, params = filter_sql(kind, filters)
-        distance = f"{a}.embedding::vector({dim}) <=> %s::vector({dim})"
+        distance = _distance(a, dim)
         vector = np.ascontiguousarray(query, np.float32)
         with self._write() as cur:
             few = self._few_keys(cur, kind, scope, filters) if filters.narrowing() else None
@@ -139,9 +139,8 @@ class PostgresVectors(PostgresBase):
         if not keys:
             return []
         k, a = KINDS[kind], KINDS[kind].alias
-        dim = int(query.shape[0])
         rows = self._query(
-            f"SELECT {a}.{k.order}, 1 - ({a}.embedding::vector({dim}) <=> %s::vector({dim})) "
+            f"SELECT {a}.{k.order}, 1 - ({_distance(a, int(query.shape[0]))}) "
             f"FROM {k.table} {a} WHERE {a}.{k.order} = ANY(%s) AND {a}.tenant = %s "
             f"AND {a}.agent = %s AND {a}.embedding IS NOT NULL",
             (np.ascontiguousarray(query, np.float32), list(keys), scope.tenant, scope.agent))
@@ -230,3 +229,8 @@ class PostgresVectors(PostgresBase):
                                "WHERE embedding IS NOT NULL LIMIT 1")
             if rows:
                 self._ensure_vector_index(kind, int(rows[0][0]))
+
+
+def _distance(alias: str, dim: int) -> str:
+    """The cosine distance of a row's vector to the query vector (one parameter)."""
+    return f"{alias}.embedding::vector({dim}) <=> %s::vector({dim})"
