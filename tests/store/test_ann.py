@@ -59,36 +59,39 @@ def test_graph_agrees_with_exact_search_and_is_persisted(tmp_path: Path) -> None
     assert reopened.search(extra[0], 1)[0][0] == 99_999
 
 
-def test_searches_use_the_graph_while_a_copy_of_it_grows(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from loci.store.vector_index import INLINE_TAIL
-
-    vectors = _unit(3_000, 32, 11)
-    index = VectorIndex(32, tmp_path / "t.usearch", ann_threshold=1_000)
+def _built(path: Path | None, vectors: np.ndarray, threshold: int = 1_000) -> VectorIndex:
+    index = VectorIndex(vectors.shape[1], path, ann_threshold=threshold)
     index.update(_rows(vectors))
     index.graph_ready()
     index.wait_for_build(60)
     assert index.graph_ready()
-    graph = index._ann
-    assert graph is not None
+    return index
+
+
+def test_searches_use_the_graphs_while_a_segment_is_built(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loci.store import vector_index
+
+    vectors = _unit(3_000, 32, 11)
+    index = _built(tmp_path / "t.usearch", vectors)
+    [graph] = index._graphs
     built = graph.max_seq
-    # Hold the extension before it copies the graph, to search while it is under way.
+    # Hold the segment's build before it adds a row, to search while it is under way.
     release = threading.Event()
-    copy = ann.AnnIndex.copy
-
-    def held_copy(self: ann.AnnIndex) -> ann.AnnIndex:
-        release.wait(60)
-        return copy(self)
-
-    monkeypatch.setattr(ann.AnnIndex, "copy", held_copy)
+    run = ann.SegmentBuild._run
+    monkeypatch.setattr(ann.SegmentBuild, "_run",
+                        lambda self, *a: (release.wait(60), run(self, *a))[1])
     asked: list[int] = []
     ask = graph.search
     monkeypatch.setattr(graph, "search", lambda q, k: asked.append(k) or ask(q, k))
     # A bulk import after the graph: far more rows than a search adds itself.
-    tail = _unit(20 * INLINE_TAIL, 32, 12)
+    tail = _unit(20 * vector_index.INLINE_TAIL, 32, 12)
     index.update([(10_000 + i, v.tobytes(), built + 1 + i) for i, v in enumerate(tail)])
     assert index.search(tail[77], 1)[0][0] == 10_077  # the tail, scored exactly
+    assert index._segment is None  # rows came just now: an import may go on
+    monkeypatch.setattr(vector_index, "SETTLED", 0.0)
     assert index.search(vectors[3], 1)[0][0] == 4  # the graph's rows
+    assert index._segment is not None  # now the tail becomes a segment
     assert len(asked) == 2 and len(graph) == 3_000  # the graph answered, unchanged
     with graph.lock:  # the graph busy: the search answers exactly
         assert index.search(tail[5], 1)[0][0] == 10_005
@@ -97,12 +100,58 @@ def test_searches_use_the_graph_while_a_copy_of_it_grows(
     index.update([(1, tail[9].tobytes(), built + 10 * len(tail))])
     assert dict(index.search(vectors[0], 5)).get(1, 0.0) < 0.9
     release.set()
-    index.wait_for_build(60)  # the extension ends with a grown copy of the graph
-    index.search(vectors[1], 1)  # which replaces it; the changed row is added then
-    grown = index._ann
-    assert grown is not None and grown is not graph and len(graph) == 3_000
-    assert grown.max_seq == index.max_seq and len(grown) == 3_000 + len(tail)
+    index.wait_for_build(60)  # the segment is built from the tail as it was
+    index.search(vectors[1], 1)  # and joins the graph; the changed row is added then
+    base, segment = index._graphs
+    assert base is graph and len(graph) == 3_000 and graph.max_seq == built
+    assert len(segment) == len(tail) + 1 and segment.max_seq == index.max_seq
     assert index.search(tail[300], 1)[0][0] == 10_300
+    assert dict(index.search(vectors[0], 5)).get(1, 0.0) < 0.9  # base's old copy left out
+    # Saved and loaded together: another process adds nothing.
+    index.persist()
+    assert len(list(tmp_path.glob("t.seg-*.usearch"))) == 1
+    again = VectorIndex(32, tmp_path / "t.usearch", ann_threshold=1_000)
+    again.update(_rows(vectors))
+    again.update([(10_000 + i, v.tobytes(), built + 1 + i) for i, v in enumerate(tail)])
+    again.update([(1, tail[9].tobytes(), built + 10 * len(tail))])
+    again.graph_ready()
+    again.wait_for_build(60)
+    assert again.graph_ready() and again._build is not None and again._build.added == 0
+    assert [len(g) for g in again._graphs] == [3_000, len(tail) + 1]
+    assert again.search(tail[300], 1)[0][0] == 10_300
+
+
+def test_segments_of_one_size_merge_into_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loci.store import vector_index
+
+    monkeypatch.setattr(vector_index, "INLINE_TAIL", 10)
+    monkeypatch.setattr(vector_index, "SEGMENT_ROWS", 100)
+    monkeypatch.setattr(vector_index, "SETTLED", 0.0)
+    vectors = _unit(1_500, 24, 21)
+    index = _built(tmp_path / "m.usearch", vectors[:1_000])
+    exact = VectorIndex(24, ann_threshold=10**9)
+    exact.update(_rows(vectors))
+    for part in range(5):  # five imports of 100 rows, each its own segment
+        index.update(_rows(vectors)[1_000 + 100 * part : 1_100 + 100 * part])
+        for _ in range(3):  # start a segment, take it (and start a merge), take that
+            index.search(vectors[0], 1)
+            index.wait_for_build(60)
+        if part == 2:
+            index.persist()
+    # The fourth segment made four of one size, which were merged.
+    index.persist()
+    assert [len(g) for g in index._graphs] == [1_000, 400, 100]
+    assert index._graphs[1].max_seq == 1_400
+    assert len(list(tmp_path.glob("m.seg-*.usearch"))) == 2  # the merged ones' files gone
+    for q in _unit(10, 24, 22):
+        found = {row for row, _ in index.search(q, 10)}
+        assert len(found & {row for row, _ in exact.search(q, 10)}) >= 8
+    for row in (1_050, 1_250, 1_450):
+        assert index.search(vectors[row - 1], 1)[0][0] == row
+    with ann.graph_lock(tmp_path / "m.usearch"):
+        ann.remove_graphs(tmp_path / "m.usearch")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.lock"]
 
 
 def test_vectors_in_blocks_read_as_one_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -216,7 +265,7 @@ def test_two_builders_of_one_graph_build_it_once(tmp_path: Path) -> None:
     meta = (tmp_path / "shared.json").read_text()
     assert '"max_seq": 3000' in meta
     for build in builds:
-        assert build.result is not None and len(build.result) == 3_000
+        assert build.result is not None and [len(g) for g in build.result] == [3_000]
 
 
 def test_builds_stop_and_are_waited_for_when_the_process_exits(tmp_path: Path) -> None:

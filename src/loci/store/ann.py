@@ -4,14 +4,24 @@ Exact search reads every vector per query: at 100k x 384 float32 that is 150 MB 
 memory traffic, ~5-25 ms on two cores. Above ``ANN_THRESHOLD`` vectors a usearch HNSW
 graph (half-precision, cosine) answers in about a millisecond. Building it costs time
 once (a minute or more at 100k on two busy cores), so it is built in a background
-thread while exact search keeps answering (``GraphBuild``), saved to
-``<dir>/<name>.usearch`` with the highest ``vec_seq`` it holds, and the next process
-loads it and only adds what was written since. Rows deleted from the database may
-linger in the graph; hits are always re-read from the database, which drops them.
+thread while exact search keeps answering (``GraphBuild``).
+
+A scope's vectors may live in several graphs: the **base**, built first, and
+**segments**, each built from rows written after the graph before it (``SegmentBuild``:
+a bulk import), searched side by side. A segment is a new graph, never a copy of one:
+copying a graph holds the interpreter's lock for its whole duration (~130 ms at 100k
+rows), stalling every thread of the process. Segments of one size class are merged into
+one, again by building a new graph (``benchmarks/RESULTS.md``).
+
+The graphs are saved to ``<dir>/<name>.usearch`` (the base), ``<name>.seg-<token>.usearch``
+(the segments) and ``<name>.json``, which pairs each file with the highest ``vec_seq`` it
+holds; the next process loads them and only adds what was written since. Rows deleted
+from the database may linger in a graph; hits are always re-read from the database,
+which drops them.
 
 Several processes may serve one database (``loci serve --workers``): building and
-saving hold an exclusive lock on ``<name>.lock``, so the graph is built once (the
-others wait, then load it) and a graph is never paired with another's ``max_seq``.
+saving hold an exclusive lock on ``<name>.lock``, so the graphs are built once (the
+others wait, then load them) and a graph is never paired with another's ``max_seq``.
 """
 
 from __future__ import annotations
@@ -22,8 +32,9 @@ import importlib.util
 import json
 import logging
 import os
+import secrets
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -50,8 +61,8 @@ EXPANSION_SEARCH = 64
 EXPANSION_ADD = 64
 #: Rows added per call while building, so progress is visible and memory bounded.
 BUILD_CHUNK = 10_000
-#: Rows added per call while extending a copy of a graph (how soon an extension stops).
-EXTEND_CHUNK = 1_000
+#: Rows added per call while building a segment (how soon a stopped one stops).
+SEGMENT_CHUNK = 1_000
 
 
 def _import_usearch() -> Any:
@@ -64,43 +75,24 @@ def _import_usearch() -> Any:
 
 
 class AnnIndex:
-    def __init__(self, dim: int, path: Path | None) -> None:
+    """One HNSW graph and the highest ``vec_seq`` among its rows."""
+
+    def __init__(self, dim: int) -> None:
         Index = _import_usearch()
 
         self.dim = dim
-        self.path = path
         self.max_seq = 0
+        #: Rows added since it was last written; its file name once written (segments).
         self.dirty = 0
+        self.file: str | None = None
         #: Held while the graph changes or answers (the library's searches share one
         #: scratch space); a search that finds it busy answers exactly instead of waiting.
         self.lock = threading.Lock()
         self._index = Index(ndim=dim, metric="cos", dtype="f16", connectivity=16,
                             expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
 
-    @classmethod
-    def open(cls, dim: int, path: Path | None) -> AnnIndex:
-        """A saved graph for ``path`` if a compatible one exists, else an empty one."""
-        ann = cls(dim, path)
-        meta = path.with_suffix(".json") if path else None
-        if path is not None and meta is not None and path.exists() and meta.exists():
-            try:
-                info = json.loads(meta.read_text())
-                if info.get("dim") == dim:
-                    ann._index.load(str(path))
-                    ann.max_seq = int(info["max_seq"])
-            except (OSError, ValueError, KeyError, RuntimeError):
-                ann = cls(dim, path)  # unreadable: rebuild from the database
-        return ann
-
     def __len__(self) -> int:
         return int(self._index.size)
-
-    def copy(self) -> AnnIndex:
-        """An independent copy (reading the graph, as searches of it do meanwhile)."""
-        twin = AnnIndex(self.dim, self.path)
-        twin._index = self._index.copy()
-        twin.max_seq, twin.dirty = self.max_seq, self.dirty
-        return twin
 
     def upsert(self, keys: Sequence[int], vectors: Matrix, seq: int, threads: int = 2
                ) -> None:
@@ -122,25 +114,83 @@ class AnnIndex:
         return [(int(key), 1.0 - float(dist)) for key, dist in zip(
             found.keys, found.distances, strict=True)]
 
-    def save(self) -> None:
-        """Write the graph and its ``max_seq`` (call under ``graph_lock``)."""
-        if self.path is None or not self.dirty:
-            return
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
+    def _load(self, path: Path, max_seq: int) -> None:
+        self._index.load(str(path))
+        self.max_seq, self.file = max_seq, path.name
+
+    def _write(self, path: Path) -> None:
+        tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
         self._index.save(str(tmp))
         tmp.chmod(0o600)
-        tmp.replace(self.path)
-        meta = self.path.with_suffix(".json")
-        tmp.write_text(json.dumps({"dim": self.dim, "max_seq": self.max_seq}))
-        tmp.chmod(0o600)
-        tmp.replace(meta)
-        self.dirty = 0
+        tmp.replace(path)
+        self.file, self.dirty = path.name, 0
+
+
+def load_graphs(dim: int, path: Path | None) -> list[AnnIndex]:
+    """The graphs saved at ``path`` (the base, then its segments, oldest first) if
+    compatible ones exist, else one empty graph (call under ``graph_lock``)."""
+    meta = path.with_suffix(".json") if path else None
+    if path is None or meta is None or not path.exists() or not meta.exists():
+        return [AnnIndex(dim)]
+    try:
+        info = json.loads(meta.read_text())
+        if info.get("dim") != dim:
+            return [AnnIndex(dim)]
+        files = [(path, int(info["max_seq"]))] + [
+            (path.with_name(str(s["file"])), int(s["max_seq"]))
+            for s in info.get("segments", [])]
+        graphs = []
+        for file, max_seq in files:
+            graph = AnnIndex(dim)
+            graph._load(file, max_seq)
+            graphs.append(graph)
+        return graphs
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+        return [AnnIndex(dim)]  # unreadable: rebuild from the database
+
+
+def save_graphs(path: Path | None, graphs: Sequence[AnnIndex]) -> None:
+    """Write the graphs changed since they were written (the base at ``path``, each
+    segment to a file of its own) and the file that pairs them with their ``max_seq``;
+    segment files no longer named are removed (call under ``graph_lock``)."""
+    if path is None or not graphs:
+        return
+    segments = graphs[1:]
+    named = [s.file for s in segments]
+    meta = path.with_suffix(".json")
+    if not any(g.dirty for g in graphs) and None not in named and meta.exists():
+        return
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if graphs[0].dirty or not path.exists():
+        graphs[0]._write(path)
+    for segment in segments:
+        if segment.dirty or segment.file is None:
+            segment._write(path.with_name(f"{path.stem}.seg-{secrets.token_hex(6)}.usearch"))
+    tmp = meta.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps({
+        "dim": graphs[0].dim, "max_seq": graphs[0].max_seq,
+        "segments": [{"file": s.file, "max_seq": s.max_seq} for s in segments]}))
+    tmp.chmod(0o600)
+    tmp.replace(meta)
+    _remove_segments(path, keep={s.file for s in segments})
+
+
+def remove_graphs(path: Path) -> None:
+    """Remove every file of the graphs saved at ``path`` (call under ``graph_lock``)."""
+    path.unlink(missing_ok=True)
+    path.with_suffix(".json").unlink(missing_ok=True)
+    _remove_segments(path, keep=set())
+
+
+def _remove_segments(path: Path, keep: set[str | None]) -> None:
+    for file in path.parent.glob(f"{path.stem}.seg-*.usearch"):
+        if file.name not in keep:
+            file.unlink(missing_ok=True)
 
 
 @contextmanager
 def graph_lock(path: Path | None) -> Iterator[None]:
-    """Exclusive, across processes, for building or saving the graph at ``path``."""
+    """Exclusive, across processes, for building or saving the graphs at ``path``."""
     if path is None or fcntl is None:
         yield
         return
@@ -156,7 +206,7 @@ def graph_lock(path: Path | None) -> Iterator[None]:
 #: Builds still running. At exit they stop after their current chunk and are waited for:
 #: the graph library's own threads must not outlive the interpreter (the process would
 #: abort instead of exiting).
-_RUNNING: set[GraphBuild | GraphExtension] = set()
+_RUNNING: set[GraphBuild | SegmentBuild] = set()
 _EXITING = threading.Event()
 
 
@@ -168,18 +218,18 @@ def _stop_builds(timeout: float = 30.0) -> None:
 
 
 class GraphBuild:
-    """Loads (or builds) a graph in a background thread from a snapshot of rows.
+    """Loads (or builds) a scope's graphs in a background thread from a snapshot of rows.
 
     The snapshot is copied, so the owner may keep changing its own arrays; rows written
-    after it are added by the owner once the graph is ready (``AnnIndex.max_seq`` says
-    how far the graph got).
+    after it are added by the owner once the graphs are ready (``AnnIndex.max_seq`` says
+    how far each got).
     """
 
     def __init__(self, dim: int, path: Path | None, ids: npt.NDArray[np.int64],
                  seqs: npt.NDArray[np.int64], vectors: Matrix) -> None:
-        self.result: AnnIndex | None = None
+        self.result: list[AnnIndex] | None = None
         self.error: BaseException | None = None
-        self.added = 0  # rows this build added (0 if it loaded a complete saved graph)
+        self.added = 0  # rows this build added (0 if it loaded complete saved graphs)
         self._done = threading.Event()
         _RUNNING.add(self)
         self._thread = threading.Thread(
@@ -190,17 +240,18 @@ class GraphBuild:
     def _run(self, dim: int, path: Path | None, ids: npt.NDArray[np.int64],
              seqs: npt.NDArray[np.int64], vectors: Matrix) -> None:
         try:
-            with graph_lock(path):  # another process building it: wait, then load it
-                ann = AnnIndex.open(dim, path)
-                newer = np.nonzero(seqs > ann.max_seq)[0]
+            with graph_lock(path):  # another process building them: wait, then load them
+                graphs = load_graphs(dim, path)
+                newest = graphs[-1]
+                newer = np.nonzero(seqs > newest.max_seq)[0]
                 for start in range(0, len(newer), BUILD_CHUNK):
                     if _EXITING.is_set():
                         return  # unfinished: the next process builds it
                     at = newer[start : start + BUILD_CHUNK]
-                    ann.upsert(ids[at].tolist(), vectors[at], int(seqs[at].max()))
+                    newest.upsert(ids[at].tolist(), vectors[at], int(seqs[at].max()))
                     self.added += len(at)
-                ann.save()
-            self.result = ann
+                save_graphs(path, graphs)
+            self.result = graphs
         except BaseException as exc:  # reported to the owner, who stays on exact search
             log.warning("HNSW graph build failed, exact search continues: %s", exc)
             self.error = exc
@@ -215,38 +266,37 @@ class GraphBuild:
         return self._done.wait(timeout)
 
 
-class GraphExtension:
-    """Adds rows written since a graph was made to a copy of it, in a background thread,
-    in ``vec_seq`` order (so ``max_seq`` says how far it got). Searches go on using the
-    graph meanwhile: the graph library's Python binding does not promise that a search
-    may overlap an add, so the rows go into the copy, which becomes ``result`` once it
-    holds them all (an extension stopped early leaves ``result`` None). The rows are a
-    snapshot: rows written later wait for the next extension."""
+class SegmentBuild:
+    """A new graph of the given rows, built in a background thread in ``vec_seq`` order;
+    ``result`` once it holds them all (a build stopped early leaves it None). Searches
+    meanwhile use the graphs there are: none of them is touched. The rows' vectors are
+    read by ``vectors`` in that thread (copying them was the larger part of starting a
+    segment on the searching thread)."""
 
-    def __init__(self, ann: AnnIndex, ids: npt.NDArray[np.int64],
-                 seqs: npt.NDArray[np.int64], vectors: Matrix) -> None:
+    def __init__(self, dim: int, ids: npt.NDArray[np.int64], seqs: npt.NDArray[np.int64],
+                 vectors: Callable[[], Matrix]) -> None:
         self.result: AnnIndex | None = None
         self._done = threading.Event()
         self._stopping = threading.Event()
         _RUNNING.add(self)
-        self._thread = threading.Thread(target=self._run, args=(ann, ids, seqs, vectors),
-                                        name="loci-ann-extend", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(dim, ids, seqs, vectors),
+                                        name="loci-ann-segment", daemon=True)
         self._thread.start()
 
-    def _run(self, ann: AnnIndex, ids: npt.NDArray[np.int64], seqs: npt.NDArray[np.int64],
-             vectors: Matrix) -> None:
+    def _run(self, dim: int, ids: npt.NDArray[np.int64], seqs: npt.NDArray[np.int64],
+             vectors: Callable[[], Matrix]) -> None:
         try:
-            grown = ann.copy()
+            segment, rows = AnnIndex(dim), vectors()
             order = np.argsort(seqs, kind="stable")
-            for start in range(0, len(order), EXTEND_CHUNK):
+            for start in range(0, len(order), SEGMENT_CHUNK):
                 if _EXITING.is_set() or self._stopping.is_set():
                     return
-                at = order[start : start + EXTEND_CHUNK]
+                at = order[start : start + SEGMENT_CHUNK]
                 # One thread: the cores are wanted by the searches and writes meanwhile.
-                grown.upsert(ids[at].tolist(), vectors[at], int(seqs[at].max()), threads=1)
-            self.result = grown
-        except BaseException as exc:  # the graph stays as it was; exact covers the rest
-            log.warning("extending the HNSW graph failed: %s", exc)
+                segment.upsert(ids[at].tolist(), rows[at], int(seqs[at].max()), threads=1)
+            self.result = segment
+        except BaseException as exc:  # the graphs stay as they were; exact covers the rest
+            log.warning("building an HNSW segment failed: %s", exc)
         finally:
             _RUNNING.discard(self)
             self._done.set()

@@ -51,7 +51,9 @@ def differing_bits(words: npt.NDArray[np.uint64], query: npt.NDArray[np.uint64]
 
 
 class RowBlocks:
-    """Rows of ``width`` values of one dtype, addressed by position."""
+    """Rows of ``width`` values of one dtype, addressed by position. ``take`` may run on
+    another thread while rows are appended: blocks are added, never moved (a row set
+    meanwhile may be read half old, half new; its owner knows it changed)."""
 
     def __init__(self, width: int, dtype: type[np.generic] = np.float32) -> None:
         self.width = width

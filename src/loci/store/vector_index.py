@@ -8,33 +8,50 @@ the background on the first search that wants it; until it is ready, searches st
 exact (slower, never wrong). It refreshes incrementally: rows whose ``vec_seq`` is
 above the highest one seen are loaded and replace older copies by row id.
 
-Rows written after the graph was made (its ``max_seq``) are its **tail**: a search
-asks the graph and scores the tail exactly, and merges the two (a graph hit whose row
-changed since is left to the tail's score). A short tail is added to the graph right
-away; a long one (a bulk import) by a ``GraphExtension`` in the background, into a copy
-of the graph that replaces it when done, so searches keep using the graph meanwhile.
+Rows written after the newest graph was made (its ``max_seq``) are the **tail**: a
+search asks the graphs and scores the tail exactly, and merges what they found (a
+graph's hit whose row changed since is left to a newer graph or the tail). A short
+tail is added to the newest graph right away; a long one (a bulk import) becomes a
+segment, a graph of its own built in the background (``SegmentBuild``), so searches
+keep using the graphs meanwhile. ``MERGE_SEGMENTS`` segments of one size class are
+merged into one the same way, which keeps their number logarithmic in the rows.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import time
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from loci.store.ann import ANN_THRESHOLD, AnnIndex, GraphBuild, GraphExtension, graph_lock
+from loci.store.ann import (
+    ANN_THRESHOLD,
+    AnnIndex,
+    GraphBuild,
+    SegmentBuild,
+    graph_lock,
+    save_graphs,
+)
 from loci.store.row_blocks import Positions, RowBlocks, differing_bits, dot_rows, sign_words
 
 Matrix = npt.NDArray[np.float32]
 HAVE_ANN = importlib.util.find_spec("usearch") is not None
 
 
-#: A tail this short is added to the graph by the search that finds it (a few ms).
+#: A tail this short is added to the newest graph by the search that finds it (a few ms).
 INLINE_TAIL = 256
-#: Rows one extension adds: a copy of the graph (~0.1 s at 100k rows) per this many.
-EXTEND_ROWS = 20_000
+#: Rows of the tail one segment takes at most. A shorter tail becomes a segment once
+#: no rows came for ``SETTLED`` seconds: while an import goes on it is left to grow,
+#: since many small segments would each be searched.
+SEGMENT_ROWS = 20_000
+SETTLED = 1.0
+#: This many segments of one size class (a factor of this many apart: ``_size_class``)
+#: are merged into one.
+MERGE_SEGMENTS = 4
 #: Past this many rows an unfiltered exact search (no graph yet, or its tail) scores
 #: exactly only the ``SIGN_CANDIDATES`` (or ``SIGN_OVERSAMPLE`` x k) rows whose sign
 #: bits are nearest the query's; chosen on the bundled model's vectors of real turns.
@@ -52,14 +69,17 @@ class VectorIndex:
         self.max_seq = 0
         self.ann_path = ann_path
         self.ann_threshold = ann_threshold
-        self._ann: AnnIndex | None = None
+        #: The base graph, then its segments, oldest first (empty until built).
+        self._graphs: list[AnnIndex] = []
         self._build: GraphBuild | None = None
-        self._extension: GraphExtension | None = None
+        #: A segment being built, and the segments it merges (none: it takes the tail).
+        self._segment: tuple[SegmentBuild, list[AnnIndex]] | None = None
         self._seqs = np.zeros(0, dtype=np.int64)
         self._ids = np.zeros(0, dtype=np.int64)
         self._rows = RowBlocks(dim)
         self._signs = RowBlocks(sign_words(np.zeros((1, dim), np.float32)).shape[1], np.uint64)
         self._position: dict[int, int] = {}
+        self._grown_at = 0.0  # when rows last came (``time.monotonic``)
 
     @property
     def _size(self) -> int:
@@ -77,11 +97,18 @@ class VectorIndex:
         vectors = np.frombuffer(b"".join(
             blob if blob and len(blob) == width else bytes(width) for _, blob, _ in batch
         ), dtype=np.float32).reshape(len(batch), self.dim)
-        ids = np.fromiter((row[0] for row in batch), np.int64, len(batch))
-        seqs = np.fromiter((row[2] for row in batch), np.int64, len(batch))
+        self.update_vectors(np.fromiter((row[0] for row in batch), np.int64, len(batch)),
+                            vectors, np.fromiter((row[2] for row in batch), np.int64, len(batch)))
+
+    def update_vectors(self, ids: npt.NDArray[np.int64], vectors: Matrix,
+                       seqs: npt.NDArray[np.int64]) -> None:
+        """Add or replace the rows ``ids`` with their vectors and ``vec_seq``."""
+        if not len(ids):
+            return
         self.max_seq = max(self.max_seq, int(seqs.max()))
+        self._grown_at = time.monotonic()
         known = np.fromiter((self._position.get(i, -1) for i in ids.tolist()), np.int64,
-                            len(batch))
+                            len(ids))
         for i in np.nonzero(known >= 0)[0].tolist():
             self._rows.set(int(known[i]), vectors[i])
             self._signs.set(int(known[i]), sign_words(vectors[i : i + 1])[0])
@@ -114,12 +141,12 @@ class VectorIndex:
         if self._size == 0 or k <= 0:
             return []
         if allowed is None and self._wants_graph():
-            graph = self._graph()
-            if graph is not None and graph.lock.acquire(blocking=False):
+            graphs = self._ready_graphs()
+            if graphs and graphs[0].lock.acquire(blocking=False):
                 try:
-                    return self._graph_search(graph, query, k)
+                    return self._graph_search(graphs, query, k)
                 finally:
-                    graph.lock.release()
+                    graphs[0].lock.release()
         if allowed is not None:
             positions = np.fromiter(
                 (p for p in map(self._position.get, allowed) if p is not None), dtype=np.int64
@@ -152,30 +179,50 @@ class VectorIndex:
         ids = self._ids[positions[top]]
         return [(int(row), float(scores[i])) for row, i in zip(ids, top, strict=True)]
 
-    def _graph_search(self, graph: AnnIndex, query: Matrix, k: int
+    def _graph_search(self, graphs: list[AnnIndex], query: Matrix, k: int
                       ) -> list[tuple[int, float]]:
-        """The graph's hits and the tail's exact ones, merged (under the graph's lock)."""
-        tail = np.nonzero(self._seqs[: self._size] > graph.max_seq)[0]
-        if self._extension is None:  # (a running one copied the graph: leave it be)
+        """The graphs' hits and the tail's exact ones, merged (under the base's lock)."""
+        newest = graphs[-1]
+        tail = np.nonzero(self._seqs[: self._size] > newest.max_seq)[0]
+        if self._segment is None:  # (a segment under way was cut from these graphs)
             if 0 < len(tail) <= INLINE_TAIL:
-                graph.upsert(self._ids[tail].tolist(), self._rows.take(tail),
-                             int(self._seqs[tail].max()))
+                newest.upsert(self._ids[tail].tolist(), self._rows.take(tail),
+                              int(self._seqs[tail].max()))
                 tail = tail[:0]
-            elif len(tail):
-                self._extend(graph, tail)
-        hits = graph.search(query, k + min(len(tail), k))
-        if not len(tail):
-            return hits[:k]
-        fresh = [(row, score) for row, score in hits if not self._newer(row, graph.max_seq)]
-        merged = fresh + self._nearest(query, k, tail)
+            elif len(tail) >= SEGMENT_ROWS or (
+                    len(tail) and time.monotonic() - self._grown_at >= SETTLED):
+                self._build_segment(tail)
+            else:
+                self._merge_segments(graphs)
+        best: dict[int, float] = {}
+        for i, graph in enumerate(graphs):
+            # A graph with newer rows after it may hold some of those rows' old vectors.
+            later = len(tail) + sum(len(g) for g in graphs[i + 1:])
+            for row, score in graph.search(query, k + min(later, k)):
+                if not self._newer(row, graph.max_seq) and score > best.get(row, -2.0):
+                    best[row] = score  # (a row may sit in two graphs saved by two processes)
+        merged = [*best.items(), *self._nearest(query, k, tail)] if len(tail) else [
+            *best.items()]
         return sorted(merged, key=lambda hit: hit[1], reverse=True)[:k]
 
-    def _extend(self, graph: AnnIndex, tail: Positions) -> None:
-        """Start adding the oldest ``EXTEND_ROWS`` of the tail to a copy of the graph."""
-        if len(tail) > EXTEND_ROWS:
-            tail = tail[np.argsort(self._seqs[tail], kind="stable")[:EXTEND_ROWS]]
-        self._extension = GraphExtension(graph, self._ids[tail], self._seqs[tail],
-                                         self._rows.take(tail))
+    def _build_segment(self, tail: Positions) -> None:
+        """Start building a segment of the oldest ``SEGMENT_ROWS`` rows of the tail."""
+        if len(tail) > SEGMENT_ROWS:
+            tail = tail[np.argsort(self._seqs[tail], kind="stable")[:SEGMENT_ROWS]]
+        self._segment = (SegmentBuild(self.dim, self._ids[tail], self._seqs[tail],
+                                      partial(self._rows.take, tail)), [])
+
+    def _merge_segments(self, graphs: list[AnnIndex]) -> None:
+        """Start merging the newest ``MERGE_SEGMENTS`` segments if they are of one size
+        class: a new graph of the rows they cover (by ``vec_seq``), as they are now."""
+        merged = graphs[1:][-MERGE_SEGMENTS:]
+        if len(merged) < MERGE_SEGMENTS or len({_size_class(len(s)) for s in merged}) > 1:
+            return
+        after, last = graphs[-MERGE_SEGMENTS - 1].max_seq, merged[-1].max_seq
+        seqs = self._seqs[: self._size]
+        rows = np.nonzero((seqs > after) & (seqs <= last))[0]
+        self._segment = (SegmentBuild(self.dim, self._ids[rows], seqs[rows],
+                                      partial(self._rows.take, rows)), merged)
 
     def _wants_graph(self) -> bool:
         return HAVE_ANN and self._size >= self.ann_threshold
@@ -186,44 +233,56 @@ class VectorIndex:
         at = self._position.get(row)
         return at is not None and bool(self._seqs[at] > seq)
 
-    def _graph(self) -> AnnIndex | None:
-        """The HNSW graph if it is ready, else None; the first call starts building it
-        in the background from a snapshot. A finished extension's graph replaces the
-        one it copied."""
-        if self._extension is not None and self._extension.done():
-            if self._extension.result is not None:
-                self._ann = self._extension.result
-            self._extension = None
-        if self._ann is not None:
-            return self._ann
+    def _ready_graphs(self) -> list[AnnIndex]:
+        """The graphs if they are ready, else none; the first call starts building them
+        in the background from a snapshot. A finished segment joins them (a merged one
+        replaces the segments it merges)."""
+        if self._segment is not None and self._segment[0].done():
+            (build, merged), self._segment = self._segment, None
+            if build.result is not None:
+                kept = self._graphs[: len(self._graphs) - len(merged)]
+                if merged:  # it holds every row up to theirs (some may have moved on)
+                    build.result.max_seq = max(build.result.max_seq, merged[-1].max_seq)
+                self._graphs = [*kept, build.result]
+        if self._graphs:
+            return self._graphs
         if self._build is None:
             size = self._size
             self._build = GraphBuild(self.dim, self.ann_path, self._ids[:size].copy(),
                                      self._seqs[:size].copy(), self._rows.take(np.arange(size)))
         if not self._build.done() or self._build.result is None:
-            return None  # still building, or failed (logged): stay exact
-        # Rows written while it was built are its tail (``_graph_search``).
-        self._ann = self._build.result
-        return self._ann
+            return []  # still building, or failed (logged): stay exact
+        # Rows written while they were built are the tail (``_graph_search``).
+        self._graphs = self._build.result
+        return self._graphs
 
     def graph_ready(self) -> bool:
         """True if unfiltered searches use the graph now; starts building it if this
         index is big enough (call under the owner's lock, like ``search``)."""
-        return self._wants_graph() and self._graph() is not None
+        return self._wants_graph() and bool(self._ready_graphs())
 
     def wait_for_build(self, timeout: float | None = None) -> None:
-        """Wait for a started build (and extension) to finish; touches no state, so the
-        owner need not hold its lock (``graph_ready`` then installs the graph)."""
-        for job in (self._build, self._extension):
+        """Wait for a started build (and segment) to finish; touches no state, so the
+        owner need not hold its lock (``graph_ready`` then installs the graphs)."""
+        for job in (self._build, self._segment[0] if self._segment else None):
             if job is not None:
                 job.wait(timeout)
 
     def persist(self) -> None:
-        """Save the HNSW graph's new rows, so the next process need not add them (an
-        extension under way stops and is dropped; the next process adds the rest)."""
-        if self._extension is not None:
-            self._extension.stop()
-            self._graph()  # a finished one replaces the graph first
-        if self._ann is not None:
-            with graph_lock(self._ann.path), self._ann.lock:
-                self._ann.save()
+        """Save the graphs' new rows, so the next process need not add them (a segment
+        under way stops and is dropped; the next process adds its rows)."""
+        if self._segment is not None:
+            self._segment[0].stop()
+            self._ready_graphs()  # a finished one joins the graphs first
+        if self._graphs:
+            with graph_lock(self.ann_path), self._graphs[0].lock:
+                save_graphs(self.ann_path, self._graphs)
+
+
+def _size_class(rows: int) -> int:
+    """0 below ``MERGE_SEGMENTS`` x ``SEGMENT_ROWS`` rows, 1 below that times
+    ``MERGE_SEGMENTS``, and so on."""
+    size, rows_class = MERGE_SEGMENTS * SEGMENT_ROWS, 0
+    while rows >= size:
+        size, rows_class = size * MERGE_SEGMENTS, rows_class + 1
+    return rows_class

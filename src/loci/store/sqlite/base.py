@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from loci.models import Scope
-from loci.store.ann import graph_lock
+from loci.store.ann import graph_lock, remove_graphs
 from loci.store.base import Store
 from loci.store.sqlite.rows import FULL_TEXT, KEY_MASK, SCOPE_SHIFT, tokens
 from loci.store.vector_index import VectorIndex
@@ -198,8 +198,7 @@ class SQLiteBase(Store):
                 path = self._ann_path(kind, scope)
                 if path is not None and path.parent.exists():
                     with graph_lock(path):
-                        path.unlink(missing_ok=True)
-                        path.with_suffix(".json").unlink(missing_ok=True)
+                        remove_graphs(path)
                     path.with_suffix(".lock").unlink(missing_ok=True)
 
     def _scrub(self, tables: Iterable[str]) -> None:

@@ -72,6 +72,7 @@ class SQLiteVectors(SQLiteBase):
     ) -> None:
         k = KINDS[kind]
         keys: list[Any] = [int(i) for i in ids] if kind == "event" else list(ids)
+        index = self._indexes.get((kind, scope.tenant, scope.agent))
         with self._write() as db:
             seq = db.execute(
                 f"SELECT COALESCE(MAX(vec_seq), 0) FROM {k.table} "
@@ -86,6 +87,28 @@ class SQLiteVectors(SQLiteBase):
                     for i, key in enumerate(keys)
                 ],
             )
+            # The rows written (a vanished one was not): read from the index of vec_seq.
+            written = db.execute(
+                f"SELECT {k.key}, vec_seq FROM {k.table} WHERE tenant = ? AND agent = ? "
+                "AND vec_seq > ?", (scope.tenant, scope.agent, seq)
+            ).fetchall() if index is not None else []
+        if written:
+            self._hand_over(scope, kind, seq, written, vectors)
+
+    def _hand_over(self, scope: Scope, kind: str, before: int,
+                   written: list[tuple[int, int]], vectors: Vectors) -> None:
+        """Give the scope's loaded vector index the rows a write of this process just
+        committed, so that no search reads them back from the database; unless it
+        lacks rows committed before them (``before``: another process's, or a write
+        that handed over none yet), whose ``vec_seq`` are lower: the next search
+        then reads them all."""
+        with self._index_lock:
+            index = self._indexes.get((kind, scope.tenant, scope.agent))
+            if index is None or index.max_seq != before or index.dim != vectors.shape[1]:
+                return
+            keys, seqs = np.array(written, dtype=np.int64).T
+            index.update_vectors(keys, np.ascontiguousarray(vectors[seqs - before - 1],
+                                                            dtype=np.float32), seqs)
 
     def clear_embeddings(self) -> None:
         with self._write() as db:
