@@ -85,7 +85,7 @@ def vectors(texts: list[str], cache: Path) -> Matrix:
 def measure(corpus: Matrix, queries: Matrix, ks: list[int], efs: list[int]
             ) -> tuple[float, list[dict[str, float]]]:
     exact = np.argsort(-(queries @ corpus.T), axis=1)[:, : max(ks)]
-    ann = AnnIndex(corpus.shape[1], None)
+    ann = AnnIndex(corpus.shape[1])
     start = time.perf_counter()
     ann.upsert(list(range(corpus.shape[0])), corpus, 1)
     build = time.perf_counter() - start
