@@ -289,3 +289,18 @@ def test_builds_stop_and_are_waited_for_when_the_process_exits(tmp_path: Path) -
     finally:
         ann.BUILD_CHUNK = original
         ann._EXITING.clear()
+
+
+def test_segment_builds_stop_and_are_waited_for_when_the_process_exits() -> None:
+    vectors = _unit(20_000, 64, 4)
+    ids = np.arange(1, 20_001, dtype=np.int64)
+    original = ann.SEGMENT_CHUNK
+    ann.SEGMENT_CHUNK = 200
+    try:
+        build = ann.SegmentBuild(64, ids, ids.copy(), lambda: vectors)
+        assert build in ann._RUNNING
+        ann._stop_builds()  # what the interpreter runs at exit
+        assert build.done() and build not in ann._RUNNING and build.result is None
+    finally:
+        ann.SEGMENT_CHUNK = original
+        ann._EXITING.clear()
