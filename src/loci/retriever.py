@@ -17,8 +17,10 @@ Conversation search (kind ``event``) does more, all of it generic:
 - people: when the query names someone who speaks among the candidates (by the
   ``name`` of their events; a keyword search of the query finds them, each turn being
   indexed with its speaker), the sessions they speak in are the conversations the
-  question is about (``Store.speaker_sessions``; if there are more than
-  ``MAX_FOCUS_SESSIONS``, those among the candidates). The search then runs without
+  question is about (``Store.speaker_sessions``; of more than ``MAX_FOCUS_SESSIONS``,
+  those where they speak most: a namesake who says a word in someone else's
+  conversation is not who the question means; if they speak as much in more sessions
+  than that, those among the candidates). The search then runs without
   the names, with those sessions' own candidates added, and each event gets
   ``PEOPLE_WEIGHT`` of its score from lying in one. Among other people's
   conversations a name is a rare word, and left in the query it would rank that
@@ -53,8 +55,11 @@ TIME_WEIGHT = 0.25
 #: Share of an event's score that comes from a session where someone the query names
 #: speaks.
 PEOPLE_WEIGHT = 0.2
-#: At most this many of their sessions add candidates of their own.
+#: At most this many of their sessions add candidates of their own: those where they
+#: speak most, unless they speak at least ``MAIN_SHARE`` as often as there in more
+#: sessions (then the sessions of the query's hits where they speak).
 MAX_FOCUS_SESSIONS = 50
+MAIN_SHARE = 0.5
 #: Share of an event's score that comes from saying when, if the query asks when.
 WHEN_WEIGHT = 0.1
 #: At most this many named periods add candidates of their own.
@@ -136,10 +141,13 @@ class Retriever:
         people = _named_speakers(hits, query)
         if not people:
             return query, ()
-        theirs = self.store.speaker_sessions(scope, sorted(people), MAX_FOCUS_SESSIONS + 1)
-        if len(theirs) > MAX_FOCUS_SESSIONS:  # too many to search: those of the hits
-            theirs = sorted({hit.session for hit in hits if hit.session is not None
-                             and speaker(hit.metadata) in people})
+        counted = self.store.speaker_sessions(scope, sorted(people), MAX_FOCUS_SESSIONS + 1)
+        if len(counted) > MAX_FOCUS_SESSIONS and counted[-1][1] >= MAIN_SHARE * counted[0][1]:
+            # Main speakers of more sessions than are searched: those of the best hits.
+            theirs = list(dict.fromkeys(hit.session for hit in hits if hit.session is not None
+                                        and speaker(hit.metadata) in people))
+        else:  # the sessions where they speak most (not where a namesake says a word)
+            theirs = [session for session, _ in counted]
         names = {word for name in people for word in _WORD.findall(name)}
         # Only the names go: dates and the rest of the question stay as written.
         spoken = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")

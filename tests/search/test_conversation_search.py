@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from loci import Loci, load_settings
 from tests.conftest import FakeClock
 
@@ -119,3 +121,24 @@ def test_a_question_naming_a_person_keeps_its_date(home: Path, clock: FakeClock)
         assert top(loci, "Where did Ana go hiking on 2023-05-20?") == "We went hiking again."
         assert top(loci, "Where did Ana go hiking on 2023-05-08?") == (
             "We went hiking by the river.")
+
+
+def test_a_namesake_who_says_a_word_elsewhere_is_not_whom_the_question_means(
+    home: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from loci import retriever
+
+    monkeypatch.setattr(retriever, "MAX_FOCUS_SESSIONS", 2)  # (as 50 among many more)
+    with open_loci(home, clock) as loci:
+        for day in range(5):  # others' conversations, where some Ana says one line
+            loci.add_events(f"others{day}", [
+                turn("Cy", "What did you plant this spring?"),
+                turn("Ana", "I planted roses in the garden."),
+                turn("Di", f"Lovely, I planted beans on day {day}."), turn("Cy", "See you.")])
+        for session in ("with_ana1", "with_ana2"):  # those of the Ana who speaks most
+            loci.add_events(session, [
+                turn("Ana", "Tomatoes went into my garden last week."),
+                turn("Ben", "Nice!"), turn("Ana", "They grow fast."),
+                turn("Ana", "I water them every day.")])
+        found = loci.search_conversation("What did Ana plant in the garden?", limit=2)
+        assert {hit.session for hit in found} == {"with_ana1", "with_ana2"}

@@ -126,12 +126,16 @@ def test_the_sessions_someone_speaks_in(store: Store) -> None:
                                              ev("yes", "assistant", metadata={"name": "Bo"})])
     store.append_events(BOB, "b1", [ev("hi", metadata={"name": "Ana"})])
     store.append_events(ALICE, "s5", [ev("odd", metadata={"name": ["Ana"]})])
-    assert sorted(store.speaker_sessions(ALICE, ["Ana"], 10)) == ["s1", "s3"]
-    assert sorted(store.speaker_sessions(ALICE, ["Ana", "Cy", "Ana"], 10)) == ["s1", "s3"]
-    assert sorted(store.speaker_sessions(ALICE, ["Bo"], 10)) == ["s1", "s2", "s3", "s4"]
-    assert len(store.speaker_sessions(ALICE, ["Bo", "Ana"], 2)) == 2
+    store.append_events(ALICE, "s3", [ev("more", metadata={"name": "Ana"})])
+    # Where they speak most first, with how often.
+    assert store.speaker_sessions(ALICE, ["Ana"], 10) == [("s3", 2), ("s1", 1)]
+    assert store.speaker_sessions(ALICE, ["Ana", "Cy", "Ana"], 10) == [("s3", 2), ("s1", 1)]
+    assert store.speaker_sessions(ALICE, ["Bo"], 10) == [
+        ("s2", 2), ("s1", 1), ("s3", 1), ("s4", 1)]
+    assert store.speaker_sessions(ALICE, ["Bo", "Ana"], 2) == [("s3", 3), ("s1", 2)]
     assert store.speaker_sessions(ALICE, ["ana"], 10) == []  # as written
     assert store.speaker_sessions(BOB, ["Bo"], 10) == []
+    assert store.speaker_sessions(ALICE, [], 10) == []
 
 
 def test_search_filters_by_session_and_time(store: Store) -> None:

@@ -205,9 +205,11 @@ class Store(ABC):
     def list_sessions(self, scope: Scope) -> list[SessionInfo]: ...
 
     @abstractmethod
-    def speaker_sessions(self, scope: Scope, names: Sequence[str], limit: int) -> list[str]:
+    def speaker_sessions(self, scope: Scope, names: Sequence[str], limit: int
+                         ) -> list[tuple[str, int]]:
         """Up to ``limit`` sessions in which someone of ``names`` speaks (the ``name``
-        in an event's metadata, as written), through an index of the speakers."""
+        in an event's metadata, as written), with how many of its events they speak,
+        most first (then by session), through an index of the speakers."""
 
     def search_events(
         self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS

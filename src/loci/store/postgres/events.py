@@ -177,12 +177,14 @@ class PostgresEvents(PostgresBase):
         tokens, last = rows[0]
         return None if last is None else (int(tokens), from_micros(last))
 
-    def speaker_sessions(self, scope: Scope, names: Sequence[str], limit: int) -> list[str]:
+    def speaker_sessions(self, scope: Scope, names: Sequence[str], limit: int
+                         ) -> list[tuple[str, int]]:
         rows = self._query(
-            "SELECT DISTINCT session FROM events WHERE tenant = %s AND agent = %s "
-            "AND metadata ->> 'name' = ANY(%s) AND metadata ->> 'name' IS NOT NULL LIMIT %s",
+            "SELECT session, COUNT(*) FROM events WHERE tenant = %s AND agent = %s "
+            "AND metadata ->> 'name' = ANY(%s) AND metadata ->> 'name' IS NOT NULL "
+            "GROUP BY session ORDER BY COUNT(*) DESC, session LIMIT %s",
             (scope.tenant, scope.agent, list(dict.fromkeys(names)), limit))
-        return [row[0] for row in rows]
+        return [(row[0], int(row[1])) for row in rows]
 
     def latest_summary(self, scope: Scope, session: str) -> Event | None:
         rows = self._query(

@@ -156,15 +156,17 @@ class SQLiteEvents(SQLiteBase):
         tokens, last = rows[0]
         return None if last is None else (int(tokens), from_micros(last))
 
-    def speaker_sessions(self, scope: Scope, names: Sequence[str], limit: int) -> list[str]:
-        found: dict[str, None] = {}
-        for name in dict.fromkeys(names):  # a session per index entry until ``limit``
-            rows = self._query(
-                f"SELECT DISTINCT session FROM events INDEXED BY events_by_speaker "
-                f"WHERE tenant = ? AND agent = ? AND {SPEAKER} = ? AND {SPEAKER} IS NOT NULL "
-                "LIMIT ?", (scope.tenant, scope.agent, name, limit))
-            found.update((row[0], None) for row in rows)
-        return list(found)[:limit]
+    def speaker_sessions(self, scope: Scope, names: Sequence[str], limit: int
+                         ) -> list[tuple[str, int]]:
+        names = list(dict.fromkeys(names))
+        if not names:
+            return []
+        rows = self._query(
+            f"SELECT session, COUNT(*) FROM events INDEXED BY events_by_speaker "
+            f"WHERE tenant = ? AND agent = ? AND {SPEAKER} IN ({', '.join('?' * len(names))}) "
+            f"AND {SPEAKER} IS NOT NULL GROUP BY session ORDER BY COUNT(*) DESC, session "
+            "LIMIT ?", (scope.tenant, scope.agent, *names, limit))
+        return [(row[0], int(row[1])) for row in rows]
 
     def latest_summary(self, scope: Scope, session: str) -> Event | None:
         rows = self._query(
