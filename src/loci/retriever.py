@@ -21,7 +21,8 @@ Conversation search (kind ``event``) does more, all of it generic:
   those where they speak most: a namesake who says a word in someone else's
   conversation is not who the question means; if they speak as much in more sessions
   than that, those among the candidates). The search then runs without
-  the names, with those sessions' own candidates added, and each event gets
+  the names, with those sessions' own candidates added (their keyword parts relative
+  to the best match among those sessions: ``search.fusion``), and each event gets
   ``PEOPLE_WEIGHT`` of its score from lying in one. Among other people's
   conversations a name is a rare word, and left in the query it would rank that
   person's shortest turns first; in a store of their conversations only, every
@@ -173,7 +174,7 @@ class Retriever:
                 more_keyword = self._keywords(scope, kind, query, pool, more)
                 more_vector = self._vectors(scope, kind, vector_query, pool, more)
                 found = more_keyword()
-                floors.narrow(found, more_vector, pool)
+                floors.narrow(found, more_vector, pool, own_best=bool(more.sessions))
                 keyword = _merge(keyword, found)
                 vector = _merge(vector, more_vector)
         if vector_query is not None:  # keyword-only candidates: their true cosines

@@ -63,6 +63,20 @@ def test_a_narrowed_search_bounds_the_items_it_found() -> None:
     assert fused["w"] == pytest.approx(0.7 * 0.55 + 0.3 * (7 / 3) / 9)
 
 
+def test_items_of_a_narrowed_search_may_be_relative_to_its_best() -> None:
+    # The query's best keyword match overall (raw BM25 9) is someone else's; the best
+    # among the sessions of the people it names is "k" (raw 3).
+    keyword = [("other", bm25_to_score(-9.0)), ("k", bm25_to_score(-3.0)),
+               ("j", bm25_to_score(-1.5))]
+    floors: Floors[str] = Floors()
+    floors.narrow(keyword[1:], [], pool=30)  # a period, say: relative to the query's best
+    assert dict(fuse(keyword, [], SearchSettings(), floors))["k"] == pytest.approx(0.1)
+    floors.narrow(keyword[1:], [], pool=30, own_best=True)
+    fused = dict(fuse(keyword, [], SearchSettings(), floors))
+    assert fused["k"] == pytest.approx(0.3) and fused["j"] == pytest.approx(0.15)
+    assert fused["other"] == pytest.approx(0.3)
+
+
 def test_rrf_ignores_floors() -> None:
     config = SearchSettings(fusion="rrf")
     plain = fuse([("k", 0.5)], [("v", 0.9)], config)

@@ -21,7 +21,11 @@ sessions) bounds the items it found too, and its pools' lowest scores are lower 
 those of a scope where many items, relevant or not, compete (in a large scope the
 unfiltered floors lift an item found by one retriever alone above most found by both).
 The retriever gives items found by keywords alone their own cosines (the store
-computes them); the vector floor is left for items without a vector.
+computes them); the vector floor is left for items without a vector. An item found by
+keywords in the sessions of the people a query names has its keyword part relative to
+the best match among those sessions (``Floors.narrow(..., own_best=True)``), as if their
+conversations were searched alone: among other people's, the query's best match may be
+anyone's, and it shrank the keyword part of every one of theirs.
 
 Optional recency weighting blends in ``0.5 ** (age / half_life)``.
 """
@@ -48,6 +52,8 @@ class Floors(Generic[K]):
     vector: float = 0.0
     keyword: float = 0.0
     tighter: dict[K, tuple[float, float]] = field(default_factory=dict)
+    #: The raw BM25 an item's keyword part is relative to, where not the query's best.
+    best: dict[K, float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, keyword: Sequence[tuple[K, float]], vector: Sequence[tuple[K, float]],
@@ -56,12 +62,16 @@ class Floors(Generic[K]):
         return cls(_lowest(vector, pool), _lowest(keyword, pool))
 
     def narrow(self, keyword: Sequence[tuple[K, float]], vector: Sequence[tuple[K, float]],
-               pool: int) -> None:
+               pool: int, *, own_best: bool = False) -> None:
         """Bound the items a filtered search found (each retriever asked for ``pool``):
         each passes the filter, so the other retriever, searching with it, would have
-        returned the item had it scored above its own lowest candidate."""
+        returned the item had it scored above its own lowest candidate. With
+        ``own_best``, the keyword parts of the items it found are relative to its best."""
         vector_bound, keyword_bound = _lowest(vector, pool), _lowest(keyword, pool)
+        best = max((_relevance(score) for _, score in keyword), default=0.0)
         for key, _ in keyword:
+            if own_best and best > 0:
+                self.best[key] = min(best, self.best.get(key, best))
             floor_v, floor_k = self.for_key(key)
             self.tighter[key] = (min(floor_v, vector_bound), floor_k)
         for key, _ in vector:
@@ -85,12 +95,13 @@ def fuse(
     wv, wk = config.vector_weight / total, config.keyword_weight / total
     parts: dict[K, list[float]] = {}
     best = max((_relevance(score) for _, score in keyword), default=0.0) or 1.0
+    relative_to = floors.best if floors is not None else {}
     for slot, scored in enumerate((vector, keyword)):
         for rank, (key, score) in enumerate(scored, start=1):
             if config.fusion == "rrf":
                 part = (config.rrf_k + 1) / (config.rrf_k + rank)
             elif slot:  # keyword scores are relative to the query's best
-                part = _relevance(score) / best
+                part = min(1.0, _relevance(score) / relative_to.get(key, best))
             else:  # cosines are absolute
                 part = score
             parts.setdefault(key, [-1.0, -1.0])[slot] = part
