@@ -98,10 +98,9 @@ class SQLiteVectors(SQLiteBase):
     def _hand_over(self, scope: Scope, kind: str, before: int,
                    written: list[tuple[int, int]], vectors: Vectors) -> None:
         """Give the scope's loaded vector index the rows a write of this process just
-        committed, so that no search reads them back from the database; unless it
-        lacks rows committed before them (``before``: another process's, or a write
-        that handed over none yet), whose ``vec_seq`` are lower: the next search
-        then reads them all."""
+        committed, so that no search reads them back from the database; unless the
+        index lacks rows committed before them (up to ``before``, another process's
+        say): their ``vec_seq`` are lower, so the next search reads them all."""
         with self._index_lock:
             index = self._indexes.get((kind, scope.tenant, scope.agent))
             if index is None or index.max_seq != before or index.dim != vectors.shape[1]:
