@@ -205,3 +205,25 @@ def test_tool_calls_stored_before_version_3_become_searchable(
 def test_unreachable_server_is_a_store_error(tmp_path: object) -> None:
     with pytest.raises(StoreError, match="cannot reach PostgreSQL"):
         PostgresStore("postgresql://nobody@/nodb?host=/nonexistent-socket-dir&connect_timeout=2")
+
+
+def test_a_table_is_analyzed_once_it_grew_by_half(
+        pg: PostgresStore, pg_url: str) -> None:
+    from loci.store.planner_statistics import MIN_ROWS
+
+    def analyzed_rows() -> float:
+        with psycopg.connect(pg_url) as conn:
+            return float(conn.execute(
+                "SELECT reltuples FROM pg_class WHERE relname = 'events'").fetchone()[0])
+
+    assert analyzed_rows() <= 0  # (never analyzed: -1)
+    pg.append_events(ALICE, "s", [ev(f"turn {i}") for i in range(MIN_ROWS - 1)])
+    pg._growth.wait()
+    assert analyzed_rows() <= 0  # not yet grown enough
+    pg.append_events(ALICE, "s", [ev("one more")])
+    pg._growth.wait()
+    assert analyzed_rows() == MIN_ROWS
+    # Half as many again before the next analysis.
+    pg.append_events(ALICE, "t", [ev(f"later {i}") for i in range(MIN_ROWS // 2)])
+    pg._growth.wait()
+    assert analyzed_rows() == MIN_ROWS  # 250 < max(500, 250)

@@ -13,6 +13,7 @@ from psycopg_pool import ConnectionPool
 from loci.errors import StoreError, ValidationError
 from loci.models import Scope
 from loci.store.base import Store
+from loci.store.planner_statistics import Growth
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 
@@ -36,6 +37,9 @@ class PostgresBase(Store):
     backend extends it, so each knows the whole contract it helps implement."""
 
     _pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]]
+    _growth: Growth
+    #: Bulk loads under way (``bulk_load``: they analyze once at the end).
+    _bulk: int
 
     @contextmanager
     def _write(self) -> Iterator[Cursor]:
@@ -47,6 +51,16 @@ class PostgresBase(Store):
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with translated_errors("read"), self._pool.connection() as conn:
             return conn.execute(sql, params).fetchall()
+
+    def _grew(self, table: str, rows: int) -> None:
+        """``rows`` were written to ``table``: its planner statistics may need refreshing."""
+        if not self._bulk:
+            self._growth.wrote(table, rows)
+
+    def _analyzed_rows(self, table: str) -> int:
+        """The rows ``table``'s statistics counted (-1: never analyzed)."""
+        rows = self._query("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", (table,))
+        return int(rows[0][0]) if rows else -1
 
     def _run(self, sql: str) -> None:
         """A statement outside any transaction (ANALYZE, maintenance)."""

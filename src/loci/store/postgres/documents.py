@@ -90,7 +90,9 @@ class PostgresDocuments(PostgresBase):
             check_text(d.path, d.content, *d.tags)
         expected = expected or {}
         with self._write() as cur:
-            return [upsert_document(cur, scope, d, expected.get(d.path)) for d in documents]
+            written = [upsert_document(cur, scope, d, expected.get(d.path)) for d in documents]
+        self._grew("documents", len(written))
+        return written
 
     def get_document(self, scope: Scope, path: str) -> Document | None:
         rows = self._query(

@@ -24,7 +24,9 @@ class PostgresEvents(PostgresBase):
         self, scope: Scope, session: str, events: Sequence[NewEvent]
     ) -> list[Event]:
         with self._write() as cur:
-            return self._insert_events(cur, scope, session, events)
+            appended = self._insert_events(cur, scope, session, events)
+        self._grew("events", len(appended))
+        return appended
 
     def _insert_events(
         self, cur: Cursor, scope: Scope, session: str, events: Sequence[NewEvent]

@@ -82,6 +82,7 @@ class PostgresMemories(PostgresVectors):
         ]
         with self._write() as cur:
             self._upsert_memories(cur, scope, rows)
+        self._grew("memories", len(rows))
 
     @staticmethod
     def _upsert_memories(cur: Cursor, scope: Scope, rows: list[tuple[Any, ...]]) -> None:

@@ -24,6 +24,7 @@ from psycopg_pool import ConnectionPool
 
 from loci.errors import ConfigError
 from loci.store.codec import to_micros
+from loci.store.planner_statistics import Growth
 from loci.store.postgres.base import translated_errors
 from loci.store.postgres.documents import PostgresDocuments
 from loci.store.postgres.erasure import PostgresErasure
@@ -62,8 +63,10 @@ class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, Postgres
         self._indexed = set()
         self._bulk = 0
         self._vector_lock = threading.Lock()
+        self._growth = Growth(self._analyzed_rows, lambda table: self._run(f"ANALYZE {table}"))
 
     def close(self) -> None:
+        self._growth.close()
         self._pool.close()
 
     # -- meta ---------------------------------------------------------------------

@@ -44,7 +44,6 @@ class PostgresVectors(PostgresBase):
     """Mixed into :class:`PostgresStore`."""
 
     _indexed: set[tuple[str, int]]
-    _bulk: int
     _vector_lock: threading.Lock
 
     def unembedded(
@@ -86,6 +85,7 @@ class PostgresVectors(PostgresBase):
                 [(np.ascontiguousarray(vectors[i], np.float32), key, scope.tenant,
                   scope.agent) for i, key in enumerate(keys)],
             )
+        self._grew(k.table, len(keys))  # (the planner's share of rows with a vector)
 
     def clear_embeddings(self) -> None:
         with self._write() as cur:
