@@ -44,7 +44,11 @@ class Growth:
         if rows <= 0:
             return
         if table not in self._base:  # (two threads may both read it: harmless)
-            self._base[table] = max(0, self._analyzed_rows(table))
+            try:
+                self._base[table] = max(0, self._analyzed_rows(table))
+            except Exception as exc:  # the write is done: it must not fail for this
+                log.warning("cannot read the statistics of %s: %s", table, exc)
+                return
         with self._lock:
             written = self._written[table] = self._written.get(table, 0) + rows
             if (self._closed or written < max(MIN_ROWS, GROWTH * self._base[table])
