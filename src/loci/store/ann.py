@@ -119,11 +119,16 @@ class AnnIndex:
         self.max_seq, self.file = max_seq, path.name
 
     def _write(self, path: Path) -> None:
-        tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
-        self._index.save(str(tmp))
-        tmp.chmod(0o600)
-        tmp.replace(path)
+        _replace(path, lambda tmp: self._index.save(str(tmp)))
         self.file, self.dirty = path.name, 0
+
+
+def _replace(path: Path, write: Callable[[Path], object]) -> None:
+    """Write ``path`` whole or not at all: ``write`` fills a private file that replaces it."""
+    tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
+    write(tmp)
+    tmp.chmod(0o600)
+    tmp.replace(path)
 
 
 def load_graphs(dim: int, path: Path | None) -> list[AnnIndex]:
@@ -166,12 +171,9 @@ def save_graphs(path: Path | None, graphs: Sequence[AnnIndex]) -> None:
     for segment in segments:
         if segment.dirty or segment.file is None:
             segment._write(path.with_name(f"{path.stem}.seg-{secrets.token_hex(6)}.usearch"))
-    tmp = meta.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps({
-        "dim": graphs[0].dim, "max_seq": graphs[0].max_seq,
-        "segments": [{"file": s.file, "max_seq": s.max_seq} for s in segments]}))
-    tmp.chmod(0o600)
-    tmp.replace(meta)
+    pairs = json.dumps({"dim": graphs[0].dim, "max_seq": graphs[0].max_seq,
+                        "segments": [{"file": s.file, "max_seq": s.max_seq} for s in segments]})
+    _replace(meta, lambda tmp: tmp.write_text(pairs))
     _remove_segments(path, keep={s.file for s in segments})
 
 

@@ -201,8 +201,9 @@ class VectorIndex:
             for row, score in graph.search(query, k + min(later, k)):
                 if not self._newer(row, graph.max_seq) and score > best.get(row, -2.0):
                     best[row] = score  # (a row may sit in two graphs saved by two processes)
-        merged = [*best.items(), *self._nearest(query, k, tail)] if len(tail) else [
-            *best.items()]
+        merged = list(best.items())
+        if len(tail):
+            merged += self._nearest(query, k, tail)
         return sorted(merged, key=lambda hit: hit[1], reverse=True)[:k]
 
     def _build_segment(self, tail: Positions) -> None:
