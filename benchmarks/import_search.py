@@ -1,12 +1,14 @@
 """Searches while a scope grows: a bulk import into the scope a user searches.
 
-A SQLite scope of ``--base`` memories (its HNSW graph built) takes ``--n`` more in
-calls of ``--chunk`` rows (precomputed unit vectors, through the store contract) from a second
+A scope of ``--base`` memories (its HNSW graph built) takes ``--n`` more in calls of
+``--chunk`` rows (precomputed unit vectors, through the store contract) from a second
 thread, while the first thread searches it in a loop (``Loci.search``: the hash
 embedder's query vector, keyword and vector halves, fusion). Reported: search latency
-during the import (p50, p99, max), the first search after it, and the next ones.
+during the import (p50, p99, max), the first search after it, and the next ones, per
+backend (``--backends sqlite,postgres``: a throwaway embedded PostgreSQL server).
 
-Usage: python benchmarks/import_search.py [--base 20000] [--n 100000] [--json]
+Usage: python benchmarks/import_search.py [--base 20000] [--n 100000]
+                                          [--backends sqlite] [--json]
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, query
 from loci import Loci, load_settings
-from scale import batches
+from scale import batches, postgres_url
 
 
 def timed(loci: Loci, text: str) -> float:
@@ -40,10 +42,10 @@ def stats(samples: list[float]) -> dict[str, float]:
             "max_ms": round(ordered[-1], 2)}
 
 
-def run(tmp: Path, base: int, n: int, chunk: int) -> dict[str, Any]:
+def run(store: str, home: Path, base: int, n: int, chunk: int) -> dict[str, Any]:
     rng = random.Random(3)
-    settings = load_settings(store=f"sqlite:///{tmp / 'loci.db'}", home=tmp,
-                             embedding_provider="hash", memory_mirror=False)
+    settings = load_settings(store=store, home=home, embedding_provider="hash",
+                             memory_mirror=False)
     with Loci(settings) as loci:
         loci.remember("the store records the hash model")
         all_batches = list(batches(base + n, rng))
@@ -82,10 +84,19 @@ def main() -> None:
     parser.add_argument("--base", type=int, default=20_000)
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--chunk", type=int, default=1_000, help="rows per import call")
+    parser.add_argument("--backends", default="sqlite")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="loci-import-search-") as name:
-        report = {"machine": machine(), **run(Path(name), args.base, args.n, args.chunk)}
+    report: dict[str, Any] = {"machine": machine()}
+    for backend in args.backends.split(","):
+        with tempfile.TemporaryDirectory(prefix="loci-import-search-") as name:
+            home = Path(name)
+            if backend == "sqlite":
+                report[backend] = run(f"sqlite:///{home / 'loci.db'}", home, args.base,
+                                      args.n, args.chunk)
+            else:
+                with postgres_url(None, home, "4GB") as url:
+                    report[backend] = run(url, home, args.base, args.n, args.chunk)
     print(json.dumps(report, indent=None if args.json else 2))
 
 

@@ -1,7 +1,8 @@
 """Ingest: how fast writes are acknowledged, and how fast everything is indexed.
 
 Real conversations (the LoCoMo file's turns, each with its speaker) are written into a
-fresh SQLite store with the bundled local model (or ``--embedder hash``):
+fresh store with the bundled local model (or ``--embedder hash``); SQLite, or
+``--backend postgres`` (a throwaway embedded server, one database per run below):
 
 - **one per call**: ``loci.add`` for each turn, as an agent records a conversation;
   each call timed (acknowledged: the write committed and returned), then the time until
@@ -13,7 +14,8 @@ fresh SQLite store with the bundled local model (or ``--embedder hash``):
   preceding turns, as stored) through ``embedder.embed`` in the indexer's batches, with
   nothing else running: the ceiling for the indexed rate.
 
-Usage: python benchmarks/ingest.py --data ../shared/data/locomo/locomo_dev.json [--json]
+Usage: python benchmarks/ingest.py --data ../shared/data/locomo/locomo_dev.json
+                                   [--backend sqlite] [--json]
 """
 
 from __future__ import annotations
@@ -23,16 +25,20 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psycopg
 
 from common import machine
 from loci import Loci, load_settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 from locomo import load
+from scale import postgres_url
 
 Turn = tuple[str, str, str]  # session, speaker, text
 
@@ -44,9 +50,23 @@ def turns_of(path: Path, limit: int) -> list[Turn]:
     return out[:limit] if limit else out
 
 
-def open_loci(tmp: Path, name: str, embedder: str) -> Loci:
-    return Loci(load_settings(store=f"sqlite:///{tmp / name}.db", home=tmp,
-                              embedding_provider=embedder, memory_mirror=False))
+@contextmanager
+def stores(backend: str, tmp: Path) -> Iterator[Callable[[str], str]]:
+    """A function that gives each name a fresh store's URL."""
+    if backend == "sqlite":
+        yield lambda name: f"sqlite:///{tmp / name}.db"
+        return
+    with postgres_url(None, tmp, "1GB") as server:
+        def database(name: str) -> str:
+            with psycopg.connect(server, autocommit=True) as conn:
+                conn.execute(f"CREATE DATABASE {name}")
+            return server.rsplit("/", 1)[0] + f"/{name}"
+        yield database
+
+
+def open_loci(store: str, tmp: Path, embedder: str) -> Loci:
+    return Loci(load_settings(store=store, home=tmp, embedding_provider=embedder,
+                              memory_mirror=False))
 
 
 def wait_indexed(loci: Loci) -> None:
@@ -153,20 +173,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo/locomo_dev.json"))
     parser.add_argument("--limit", type=int, default=0, help="at most this many turns")
     parser.add_argument("--embedder", default="local", choices=("local", "hash"))
+    parser.add_argument("--backend", default="sqlite", choices=("sqlite", "postgres"))
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     turns = turns_of(args.data, args.limit)
-    report: dict[str, Any] = {"machine": machine(), "embedder": args.embedder}
-    with tempfile.TemporaryDirectory(prefix="loci-ingest-") as tmp:
+    report: dict[str, Any] = {"machine": machine(), "embedder": args.embedder,
+                              "backend": args.backend}
+    with tempfile.TemporaryDirectory(prefix="loci-ingest-") as tmp, \
+            stores(args.backend, Path(tmp)) as store:
         # The texts first, from a store that does not embed, for the embedder alone.
-        with open_loci(Path(tmp), "texts", "none") as plain:
+        texts = store("texts")
+        with open_loci(texts, Path(tmp), "none") as plain:
             bulk(plain, turns)
-        with open_loci(Path(tmp), "texts", args.embedder) as loci:
+        with open_loci(texts, Path(tmp), args.embedder) as loci:
             report["embedder_alone"] = embedder_alone(loci)
         for name, run in (("one_per_call", lambda lo: one_per_call(lo, turns, False)),
                           ("waiting_per_call", lambda lo: one_per_call(lo, turns, True)),
                           ("bulk", lambda lo: bulk(lo, turns))):
-            with open_loci(Path(tmp), name, args.embedder) as loci:
+            with open_loci(store(name), Path(tmp), args.embedder) as loci:
                 report[name] = run(loci)
     alone = report["embedder_alone"]["texts_per_s"]
     report["indexed_share_of_embedder"] = {

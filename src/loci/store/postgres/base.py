@@ -12,7 +12,7 @@ from psycopg_pool import ConnectionPool
 
 from loci.errors import StoreError, ValidationError
 from loci.models import Scope
-from loci.store.base import Store
+from loci.store.indexed_vectors import IndexedVectors
 from loci.store.planner_statistics import Growth
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
@@ -32,7 +32,7 @@ def translated_errors(what: str) -> Iterator[None]:
         raise StoreError(f"PostgreSQL failed ({what}): {exc}") from exc
 
 
-class PostgresBase(Store):
+class PostgresBase(IndexedVectors):
     """The pool (connections shared by threads) and how to use it. Each part of the
     backend extends it, so each knows the whole contract it helps implement."""
 

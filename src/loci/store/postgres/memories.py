@@ -27,38 +27,41 @@ from loci.store.rows import to_memory, to_version
 _STAGE = (
     "CREATE TEMP TABLE IF NOT EXISTS memories_in (ord integer, id text, type text, "
     "content text, tags text[], created bigint, updated bigint, expires bigint, "
-    "source text, metadata text, embedding vector) ON COMMIT DELETE ROWS"
+    "source text, metadata text, embedding vector, vec_seq bigint) ON COMMIT DELETE ROWS"
 )
 _COPY = (
     "COPY memories_in (ord, id, type, content, tags, created, updated, expires, source, "
-    "metadata, embedding) FROM STDIN (FORMAT BINARY)"
+    "metadata, embedding, vec_seq) FROM STDIN (FORMAT BINARY)"
 )
 _COPY_TYPES = ["int4", "text", "text", "text", "text[]", "int8", "int8", "int8", "text",
-               "text", "vector"]
+               "text", "vector", "int8"]
 # The last write of an id in a batch wins, as if the batch were written one by one;
 # rows keep the batch's order, which breaks ties in list_memories.
 _UPSERT = (
     "INSERT INTO memories (id, tenant, agent, type, content, tags, created, updated, "
-    "expires, source, metadata, embedding) "
+    "expires, source, metadata, embedding, vec_seq) "
     "SELECT id, %s, %s, type, content, tags, created, updated, expires, source, "
-    "metadata::jsonb, embedding FROM (SELECT DISTINCT ON (id) * FROM memories_in "
+    "metadata::jsonb, embedding, vec_seq FROM (SELECT DISTINCT ON (id) * FROM memories_in "
     "ORDER BY id, ord DESC) s ORDER BY ord "
     "ON CONFLICT (id) DO UPDATE SET type = excluded.type, "
     "embedding = COALESCE(excluded.embedding, CASE WHEN memories.content = excluded.content "
     "THEN memories.embedding END), "
+    "vec_seq = CASE WHEN excluded.embedding IS NOT NULL THEN excluded.vec_seq "
+    "WHEN memories.content = excluded.content THEN memories.vec_seq END, "
     "content = excluded.content, tags = excluded.tags, created = excluded.created, "
     "updated = excluded.updated, expires = excluded.expires, source = excluded.source, "
     "metadata = excluded.metadata "
-    "WHERE memories.tenant = excluded.tenant AND memories.agent = excluded.agent"
+    "WHERE memories.tenant = excluded.tenant AND memories.agent = excluded.agent "
+    "RETURNING seq, vec_seq"
 )
 
 
-def _copy_row(i: int, m: Memory, vector: Any) -> tuple[Any, ...]:
+def _copy_row(i: int, m: Memory, vector: Any, vec_seq: int | None) -> tuple[Any, ...]:
     check_text(m.id, m.type, m.content, m.source, *m.tags)
     return (
         i, m.id, m.type, m.content, list(m.tags), to_micros(m.created_at),
         to_micros(m.updated_at), None if m.expires_at is None else to_micros(m.expires_at),
-        m.source, json_value(m.metadata), vector,
+        m.source, json_value(m.metadata), vector, vec_seq,
     )
 
 
@@ -74,18 +77,24 @@ class PostgresMemories(PostgresVectors):
     ) -> None:
         if not memories:
             return
-        if vectors is not None:
-            self._ensure_vector_index("memory", int(vectors.shape[1]))
-        rows = [
-            _copy_row(i, m, None if vectors is None else np.asarray(vectors[i], np.float32))
-            for i, m in enumerate(memories)
-        ]
         with self._write() as cur:
-            self._upsert_memories(cur, scope, rows)
+            # Vectors numbered as ``set_embeddings`` numbers them: memory i is before + 1 + i.
+            before = 0 if vectors is None else self._number_vectors(cur, "memory", scope)
+            rows = [
+                _copy_row(i, m, None, None) if vectors is None else
+                _copy_row(i, m, np.asarray(vectors[i], np.float32), before + 1 + i)
+                for i, m in enumerate(memories)
+            ]
+            written = self._upsert_memories(cur, scope, rows)
         self._grew("memories", len(rows))
+        if vectors is not None:
+            self._hand_over(scope, "memory", before,
+                            [(key, seq) for key, seq in written if seq is not None], vectors)
 
     @staticmethod
-    def _upsert_memories(cur: Cursor, scope: Scope, rows: list[tuple[Any, ...]]) -> None:
+    def _upsert_memories(cur: Cursor, scope: Scope, rows: list[tuple[Any, ...]]
+                         ) -> list[tuple[int, int | None]]:
+        """Write the rows; their keys (``seq``) and ``vec_seq``."""
         cur.execute(_STAGE)
         with cur.copy(_COPY) as copy:
             copy.set_types(_COPY_TYPES)
@@ -101,6 +110,7 @@ class PostgresMemories(PostgresVectors):
             )
             taken = cur.fetchone()
             raise StoreError(f"memory id {taken[0] if taken else '?'} is taken")
+        return cur.fetchall()
 
     def get_memory(self, scope: Scope, memory_id: str) -> Memory | None:
         rows = self._query(
@@ -141,7 +151,7 @@ class PostgresMemories(PostgresVectors):
             return deleted
 
     def supersede_memory(self, scope: Scope, memory: Memory, reason: str, now: datetime) -> int:
-        row = _copy_row(0, memory, None)
+        row = _copy_row(0, memory, None, None)
         with self._write() as cur:
             # The row lock orders concurrent supersedes of one memory: version numbers
             # never collide and no version is lost.

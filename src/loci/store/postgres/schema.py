@@ -16,8 +16,8 @@ Design notes (the why):
   every query scans linearly (slow after a bulk load) until vacuum
   merges it; writes pay a little more instead;
 - ``embedding`` is an unconstrained ``vector``: the dimension is only known when the
-  first vectors arrive, so the HNSW index is an expression index on
-  ``embedding::vector(<dim>)`` created then (``vectors``);
+  first vectors arrive; vectors are searched in each process's memory, read by their
+  per-scope number ``vec_seq`` (``vectors``);
 - document paths are kept as text (the truth) and as an ``ltree`` (``lpath``) whose
   labels encode the path segments (``rows.path_to_ltree``) for subtree queries.
 """
@@ -208,6 +208,25 @@ def _v7_memories_by_tag(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
                 "WITH (fastupdate = off)")  # (as the full-text ones: no pending list)
 
 
+def _v8_vectors_in_memory(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    """Vectors numbered per scope in commit order (``vec_seq``): each process searches
+    them in memory and reads just the rows numbered above what it holds
+    (``store.indexed_vectors``). The HNSW indexes are no longer read: they go, and
+    writes stop maintaining them."""
+    for table, key in (("events", "id"), ("memories", "seq"), ("documents", "seq")):
+        cur.execute(f"ALTER TABLE {table} ADD COLUMN vec_seq bigint")
+        cur.execute(
+            f"UPDATE {table} t SET vec_seq = n.no FROM (SELECT {key} AS key, row_number() "
+            f"OVER (PARTITION BY tenant, agent ORDER BY {key}) AS no FROM {table} "
+            f"WHERE embedding IS NOT NULL) n WHERE t.{key} = n.key")
+        cur.execute(f"CREATE INDEX {table}_by_vec_seq ON {table} (tenant, agent, vec_seq) "
+                    "WHERE vec_seq IS NOT NULL")
+    cur.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+                "AND indexname ~ '^(events|memories|documents)_hnsw_[0-9]+$'")
+    for (name,) in cur.fetchall():
+        cur.execute(f'DROP INDEX "{name}"')
+
+
 #: Version → (name, function). Append only.
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
@@ -217,6 +236,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     5: ("events by time", _v5_events_by_time),
     6: ("events by speaker", _v6_events_by_speaker),
     7: ("memories by tag", _v7_memories_by_tag),
+    8: ("vectors searched in memory", _v8_vectors_in_memory),
 }
 
 

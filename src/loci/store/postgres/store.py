@@ -4,8 +4,9 @@ Many Loci processes (servers, CLIs, workers) share one database. A psycopg 3 con
 pool serves each process's threads; every write is one transaction; writers of one
 session are serialized by a transaction-scoped advisory lock so that event ids grow in
 commit order within a session. Full-text search uses generated ``tsvector`` columns with
-GIN indexes and BM25 over postings derived from them (``keywords``), vectors
-use pgvector with HNSW indexes, document paths are ``ltree`` too.
+GIN indexes and BM25 over postings derived from them (``keywords``), vectors are
+stored with pgvector and searched in memory (``vectors``), document paths are ``ltree``
+too.
 
 Tenant isolation: every statement filters by ``tenant`` and ``agent`` (the contract
 suite proves it). Row-level security is not enabled: the process connects as one role
@@ -60,13 +61,14 @@ class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, Postgres
                 url, min_size=1, max_size=pool_size, kwargs={"autocommit": True},
                 configure=_configure, open=True, name="loci",
             )
-        self._indexed = set()
         self._bulk = 0
-        self._vector_lock = threading.Lock()
+        self._index_lock = threading.RLock()
+        self._indexes = {}
         self._growth = Growth(self._analyzed_rows, lambda table: self._run(f"ANALYZE {table}"))
 
     def close(self) -> None:
         self._growth.close()
+        self.persist_indexes()  # (stops their builds)
         self._pool.close()
 
     # -- meta ---------------------------------------------------------------------

@@ -22,10 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from loci.models import Scope
-from loci.store.ann import graph_lock, remove_graphs
-from loci.store.base import Store
+from loci.store.indexed_vectors import IndexedVectors
 from loci.store.sqlite.rows import FULL_TEXT, KEY_MASK, SCOPE_SHIFT, tokens
-from loci.store.vector_index import VectorIndex
 from loci.store.wal_checkpoint import Checkpointer
 
 #: Full-text tables by content table. Every write transaction adds segments to their
@@ -91,7 +89,7 @@ class Readers:
         return db
 
 
-class SQLiteBase(Store):
+class SQLiteBase(IndexedVectors):
     """The connections and how to use them. Each part of the backend extends it, so
     each knows the whole contract it helps implement."""
 
@@ -102,15 +100,13 @@ class SQLiteBase(Store):
     _readers: Readers | None
     #: Per thread, the connection it is reading on (``_db`` inside a write).
     _reading_on: threading.local
-    #: Guards ``_indexes`` and their searches (``_lock`` itself in memory, where reads
-    #: take it too: one lock cannot be taken in two orders).
-    _index_lock: threading.RLock
+    #: (``_index_lock`` is ``_lock`` itself in memory, where reads take it too: one lock
+    #: cannot be taken in two orders.)
     #: Per content table, the size (highest rowid) at which its index is merged next.
     _fts_due: dict[str, int]
     #: Scopes' lowest full-text rowids (``rows.scope_base``), by scope.
     _scope_bases: dict[Scope, int]
-    #: Vector indexes by (kind, tenant, agent), and where their graphs are saved.
-    _indexes: dict[tuple[str, str, str], VectorIndex]
+    #: Where the vector indexes' graphs are saved (None in memory).
     _ann_dir: Path | None
     #: Checkpoints the write-ahead log off the writers' path (None in memory).
     _checkpointer: Checkpointer | None
@@ -185,21 +181,6 @@ class SQLiteBase(Store):
             return None
         name = hashlib.sha256(f"{kind}\0{scope.tenant}\0{scope.agent}".encode()).hexdigest()
         return self._ann_dir / f"{kind}-{name[:24]}.usearch"
-
-    def _forget_vectors(self, scope: Scope, kinds: Iterable[str]) -> None:
-        """Drop the scope's vector indexes of ``kinds`` and their saved graphs: a graph
-        keeps every vector it was given, deleted rows' too. The next search rebuilds
-        them from the database."""
-        with self._index_lock:
-            for kind in kinds:
-                index = self._indexes.pop((kind, scope.tenant, scope.agent), None)
-                if index is not None:
-                    index.wait_for_build()  # a build in progress would save its graph
-                path = self._ann_path(kind, scope)
-                if path is not None and path.parent.exists():
-                    with graph_lock(path):
-                        remove_graphs(path)
-                    path.with_suffix(".lock").unlink(missing_ok=True)
 
     def _scrub(self, tables: Iterable[str]) -> None:
         """Purge deleted rows from the full-text indexes of ``tables`` and from the

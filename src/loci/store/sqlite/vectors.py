@@ -1,9 +1,6 @@
-"""Embeddings in the SQLite backend: stored in their rows, searched in memory.
-
-Each (table, tenant, agent) slice gets a :class:`VectorIndex` built on first use and
-refreshed incrementally from ``vec_seq`` before every search, so other processes'
-writes are seen without reloading everything.
-"""
+"""Embeddings in the SQLite backend: stored in their rows, searched in memory
+(``store.indexed_vectors``). One writer at a time numbers a scope's vectors
+(``vec_seq``) from the highest one stored, so the numbers follow commit order."""
 
 from __future__ import annotations
 
@@ -13,30 +10,21 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from loci.models import Scope
-from loci.store.base import Scored, SearchFilters
+from loci.store.base import Scored, SearchFilters, Vectors
+from loci.store.indexed_vectors import EXACT_ALLOWED
 from loci.store.rows import EMBED_CHARS, event_embedding_text
 from loci.store.sqlite.base import SQLiteBase
 from loci.store.sqlite.rows import KEY_MASK, KINDS, filter_sql
-from loci.store.vector_index import VectorIndex
 
-Vectors = npt.NDArray[np.float32]
-#: Candidates fetched beyond the limit before filters, on the first try.
-SPARE_CANDIDATES = 10
-#: At most this many candidates are asked of the graph when filters reject many.
-MAX_CANDIDATES = 2_000
-#: Filters that leave at most this many rows (as found in indexes) are served by exact
-#: search over them.
-EXACT_ALLOWED = 2_000
 _WORDY = re.compile(r"\w")
 _TAGGED = "memories_fts MATCH ? AND rowid BETWEEN ? AND ?"
 _TEXT = {"event": "content", "memory": "content", "document": "path || ' ' || content"}
 
 
 class SQLiteVectors(SQLiteBase):
-    """Mixed into :class:`SQLiteStore`; uses its ``_query``, ``_write`` and ``_index_lock``."""
+    """Mixed into :class:`SQLiteStore`."""
 
     def unembedded(
         self, kind: str, limit: int, scope: Scope | None = None
@@ -72,13 +60,9 @@ class SQLiteVectors(SQLiteBase):
     ) -> None:
         k = KINDS[kind]
         keys: list[Any] = [int(i) for i in ids] if kind == "event" else list(ids)
-        index = self._indexes.get((kind, scope.tenant, scope.agent))
+        index = self._loaded_index(kind, scope)
         with self._write() as db:
-            seq = db.execute(
-                f"SELECT COALESCE(MAX(vec_seq), 0) FROM {k.table} "
-                "WHERE tenant = ? AND agent = ? AND vec_seq IS NOT NULL",
-                (scope.tenant, scope.agent),
-            ).fetchone()[0]
+            seq = self._latest_vec_seq(kind, scope) or 0  # (read on the writer's connection)
             db.executemany(
                 f"UPDATE {k.table} SET embedding = ?, vec_seq = ? "
                 f"WHERE {k.public} = ? AND tenant = ? AND agent = ?",
@@ -92,22 +76,7 @@ class SQLiteVectors(SQLiteBase):
                 f"SELECT {k.key}, vec_seq FROM {k.table} WHERE tenant = ? AND agent = ? "
                 "AND vec_seq > ?", (scope.tenant, scope.agent, seq)
             ).fetchall() if index is not None else []
-        if written:
-            self._hand_over(scope, kind, seq, written, vectors)
-
-    def _hand_over(self, scope: Scope, kind: str, before: int,
-                   written: list[tuple[int, int]], vectors: Vectors) -> None:
-        """Give the scope's loaded vector index the rows a write of this process just
-        committed, so that no search reads them back from the database; unless the
-        index lacks rows committed before them (up to ``before``, another process's
-        say): their ``vec_seq`` are lower, so the next search reads them all."""
-        with self._index_lock:
-            index = self._indexes.get((kind, scope.tenant, scope.agent))
-            if index is None or index.max_seq != before or index.dim != vectors.shape[1]:
-                return
-            keys, seqs = np.array(written, dtype=np.int64).T
-            index.update_vectors(keys, np.ascontiguousarray(vectors[seqs - before - 1],
-                                                            dtype=np.float32), seqs)
+        self._hand_over(scope, kind, seq, written, vectors)
 
     def clear_embeddings(self) -> None:
         with self._write() as db:
@@ -117,85 +86,19 @@ class SQLiteVectors(SQLiteBase):
         with self._index_lock:
             self._indexes.clear()
 
-    def vector_candidates(
-        self, scope: Scope, kind: str, query: Vectors, *, limit: int, filters: SearchFilters
-    ) -> list[Scored]:
-        with self._index_lock:
-            index = self._fresh_index(scope, kind, int(query.shape[0]))
-            if filters.narrowing():  # few rows may pass: then score just those, exactly
-                few = self._roughly_allowed(kind, scope, filters)
-                if few is not None:
-                    for wanted in (limit + SPARE_CANDIDATES, len(few)):
-                        passing = self._passing(kind, scope, index.search(query, wanted, few),
-                                                filters)
-                        if len(passing) >= limit or wanted >= len(few):
-                            return passing[:limit]
-            # A few spare candidates usually survive the filters (expiry, type); checking
-            # 5x the limit every time cost more than the graph search.
-            wanted = limit + SPARE_CANDIDATES
-            for _ in range(2):
-                candidates = index.search(query, wanted)
-                passing = self._passing(kind, scope, candidates, filters)
-                relevant = sum(1 for _, score in candidates if score > 0)
-                if len(passing) >= min(limit, relevant) or len(index) <= len(candidates):
-                    return passing[:limit]
-                # Ask again for as many as the share that passed says are needed.
-                wanted = min(MAX_CANDIDATES, max(limit * 5, 2 * limit * len(candidates)
-                                                 // max(1, len(passing))))
-            # Filters removed too many: score only the rows that pass them.
-            allowed = self._allowed_keys(kind, scope, filters)
-            passing = self._passing(kind, scope, index.search(query, limit, allowed), filters)
-        return passing[:limit]
-
-    def vector_scores(
-        self, scope: Scope, kind: str, query: Vectors, keys: Sequence[int]
-    ) -> list[Scored]:
-        if not keys:
-            return []
-        with self._index_lock:  # the scope's index holds only the scope's rows
-            index = self._fresh_index(scope, kind, int(query.shape[0]))
-            return [(key, min(1.0, max(0.0, score)))
-                    for key, score in index.search(query, len(keys), keys)]
-
-    def wait_for_vector_index(
-        self, scope: Scope, kind: str, dim: int, timeout: float | None = None
-    ) -> bool:
-        """Load the scope's vectors and wait for its HNSW graph (built in the
-        background on first search); True if searches use the graph. For benchmarks
-        and warm-up: searches never need to call it."""
-        with self._index_lock:
-            index = self._fresh_index(scope, kind, dim)
-            if index.graph_ready():
-                return True
-        index.wait_for_build(timeout)  # without the lock: searches go on meanwhile
-        with self._index_lock:
-            return index.graph_ready()
-
-    def _fresh_index(self, scope: Scope, kind: str, dim: int) -> VectorIndex:
-        k = KINDS[kind]
-        slot = (kind, scope.tenant, scope.agent)
-        index = self._indexes.get(slot)
-        if index is None or index.dim != dim:
-            index = self._indexes[slot] = VectorIndex(dim, self._ann_path(kind, scope))
-        latest = self._query(
-            f"SELECT MAX(vec_seq) FROM {k.table} "
+    def _latest_vec_seq(self, kind: str, scope: Scope) -> int | None:
+        rows = self._query(
+            f"SELECT MAX(vec_seq) FROM {KINDS[kind].table} "
             "WHERE tenant = ? AND agent = ? AND vec_seq IS NOT NULL",
             (scope.tenant, scope.agent),
-        )[0][0]
-        if latest is not None and latest > index.max_seq:
-            index.update(self._vector_rows(k.table, k.key, scope, index.max_seq))
-        return index
+        )
+        return None if rows[0][0] is None else int(rows[0][0])
 
-    def persist_indexes(self) -> None:
-        with self._index_lock:
-            for index in self._indexes.values():
-                index.persist()
-
-    def _vector_rows(
-        self, table: str, key: str, scope: Scope, after: int
-    ) -> Iterator[tuple[int, bytes, int]]:
+    def _vector_rows(self, kind: str, scope: Scope, after: int
+                     ) -> Iterator[tuple[int, bytes, int]]:
+        k = KINDS[kind]
         rows = self._query(
-            f"SELECT {key}, embedding, vec_seq FROM {table} "
+            f"SELECT {k.key}, embedding, vec_seq FROM {k.table} "
             "WHERE tenant = ? AND agent = ? AND vec_seq > ?",
             (scope.tenant, scope.agent, after),
         )

@@ -1,0 +1,180 @@
+"""Vector search served from in-process indexes, written once for both backends.
+
+The database keeps every vector, the truth; each process mirrors a (kind, tenant, agent)
+slice in a :class:`VectorIndex` built on its first search and refreshed before every
+search from ``vec_seq``: a scope's writes number their vectors in commit order (the
+backend makes sure of it), so the rows above the highest number an index has seen are
+exactly those it lacks, other processes' included. A write of this process hands the
+vectors it committed to the loaded index instead (``_hand_over``).
+
+The index may hold rows deleted since, or vectors older than the row's: every candidate
+is checked against the database with the search's filters (``_passing``), which also
+keeps another tenant's rows out. A backend supplies the SQL of those steps.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import abstractmethod
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from loci.models import Scope
+from loci.store.ann import graph_lock, remove_graphs
+from loci.store.base import Scored, SearchFilters, Store, Vectors
+from loci.store.vector_index import VectorIndex
+
+#: Candidates fetched beyond the limit before filters, on the first try.
+SPARE_CANDIDATES = 10
+#: At most this many candidates are asked of the graph when filters reject many.
+MAX_CANDIDATES = 2_000
+#: Filters that leave at most this many rows (as found in indexes) are served by exact
+#: search over them.
+EXACT_ALLOWED = 2_000
+
+
+class IndexedVectors(Store):
+    """Mixed into both stores; the backend implements the hooks below."""
+
+    #: Guards ``_indexes`` and their searches.
+    _index_lock: threading.RLock
+    #: Vector indexes by (kind, tenant, agent).
+    _indexes: dict[tuple[str, str, str], VectorIndex]
+
+    # -- what a backend supplies ------------------------------------------------
+    @abstractmethod
+    def _ann_path(self, kind: str, scope: Scope) -> Path | None:
+        """Where the scope's graphs are saved (None: built by each process)."""
+
+    @abstractmethod
+    def _latest_vec_seq(self, kind: str, scope: Scope) -> int | None:
+        """The highest ``vec_seq`` of the scope's rows (None: no vectors)."""
+
+    @abstractmethod
+    def _vector_rows(self, kind: str, scope: Scope, after: int
+                     ) -> Iterable[tuple[int, bytes, int]]:
+        """(key, float32 bytes, vec_seq) of the scope's rows numbered above ``after``."""
+
+    @abstractmethod
+    def _passing(self, kind: str, scope: Scope, candidates: list[tuple[int, float]],
+                 filters: SearchFilters) -> list[Scored]:
+        """The candidates with a positive score whose rows exist in the scope and pass
+        the filters, best first."""
+
+    @abstractmethod
+    def _allowed_keys(self, kind: str, scope: Scope, filters: SearchFilters) -> list[int]:
+        """The keys of the scope's rows that pass the filters."""
+
+    @abstractmethod
+    def _roughly_allowed(self, kind: str, scope: Scope, filters: SearchFilters
+                         ) -> list[int] | None:
+        """The keys of at most ``EXACT_ALLOWED`` rows among which are all those that
+        pass the filters, found in indexes alone; None if there are more."""
+
+    # -- searches ---------------------------------------------------------------
+    def vector_candidates(
+        self, scope: Scope, kind: str, query: Vectors, *, limit: int, filters: SearchFilters
+    ) -> list[Scored]:
+        with self._index_lock:
+            index = self._fresh_index(scope, kind, int(query.shape[0]))
+            if filters.narrowing():  # few rows may pass: then score just those, exactly
+                few = self._roughly_allowed(kind, scope, filters)
+                if few is not None:
+                    for wanted in (limit + SPARE_CANDIDATES, len(few)):
+                        passing = self._passing(kind, scope, index.search(query, wanted, few),
+                                                filters)
+                        if len(passing) >= limit or wanted >= len(few):
+                            return passing[:limit]
+            # A few spare candidates usually survive the filters (expiry, type); checking
+            # 5x the limit every time cost more than the graph search.
+            wanted = limit + SPARE_CANDIDATES
+            for _ in range(2):
+                candidates = index.search(query, wanted)
+                passing = self._passing(kind, scope, candidates, filters)
+                relevant = sum(1 for _, score in candidates if score > 0)
+                if len(passing) >= min(limit, relevant) or len(index) <= len(candidates):
+                    return passing[:limit]
+                # Ask again for as many as the share that passed says are needed.
+                wanted = min(MAX_CANDIDATES, max(limit * 5, 2 * limit * len(candidates)
+                                                 // max(1, len(passing))))
+            # Filters removed too many: score only the rows that pass them.
+            allowed = self._allowed_keys(kind, scope, filters)
+            passing = self._passing(kind, scope, index.search(query, limit, allowed), filters)
+        return passing[:limit]
+
+    def vector_scores(
+        self, scope: Scope, kind: str, query: Vectors, keys: Sequence[int]
+    ) -> list[Scored]:
+        if not keys:
+            return []
+        with self._index_lock:  # the scope's index holds only the scope's rows
+            index = self._fresh_index(scope, kind, int(query.shape[0]))
+            return [(key, min(1.0, max(0.0, score)))
+                    for key, score in index.search(query, len(keys), keys)]
+
+    def wait_for_vector_index(
+        self, scope: Scope, kind: str, dim: int, timeout: float | None = None
+    ) -> bool:
+        """Load the scope's vectors and wait for its HNSW graph (built in the
+        background on first search); True if searches use the graph. For benchmarks
+        and warm-up: searches never need to call it."""
+        with self._index_lock:
+            index = self._fresh_index(scope, kind, dim)
+            if index.graph_ready():
+                return True
+        index.wait_for_build(timeout)  # without the lock: searches go on meanwhile
+        with self._index_lock:
+            return index.graph_ready()
+
+    def persist_indexes(self) -> None:
+        with self._index_lock:
+            for index in self._indexes.values():
+                index.persist()
+
+    # -- keeping the indexes current ----------------------------------------------
+    def _fresh_index(self, scope: Scope, kind: str, dim: int) -> VectorIndex:
+        slot = (kind, scope.tenant, scope.agent)
+        index = self._indexes.get(slot)
+        if index is None or index.dim != dim:
+            index = self._indexes[slot] = VectorIndex(dim, self._ann_path(kind, scope))
+        latest = self._latest_vec_seq(kind, scope)
+        if latest is not None and latest > index.max_seq:
+            index.update(self._vector_rows(kind, scope, index.max_seq))
+        return index
+
+    def _loaded_index(self, kind: str, scope: Scope) -> VectorIndex | None:
+        return self._indexes.get((kind, scope.tenant, scope.agent))
+
+    def _hand_over(self, scope: Scope, kind: str, before: int,
+                   written: Sequence[tuple[int, int]], vectors: Vectors) -> None:
+        """Give the scope's loaded vector index the rows (key, vec_seq) a write of this
+        process just committed, numbered from ``before`` + 1 in the order of
+        ``vectors``, so that no search reads them back from the database; unless the
+        index lacks rows committed before them (another process's, say): their
+        ``vec_seq`` are lower, so the next search reads them all."""
+        if not written:
+            return
+        with self._index_lock:
+            index = self._loaded_index(kind, scope)
+            if index is None or index.max_seq != before or index.dim != vectors.shape[1]:
+                return
+            keys, seqs = np.array(written, dtype=np.int64).T
+            index.update_vectors(keys, np.ascontiguousarray(vectors[seqs - before - 1],
+                                                            dtype=np.float32), seqs)
+
+    def _forget_vectors(self, scope: Scope, kinds: Iterable[str]) -> None:
+        """Drop the scope's vector indexes of ``kinds`` and their saved graphs: a graph
+        keeps every vector it was given, deleted rows' too. The next search rebuilds
+        them from the database."""
+        with self._index_lock:
+            for kind in kinds:
+                index = self._indexes.pop((kind, scope.tenant, scope.agent), None)
+                if index is not None:
+                    index.wait_for_build()  # a build in progress would save its graph
+                path = self._ann_path(kind, scope)
+                if path is not None and path.parent.exists():
+                    with graph_lock(path):
+                        remove_graphs(path)
+                    path.with_suffix(".lock").unlink(missing_ok=True)
