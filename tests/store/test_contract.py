@@ -358,6 +358,42 @@ def test_filtered_vector_candidates_are_the_best_that_pass(
     assert [h.id for h in store.hits(ALICE, "memory", fresh)] == ["v60"]
 
 
+def test_a_filter_that_left_many_rows_finds_the_few_left_later(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Filters found to leave many rows are not counted again for a while (the index's
+    path serves them): once most of their rows are gone, the few left are still the
+    best that pass, and the next filter is counted as before."""
+    import numpy as np
+
+    from loci.store.postgres import vectors as postgres_vectors
+    from loci.store.sqlite import vectors as sqlite_vectors
+
+    for module in (sqlite_vectors, postgres_vectors):
+        monkeypatch.setattr(module, "EXACT_ALLOWED", 20)
+    rng = np.random.default_rng(4)
+    vectors = rng.normal(size=(80, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store.put_memories(ALICE, [mem(f"v{i}", f"memory {i}", tags=("t",) if i < 40 else ())
+                               for i in range(80)], vectors)
+    query = vectors[79]
+
+    def found(tag: str) -> list[str]:
+        near = store.vector_candidates(ALICE, "memory", query, limit=5,
+                                       filters=SearchFilters(tags=(tag,)))
+        return [h.id for h in store.hits(ALICE, "memory", near)]
+
+    def best(kept: range) -> list[str]:
+        ranked = sorted((i for i in kept if vectors[i] @ query > 0),
+                        key=lambda i: -(vectors[i] @ query))
+        return [f"v{i}" for i in ranked[:5]]
+
+    assert found("t") == best(range(40))
+    for i in range(3, 40):
+        store.delete_memory(ALICE, f"v{i}")
+    assert found("t") == best(range(3))
+    assert found("absent") == []
+
+
 def test_vector_scores_are_the_cosines_of_the_scopes_given_items(store: Store) -> None:
     import numpy as np
 

@@ -15,8 +15,10 @@ keeps another tenant's rows out. A backend supplies the SQL of those steps.
 from __future__ import annotations
 
 import threading
+import time
 from abc import abstractmethod
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +35,10 @@ MAX_CANDIDATES = 2_000
 #: Filters that leave at most this many rows (as found in indexes) are served by exact
 #: search over them.
 EXACT_ALLOWED = 2_000
+#: Filters found to leave more rows are not looked at again for this many seconds
+#: (rows may have gone since), and at most this many such filters are remembered.
+MANY_FOR = 60.0
+MANY_REMEMBERED = 1_024
 
 
 class IndexedVectors(Store):
@@ -42,6 +48,9 @@ class IndexedVectors(Store):
     _index_lock: threading.RLock
     #: Vector indexes by (kind, tenant, agent).
     _indexes: dict[tuple[str, str, str], VectorIndex]
+    #: When narrowing filters (without ``now``) were found to leave many rows, by kind
+    #: and scope (``_few_allowed``; guarded by ``_index_lock``).
+    _many: dict[tuple[str, Scope, SearchFilters], float]
 
     # -- what a backend supplies ------------------------------------------------
     @abstractmethod
@@ -79,14 +88,13 @@ class IndexedVectors(Store):
     ) -> list[Scored]:
         with self._index_lock:
             index = self._fresh_index(scope, kind, int(query.shape[0]))
-            if filters.narrowing():  # few rows may pass: then score just those, exactly
-                few = self._roughly_allowed(kind, scope, filters)
-                if few is not None:
-                    for wanted in (limit + SPARE_CANDIDATES, len(few)):
-                        passing = self._passing(kind, scope, index.search(query, wanted, few),
-                                                filters)
-                        if len(passing) >= limit or wanted >= len(few):
-                            return passing[:limit]
+            few = self._few_allowed(kind, scope, filters)
+            if few is not None:  # few rows may pass: score just those, exactly
+                for wanted in (limit + SPARE_CANDIDATES, len(few)):
+                    passing = self._passing(kind, scope, index.search(query, wanted, few),
+                                            filters)
+                    if len(passing) >= limit or wanted >= len(few):
+                        return passing[:limit]
             # A few spare candidates usually survive the filters (expiry, type); checking
             # 5x the limit every time cost more than the graph search.
             wanted = limit + SPARE_CANDIDATES
@@ -132,6 +140,23 @@ class IndexedVectors(Store):
         with self._index_lock:
             for index in self._indexes.values():
                 index.persist()
+
+    def _few_allowed(self, kind: str, scope: Scope, filters: SearchFilters
+                     ) -> list[int] | None:
+        """``_roughly_allowed`` for narrowing filters, unless the same filters left more
+        than ``EXACT_ALLOWED`` rows of the scope less than ``MANY_FOR`` seconds ago:
+        finding that out again cost PostgreSQL more than the rest of the search."""
+        if not filters.narrowing():
+            return None
+        key, now = (kind, scope, replace(filters, now=None)), time.monotonic()
+        if now - self._many.get(key, -MANY_FOR) < MANY_FOR:
+            return None
+        few = self._roughly_allowed(kind, scope, filters)
+        if few is None:
+            if len(self._many) >= MANY_REMEMBERED:
+                self._many.clear()
+            self._many[key] = now
+        return few
 
     # -- keeping the indexes current ----------------------------------------------
     def _fresh_index(self, scope: Scope, kind: str, dim: int) -> VectorIndex:

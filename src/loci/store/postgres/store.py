@@ -64,6 +64,7 @@ class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, Postgres
         self._bulk = 0
         self._index_lock = threading.RLock()
         self._indexes = {}
+        self._many = {}
         self._growth = Growth(self._analyzed_rows, lambda table: self._run(f"ANALYZE {table}"))
 
     def close(self) -> None:

@@ -107,6 +107,7 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
         self._fts_due = {}
         self._scope_bases = {}
         self._indexes = {}
+        self._many = {}
         self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
         self._checkpointer = None if path == ":memory:" else Checkpointer(path)
 
