@@ -287,3 +287,32 @@ def test_a_table_is_analyzed_once_it_grew_by_half(
     pg.append_events(ALICE, "t", [ev(f"later {i}") for i in range(MIN_ROWS // 2)])
     pg._growth.wait()
     assert analyzed_rows() == MIN_ROWS  # 250 < max(500, 250)
+
+
+def test_a_filter_that_passes_few_candidates_gets_a_wider_pool_with_the_same_ranking(
+        pg: PostgresStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One memory in eight is tagged: the first pool of candidates passes too few, and
+    the wider one gives what scoring every tagged match gives, in the same order."""
+    from loci.store.postgres import keywords
+
+    pg.put_memories(ALICE, [Memory(f"m{i}", "project_context",
+                                   "tides " + " ".join(["filler"] * (i % 17)) + f" n{i}",
+                                   ("moon",) if i % 8 == 0 else (), T0, T0)
+                            for i in range(400)]
+                   + [mem(f"o{i}", f"other words {i}") for i in range(1600)])
+    tagged = SearchFilters(tags=("moon",))
+    calls: list[int] = []
+    exhaustive = PostgresStore._exhaustive
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return exhaustive(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PostgresStore, "_exhaustive", counted)
+    wider = pg.keyword_candidates(ALICE, "memory", "tides", limit=30, filters=tagged)
+    assert calls == []  # the wider pool was enough
+    monkeypatch.setattr(keywords, "REFINE_MAX", 0)
+    scored_all = pg.keyword_candidates(ALICE, "memory", "tides", limit=30, filters=tagged)
+    assert calls == [1]
+    # (Scores may differ in the last digits: the two statements round differently.)
+    assert len(wider) == 30 and [key for key, _ in wider] == [key for key, _ in scored_all]

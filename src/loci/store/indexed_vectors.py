@@ -44,7 +44,8 @@ MANY_REMEMBERED = 1_024
 class IndexedVectors(Store):
     """Mixed into both stores; the backend implements the hooks below."""
 
-    #: Guards ``_indexes`` and their searches.
+    #: Guards ``_indexes``, the indexes' work and ``_many`` (never a database read,
+    #: except the rows an index lacks).
     _index_lock: threading.RLock
     #: Vector indexes by (kind, tenant, agent).
     _indexes: dict[tuple[str, str, str], VectorIndex]
@@ -86,41 +87,40 @@ class IndexedVectors(Store):
     def vector_candidates(
         self, scope: Scope, kind: str, query: Vectors, *, limit: int, filters: SearchFilters
     ) -> list[Scored]:
-        with self._index_lock:
-            index = self._fresh_index(scope, kind, int(query.shape[0]))
-            few = self._few_allowed(kind, scope, filters)
-            if few is not None:  # few rows may pass: score just those, exactly
-                for wanted in (limit + SPARE_CANDIDATES, len(few)):
-                    passing = self._passing(kind, scope, index.search(query, wanted, few),
-                                            filters)
-                    if len(passing) >= limit or wanted >= len(few):
-                        return passing[:limit]
-            # A few spare candidates usually survive the filters (expiry, type); checking
-            # 5x the limit every time cost more than the graph search.
-            wanted = limit + SPARE_CANDIDATES
-            for _ in range(2):
-                candidates = index.search(query, wanted)
-                passing = self._passing(kind, scope, candidates, filters)
-                relevant = sum(1 for _, score in candidates if score > 0)
-                if len(passing) >= min(limit, relevant) or len(index) <= len(candidates):
+        index = self._fresh_index(scope, kind, int(query.shape[0]))
+        few = self._few_allowed(kind, scope, filters)
+        if few is not None:  # few rows may pass: score just those, exactly
+            for wanted in (limit + SPARE_CANDIDATES, len(few)):
+                passing = self._passing(kind, scope, self._search(index, query, wanted, few),
+                                        filters)
+                if len(passing) >= limit or wanted >= len(few):
                     return passing[:limit]
-                # Ask again for as many as the share that passed says are needed.
-                wanted = min(MAX_CANDIDATES, max(limit * 5, 2 * limit * len(candidates)
-                                                 // max(1, len(passing))))
-            # Filters removed too many: score only the rows that pass them.
-            allowed = self._allowed_keys(kind, scope, filters)
-            passing = self._passing(kind, scope, index.search(query, limit, allowed), filters)
-        return passing[:limit]
+        # A few spare candidates usually survive the filters (expiry, type); checking 5x
+        # the limit every time cost more than the graph search.
+        wanted = limit + SPARE_CANDIDATES
+        for _ in range(2):
+            candidates = self._search(index, query, wanted)
+            passing = self._passing(kind, scope, candidates, filters)
+            relevant = sum(1 for _, score in candidates if score > 0)
+            if len(passing) >= min(limit, relevant) or len(index) <= len(candidates):
+                return passing[:limit]
+            # Ask again for as many as the share that passed says are needed.
+            wanted = min(MAX_CANDIDATES, max(limit * 5, 2 * limit * len(candidates)
+                                             // max(1, len(passing))))
+        # Filters removed too many: score only the rows that pass them.
+        allowed = self._allowed_keys(kind, scope, filters)
+        return self._passing(kind, scope, self._search(index, query, limit, allowed),
+                             filters)[:limit]
 
     def vector_scores(
         self, scope: Scope, kind: str, query: Vectors, keys: Sequence[int]
     ) -> list[Scored]:
         if not keys:
             return []
-        with self._index_lock:  # the scope's index holds only the scope's rows
-            index = self._fresh_index(scope, kind, int(query.shape[0]))
-            return [(key, min(1.0, max(0.0, score)))
-                    for key, score in index.search(query, len(keys), keys)]
+        index = self._fresh_index(scope, kind, int(query.shape[0]))
+        # (The scope's index holds only the scope's rows.)
+        return [(key, min(1.0, max(0.0, score)))
+                for key, score in self._search(index, query, len(keys), keys)]
 
     def wait_for_vector_index(
         self, scope: Scope, kind: str, dim: int, timeout: float | None = None
@@ -128,13 +128,20 @@ class IndexedVectors(Store):
         """Load the scope's vectors and wait for its HNSW graph (built in the
         background on first search); True if searches use the graph. For benchmarks
         and warm-up: searches never need to call it."""
+        index = self._fresh_index(scope, kind, dim)
         with self._index_lock:
-            index = self._fresh_index(scope, kind, dim)
             if index.graph_ready():
                 return True
         index.wait_for_build(timeout)  # without the lock: searches go on meanwhile
         with self._index_lock:
             return index.graph_ready()
+
+    def _search(self, index: VectorIndex, query: Vectors, k: int,
+                allowed: Iterable[int] | None = None) -> list[tuple[int, float]]:
+        """``index.search`` under the indexes' lock, which only the index's own work
+        holds: the database's parts of a search run beside other threads' searches."""
+        with self._index_lock:
+            return index.search(query, k, allowed)
 
     def persist_indexes(self) -> None:
         with self._index_lock:
@@ -149,24 +156,29 @@ class IndexedVectors(Store):
         if not filters.narrowing():
             return None
         key, now = (kind, scope, replace(filters, now=None)), time.monotonic()
-        if now - self._many.get(key, -MANY_FOR) < MANY_FOR:
-            return None
+        with self._index_lock:
+            if now - self._many.get(key, -MANY_FOR) < MANY_FOR:
+                return None
         few = self._roughly_allowed(kind, scope, filters)
         if few is None:
-            if len(self._many) >= MANY_REMEMBERED:
-                self._many.clear()
-            self._many[key] = now
+            with self._index_lock:
+                if len(self._many) >= MANY_REMEMBERED:
+                    self._many.clear()
+                self._many[key] = now
         return few
 
     # -- keeping the indexes current ----------------------------------------------
     def _fresh_index(self, scope: Scope, kind: str, dim: int) -> VectorIndex:
-        slot = (kind, scope.tenant, scope.agent)
-        index = self._indexes.get(slot)
-        if index is None or index.dim != dim:
-            index = self._indexes[slot] = VectorIndex(dim, self._ann_path(kind, scope))
+        """The scope's index with every row committed before this call (a row handed
+        over meanwhile may be newer than ``latest``: nothing is read twice)."""
         latest = self._latest_vec_seq(kind, scope)
-        if latest is not None and latest > index.max_seq:
-            index.update(self._vector_rows(kind, scope, index.max_seq))
+        slot = (kind, scope.tenant, scope.agent)
+        with self._index_lock:
+            index = self._indexes.get(slot)
+            if index is None or index.dim != dim:
+                index = self._indexes[slot] = VectorIndex(dim, self._ann_path(kind, scope))
+            if latest is not None and latest > index.max_seq:
+                index.update(self._vector_rows(kind, scope, index.max_seq))
         return index
 
     def _loaded_index(self, kind: str, scope: Scope) -> VectorIndex | None:

@@ -55,6 +55,9 @@ DF_CAP = 2_000
 TERM_STATISTICS = 1000
 #: Candidates rescored exactly: this many per hit asked for, at least REFINE_MIN.
 REFINE_FACTOR, REFINE_MIN = 4, 100
+#: Filters that pass few of those are given a second, wider pool, up to this many rows
+#: (past that, every match in the scope and filters is scored: ``_exhaustive``).
+REFINE_MAX = 1_000
 #: fts_stats rows of one scope beyond which a search folds them into one.
 FOLD_AT = 64
 #: Typical indexed length per kind: orders postings by impact (the BM25 term-frequency
@@ -194,7 +197,7 @@ class PostgresKeywords(PostgresBase):
         terms = query_terms(query)  # words only: user text is never syntax
         if not terms or limit <= 0:
             return []
-        k, t = KINDS[kind], terms_table(kind)
+        t = terms_table(kind)
         rows = self._query(
             "SELECT s.docs, s.tokens, s.n, q.term, (SELECT count(*) FROM (SELECT 1 "
             f"FROM {t} t WHERE t.tenant = %s AND t.agent = %s AND t.term = q.term "
@@ -218,11 +221,35 @@ class PostgresKeywords(PostgresBase):
         avgdl = max(tokens / max(docs, 1), 1.0)
         idfs = {term: max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
                 for term, df in dfs.items()}
-        where, params = filter_sql(kind, filters)
-        refine = max(limit * REFINE_FACTOR, REFINE_MIN)
-        scope_params = (scope.tenant, scope.agent)
         weights = (list(idfs), list(idfs.values()))
-        found = self._query(
+        refine = max(limit * REFINE_FACTOR, REFINE_MIN)
+        found = self._refined(kind, scope, filters, limit, weights, avgdl, refine)
+        pool = sum(min(df, DEPTH) for df in dfs.values())  # (postings read at most)
+        if len(found) < limit and filters.narrowing() and pool > refine:
+            # The filters passed too few of the candidates: a pool as much wider as that
+            # share says is needed, unless even REFINE_MAX would not be enough (scoring
+            # every match in the scope and filters cost ~11 ms at 100k memories).
+            wider = 2 * refine * limit // max(1, len(found))
+            if wider <= REFINE_MAX:
+                refine = wider
+                found = self._refined(kind, scope, filters, limit, weights, avgdl, refine)
+        cut = max(dfs.values()) > DEPTH or sum(dfs.values()) > refine
+        if len(found) < limit and cut:
+            found = self._exhaustive(kind, scope, query, limit, filters, weights, avgdl)
+        # Same squash as SQLite's BM25 (score = r / (1 + r)), so fusion, which unsquashes
+        # and divides by the best keyword hit, treats both backends alike.
+        return [(int(key), bm25_to_score(-float(score))) for key, score in found]
+
+    def _refined(
+        self, kind: str, scope: Scope, filters: SearchFilters, limit: int,
+        weights: tuple[list[str], list[float]], avgdl: float, refine: int,
+    ) -> list[tuple[Any, ...]]:
+        """The best ``refine`` rows of the terms' top postings, rescored from all their
+        postings; of those, the best ``limit`` that pass the filters."""
+        k, t = KINDS[kind], terms_table(kind)
+        where, params = filter_sql(kind, filters)
+        scope_params = (scope.tenant, scope.agent)
+        return self._query(
             f"{_WEIGHTS}, c AS (SELECT p.key, sum({_bm25('p')}) AS s FROM a, w "
             f"CROSS JOIN LATERAL (SELECT key, tf, dl FROM {t} t WHERE t.tenant = %s "
             "AND t.agent = %s AND t.term = w.term ORDER BY impact DESC, key LIMIT %s) p "
@@ -240,12 +267,6 @@ class PostgresKeywords(PostgresBase):
             (*weights, avgdl, *scope_params, DEPTH, refine, weights[0], *scope_params,
              *params, limit),
         )
-        cut = max(dfs.values()) > DEPTH or sum(dfs.values()) > refine
-        if len(found) < limit and cut:
-            found = self._exhaustive(kind, scope, query, limit, filters, weights, avgdl)
-        # Same squash as SQLite's BM25 (score = r / (1 + r)), so fusion, which unsquashes
-        # and divides by the best keyword hit, treats both backends alike.
-        return [(int(key), bm25_to_score(-float(score))) for key, score in found]
 
     def _exhaustive(
         self, kind: str, scope: Scope, query: str, limit: int, filters: SearchFilters,
