@@ -5,6 +5,7 @@ errors."""
 from __future__ import annotations
 
 import multiprocessing
+import time
 import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,6 +17,7 @@ import pytest
 from loci import Document, Memory, Scope, SearchFilters
 from loci.errors import StoreError, ValidationError
 from loci.models import NewEvent
+from loci.store.indexed_vectors import FRESH_FOR
 from loci.store.postgres import PostgresStore
 from loci.store.postgres import schema as postgres_schema
 from loci.store.postgres.rows import path_label, path_to_ltree
@@ -173,6 +175,7 @@ def test_a_searcher_misses_no_vector_other_processes_wrote_meanwhile(
         pg.vector_search(ALICE, "memory", _unit_vectors(["first"])[0], limit=1,
                          filters=SearchFilters())
     assert [p.exitcode for p in workers] == [0] * WRITERS
+    time.sleep(FRESH_FOR)  # (other processes' vectors may be seen this much later)
     ids = [f"v{w}-{b}-{j}" for w in range(WRITERS) for b in range(BATCHES) for j in range(3)]
     for memory_id, vector in zip(ids, _unit_vectors(ids), strict=True):
         hits = pg.vector_search(ALICE, "memory", vector, limit=1, filters=SearchFilters())

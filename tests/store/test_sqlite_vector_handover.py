@@ -4,6 +4,7 @@ committed before them are never skipped."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -85,6 +86,24 @@ def test_rows_another_process_committed_first_are_read_from_the_database(
         ours.put_memories(SCOPE, _memories("c", 30), vectors[60:])  # not handed over
         assert _top(ours, vectors[45]) == "b015" and _top(ours, vectors[75]) == "c015"
         assert sum(read) == 60  # theirs and ours, read once from the database
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_another_processs_vectors_are_seen_once_the_last_look_is_old_enough(
+        db: str) -> None:
+    """A search looks for newer rows unless one looked less than ``FRESH_FOR`` ago."""
+    from loci.store.indexed_vectors import FRESH_FOR
+
+    ours, theirs = SQLiteStore(db), SQLiteStore(db)
+    try:
+        vectors = _unit(60, 4)
+        ours.put_memories(SCOPE, _memories("a", 30), vectors[:30])
+        assert _top(ours, vectors[3]) == "a003"
+        theirs.put_memories(SCOPE, _memories("b", 30), vectors[30:])
+        time.sleep(FRESH_FOR)
+        assert _top(ours, vectors[45]) == "b015"
     finally:
         ours.close()
         theirs.close()

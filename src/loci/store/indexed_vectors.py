@@ -35,6 +35,10 @@ MAX_CANDIDATES = 2_000
 #: Filters that leave at most this many rows (as found in indexes) are served by exact
 #: search over them.
 EXACT_ALLOWED = 2_000
+#: A search looks for rows its index lacks unless one looked less than this many seconds
+#: ago (it asks twice: for candidates and for scores). This process's writes are handed
+#: over at once; other processes' vectors may be seen this much later.
+FRESH_FOR = 0.1
 #: Filters found to leave more rows are not looked at again for this many seconds
 #: (rows may have gone since), and at most this many such filters are remembered.
 MANY_FOR = 60.0
@@ -169,16 +173,23 @@ class IndexedVectors(Store):
 
     # -- keeping the indexes current ----------------------------------------------
     def _fresh_index(self, scope: Scope, kind: str, dim: int) -> VectorIndex:
-        """The scope's index with every row committed before this call (a row handed
-        over meanwhile may be newer than ``latest``: nothing is read twice)."""
+        """The scope's index with every row committed before this call, or before a
+        look less than ``FRESH_FOR`` ago (a search asks twice; a row handed over
+        meanwhile may be newer than ``latest``: nothing is read twice)."""
+        slot, started = (kind, scope.tenant, scope.agent), time.monotonic()
+        with self._index_lock:
+            index = self._indexes.get(slot)
+            if index is not None and index.dim == dim and (
+                    started - index.checked_at < FRESH_FOR):
+                return index
         latest = self._latest_vec_seq(kind, scope)
-        slot = (kind, scope.tenant, scope.agent)
         with self._index_lock:
             index = self._indexes.get(slot)
             if index is None or index.dim != dim:
                 index = self._indexes[slot] = VectorIndex(dim, self._ann_path(kind, scope))
             if latest is not None and latest > index.max_seq:
                 index.update(self._vector_rows(kind, scope, index.max_seq))
+            index.checked_at = started
         return index
 
     def _loaded_index(self, kind: str, scope: Scope) -> VectorIndex | None:
@@ -191,11 +202,12 @@ class IndexedVectors(Store):
         ``vectors``, so that no search reads them back from the database; unless the
         index lacks rows committed before them (another process's, say): their
         ``vec_seq`` are lower, so the next search reads them all."""
-        if not written:
-            return
         with self._index_lock:
             index = self._loaded_index(kind, scope)
-            if index is None or index.max_seq != before or index.dim != vectors.shape[1]:
+            if index is None:
+                return
+            if not written or index.max_seq != before or index.dim != vectors.shape[1]:
+                index.checked_at = -FRESH_FOR  # (loaded since the write began?) read them
                 return
             keys, seqs = np.array(written, dtype=np.int64).T
             index.update_vectors(keys, np.ascontiguousarray(vectors[seqs - before - 1],

@@ -80,6 +80,8 @@ class VectorIndex:
         self._signs = RowBlocks(sign_words(np.zeros((1, dim), np.float32)).shape[1], np.uint64)
         self._position: dict[int, int] = {}
         self._grown_at = 0.0  # when rows last came (``time.monotonic``)
+        #: When the owner last read the rows written since ``max_seq`` (its business).
+        self.checked_at = -float("inf")
 
     @property
     def _size(self) -> int:
