@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import psycopg
@@ -60,7 +61,7 @@ def stores(backend: str, tmp: Path) -> Iterator[Callable[[str], str]]:
         def database(name: str) -> str:
             with psycopg.connect(server, autocommit=True) as conn:
                 conn.execute(f"CREATE DATABASE {name}")
-            return server.rsplit("/", 1)[0] + f"/{name}"
+            return urlsplit(server)._replace(path=f"/{name}").geturl()
         yield database
 
 
