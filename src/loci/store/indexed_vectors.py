@@ -1,10 +1,10 @@
 """Vector search served from in-process indexes, written once for both backends.
 
 The database keeps every vector, the truth; each process mirrors a (kind, tenant, agent)
-slice in a :class:`VectorIndex` built on its first search and refreshed before every
-search from ``vec_seq``: a scope's writes number their vectors in commit order (the
-backend makes sure of it), so the rows above the highest number an index has seen are
-exactly those it lacks, other processes' included. A write of this process hands the
+slice in a :class:`VectorIndex` built on its first search and refreshed before a search
+(``FRESH_FOR``) from ``vec_seq``: a scope's writes number their vectors in commit order
+(the backend makes sure of it), so the rows above the highest number an index has seen
+are exactly those it lacks, other processes' included. A write of this process hands the
 vectors it committed to the loaded index instead (``_hand_over``).
 
 The index may hold rows deleted since, or vectors older than the row's: every candidate

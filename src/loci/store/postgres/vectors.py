@@ -155,7 +155,8 @@ class PostgresVectors(PostgresBase):
         return [int(r[0]) for r in rows] if len(rows) <= EXACT_ALLOWED else None
 
     def _ann_path(self, kind: str, scope: Scope) -> None:
-        return None  # each process builds its graphs (one file per host: not yet)
+        return None  # each process builds its graphs: a file on one host is not the
+        # database's (a process elsewhere, or a restored database, would trust it)
 
     # -- bulk loads -----------------------------------------------------------------
     @contextmanager
