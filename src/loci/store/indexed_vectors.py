@@ -48,8 +48,8 @@ MANY_REMEMBERED = 1_024
 class IndexedVectors(Store):
     """Mixed into both stores; the backend implements the hooks below."""
 
-    #: Guards ``_indexes``, the indexes' work and ``_many`` (never a database read,
-    #: except the rows an index lacks).
+    #: Guards ``_indexes``, the indexes' work and ``_many`` (of database reads, only
+    #: the look for rows an index lacks).
     _index_lock: threading.RLock
     #: Vector indexes by (kind, tenant, agent).
     _indexes: dict[tuple[str, str, str], VectorIndex]
@@ -177,16 +177,16 @@ class IndexedVectors(Store):
         look less than ``FRESH_FOR`` ago (a search asks twice; a row handed over
         meanwhile may be newer than ``latest``: nothing is read twice)."""
         slot, started = (kind, scope.tenant, scope.agent), time.monotonic()
+        # (The look is under the lock: a write's ``_hand_over`` cannot come between it
+        # and ``checked_at``, so its rows are never left unseen for ``FRESH_FOR``.)
         with self._index_lock:
             index = self._indexes.get(slot)
             if index is not None and index.dim == dim and (
                     started - index.checked_at < FRESH_FOR):
                 return index
-        latest = self._latest_vec_seq(kind, scope)
-        with self._index_lock:
-            index = self._indexes.get(slot)
             if index is None or index.dim != dim:
                 index = self._indexes[slot] = VectorIndex(dim, self._ann_path(kind, scope))
+            latest = self._latest_vec_seq(kind, scope)
             if latest is not None and latest > index.max_seq:
                 index.update(self._vector_rows(kind, scope, index.max_seq))
             index.checked_at = started

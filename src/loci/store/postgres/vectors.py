@@ -32,6 +32,10 @@ from loci.store.postgres.rows import KINDS, filter_sql
 from loci.store.postgres.schema import FTS_INDEXES
 from loci.store.rows import EMBED_CHARS, event_embedding_text
 
+#: The highest vector number of a scope's rows of ``table`` (an index-only scan).
+_LATEST = ("SELECT MAX(vec_seq) FROM {table} WHERE tenant = %s AND agent = %s "
+           "AND vec_seq IS NOT NULL")
+
 
 class PostgresVectors(PostgresBase):
     """Mixed into :class:`PostgresStore`."""
@@ -90,10 +94,9 @@ class PostgresVectors(PostgresBase):
         table = KINDS[kind].table
         cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                     (f"vec_seq\x1f{table}\x1f{scope.tenant}\x1f{scope.agent}",))
-        cur.execute(f"SELECT COALESCE(MAX(vec_seq), 0) FROM {table} WHERE tenant = %s "
-                    "AND agent = %s AND vec_seq IS NOT NULL", (scope.tenant, scope.agent))
+        cur.execute(_LATEST.format(table=table), (scope.tenant, scope.agent))
         row = cur.fetchone()
-        return int(row[0]) if row else 0
+        return int(row[0]) if row and row[0] is not None else 0
 
     def clear_embeddings(self) -> None:
         with self._write() as cur:
@@ -105,9 +108,8 @@ class PostgresVectors(PostgresBase):
 
     # -- the hooks of ``IndexedVectors`` -----------------------------------------------
     def _latest_vec_seq(self, kind: str, scope: Scope) -> int | None:
-        rows = self._query(
-            f"SELECT MAX(vec_seq) FROM {KINDS[kind].table} WHERE tenant = %s AND agent = %s "
-            "AND vec_seq IS NOT NULL", (scope.tenant, scope.agent))
+        rows = self._query(_LATEST.format(table=KINDS[kind].table),
+                           (scope.tenant, scope.agent))
         return None if rows[0][0] is None else int(rows[0][0])
 
     def _vector_rows(self, kind: str, scope: Scope, after: int
