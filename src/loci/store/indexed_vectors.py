@@ -57,6 +57,12 @@ class IndexedVectors(Store):
     #: and scope (``_few_allowed``; guarded by ``_index_lock``).
     _many: dict[tuple[str, Scope, SearchFilters], float]
 
+    def _open_indexes(self, lock: threading.RLock) -> None:
+        """Start with no index loaded; ``lock`` guards them (see ``_index_lock``)."""
+        self._index_lock = lock
+        self._indexes = {}
+        self._many = {}
+
     # -- what a backend supplies ------------------------------------------------
     @abstractmethod
     def _ann_path(self, kind: str, scope: Scope) -> Path | None:

@@ -62,14 +62,12 @@ class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, Postgres
                 configure=_configure, open=True, name="loci",
             )
         self._bulk = 0
-        self._index_lock = threading.RLock()
-        self._indexes = {}
-        self._many = {}
+        self._open_indexes(threading.RLock())
         self._growth = Growth(self._analyzed_rows, lambda table: self._run(f"ANALYZE {table}"))
 
     def close(self) -> None:
         self._growth.close()
-        self.persist_indexes()  # (stops their builds)
+        self.persist_indexes()  # (nothing is saved: this stops their segment builds)
         self._pool.close()
 
     # -- meta ---------------------------------------------------------------------

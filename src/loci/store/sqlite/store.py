@@ -103,11 +103,9 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
         memory = path == ":memory:"
         self._readers = None if memory else Readers(path)
         self._reading_on = threading.local()
-        self._index_lock = self._lock if memory else threading.RLock()
+        self._open_indexes(self._lock if memory else threading.RLock())
         self._fts_due = {}
         self._scope_bases = {}
-        self._indexes = {}
-        self._many = {}
         self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
         self._checkpointer = None if path == ":memory:" else Checkpointer(path)
 
