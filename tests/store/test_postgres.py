@@ -83,6 +83,14 @@ def test_processes_writing_one_database_lose_and_duplicate_nothing(
         mine = [e.content for e in events if e.content.startswith(f"w{w} ")]
         assert mine == [f"w{w} b{b} {half}" for b in range(BATCHES)
                         for half in ("first", "second")]
+    # Each turn's search context is made of the two turns committed before it, even when
+    # they came from another process a moment earlier.
+    with psycopg.connect(pg_url) as conn:
+        contexts = [r[0] for r in conn.execute(
+            "SELECT search_context FROM events WHERE session = 'shared' ORDER BY id")]
+    expected = [None, *(" / ".join(e.content for e in events[max(0, i - 2):i])
+                        for i in range(1, len(events)))]
+    assert contexts == expected
 
     memories = pg.list_memories(ALICE)
     ids = [m.id for m in memories]

@@ -33,14 +33,10 @@ class PostgresEvents(PostgresBase):
     ) -> list[Event]:
         if not events:
             return []
-        self._lock_session(cur, scope, session)
+        latest, previous = self._session_tail(cur, scope, session)
         if any(e.stamped for e in events):
-            cur.execute("SELECT ts FROM events WHERE tenant = %s AND agent = %s AND "
-                        "session = %s ORDER BY id DESC LIMIT 1",
-                        (scope.tenant, scope.agent, session))
-            last = cur.fetchone()
-            events = in_time_order(events, int(last[0]) if last else None)
-        columns = self._search_columns(cur, scope, session, events)
+            events = in_time_order(events, latest)
+        columns = conversation.index_columns(events, previous)
         rows = [
             (
                 scope.tenant, scope.agent, session, e.type, e.role, e.content,
@@ -75,22 +71,24 @@ class PostgresEvents(PostgresBase):
             for i, e in enumerate(events)
         ]
 
-    @staticmethod
-    def _search_columns(
-        cur: Cursor, scope: Scope, session: str, events: Sequence[NewEvent]
-    ) -> list[tuple[str | None, str | None]]:
-        """(``search_extra``, ``search_context``) of events about to be appended, from
-        the session's last turns (read under the session lock; see
-        ``search.conversation``)."""
-        previous: list[tuple[str, Any]] = []
-        if conversation.CONTEXT_TURNS:
+    def _session_tail(
+        self, cur: Cursor, scope: Scope, session: str
+    ) -> tuple[int | None, list[tuple[str, Any]]]:
+        """Lock the session (``_lock_session``) and read its latest time and last turns
+        (what the search columns of appended events are made from: see
+        ``search.conversation``), in one round trip. The read is its own statement, so
+        its snapshot is taken after the lock is granted and sees every turn committed
+        before."""
+        with cur.connection.pipeline():
+            self._lock_session(cur, scope, session)
             cur.execute(
-                "SELECT content, metadata::text FROM events WHERE tenant = %s AND agent = %s "
-                "AND session = %s ORDER BY id DESC LIMIT %s",
-                (scope.tenant, scope.agent, session, conversation.CONTEXT_TURNS),
+                "SELECT ts, content, metadata::text FROM events WHERE tenant = %s "
+                "AND agent = %s AND session = %s ORDER BY id DESC LIMIT %s",
+                (scope.tenant, scope.agent, session, max(conversation.CONTEXT_TURNS, 1)),
             )
-            previous = [(r[0], load_json(r[1])) for r in reversed(cur.fetchall())]
-        return conversation.index_columns(events, previous)
+            last = cur.fetchall()
+        previous = [(r[1], load_json(r[2])) for r in reversed(last)]
+        return (int(last[0][0]) if last else None), previous
 
     def apply_compaction(self, scope: Scope, session: str, plan: CompactionPlan
                          ) -> tuple[Event | None, Compaction]:
