@@ -6,10 +6,18 @@ import threading
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from loci import EmbeddingMismatchError, Loci, SearchFilters, ValidationError, load_settings
+from loci import (
+    EmbeddingMismatchError,
+    Loci,
+    SearchFilters,
+    SearchHit,
+    ValidationError,
+    load_settings,
+)
 from tests.conftest import FakeClock
 
 #: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
@@ -207,3 +215,24 @@ def test_an_item_found_by_keywords_alone_is_fused_with_its_own_cosine(
         # The best keyword match (its keyword part is 1), with its own cosine of 0.3.
         assert found.id == "target" and found.relevance == pytest.approx(
             (config.vector_weight * 0.3 + config.keyword_weight) / total, abs=1e-3)
+
+
+def test_a_conversation_search_reads_each_row_once(home: Path, clock: FakeClock) -> None:
+    """The rows read to find the people a query names are kept for the final hits."""
+    with open_loci(home, clock, embedding_provider="hash") as loci:
+        for day in ("monday", "tuesday", "friday"):
+            loci.add("s", "user", f"the deploy failed on {day}", name="Ana")
+            loci.add("s", "assistant", f"we rolled the deploy back on {day}", name="Bo")
+        loci.wait_indexed()
+        read: list[str] = []
+        hits = loci.store.hits
+
+        def counted(*args: Any, **kwargs: Any) -> list[SearchHit]:
+            found = hits(*args, **kwargs)
+            read.extend(hit.id for hit in found)
+            return found
+
+        loci.store.hits = counted  # type: ignore[method-assign]
+        found = loci.search_conversation("when did the deploy fail?", limit=6)
+        assert len(found) == 6 and sorted(read) == sorted({hit.id for hit in found})
+        assert [h.score for h in found] == sorted((h.score for h in found), reverse=True)

@@ -85,10 +85,12 @@ class Retriever:
     ) -> list[SearchHit]:
         pool = max(limit * POOL_FACTOR, MIN_POOL)
         theirs: tuple[str, ...] = ()  # the sessions of the people the query names
+        read: list[SearchHit] = []  # hits already read (kept for the final reading)
         if kind == "event":  # whom it names decides what is searched and embedded
             first = self.store.keyword_candidates(scope, kind, query, limit=pool,
                                                   filters=filters)
-            topic, theirs = self._people(scope, query, first)
+            read = self.store.hits(scope, kind, first) if first else []
+            topic, theirs = self._people(scope, query, read)
             keyword = (lambda: first) if topic == query else self._keywords(
                 scope, kind, topic, pool, filters)
             query = topic
@@ -102,7 +104,7 @@ class Retriever:
         if kind != "event" and not recency:
             return self.store.hits(scope, kind, fused[:limit])  # read only the winners
         # What follows rescores by the items' times, sessions and text: read them all.
-        hits = self.store.hits(scope, kind, fused)
+        hits = self._hits(scope, kind, fused, read)
         if recency:
             assert now is not None
             hits = with_recency(hits, self.config, now)
@@ -132,13 +134,22 @@ class Retriever:
         beside = self._beside
         return search if beside is None else beside.submit(search).result
 
-    def _people(self, scope: Scope, query: str, keyword: list[Scored]
+    def _hits(self, scope: Scope, kind: str, scored: Sequence[Scored],
+              read: Sequence[SearchHit]) -> list[SearchHit]:
+        """The hits of ``scored``, in its order; those already ``read`` are not read
+        again (a key without a row is left out, as ``Store.hits`` leaves it)."""
+        known = {int(hit.id): hit for hit in read}
+        fresh = {int(hit.id): hit for hit in self.store.hits(
+            scope, kind, [c for c in scored if c[0] not in known])}
+        return [hit.rescored(score) for key, score in scored
+                if (hit := known.get(key) or fresh.get(key)) is not None]
+
+    def _people(self, scope: Scope, query: str, hits: list[SearchHit]
                 ) -> tuple[str, tuple[str, ...]]:
         """The query without the names of the people it names who speak in the scope,
         and the sessions they speak in; or the query and no sessions. Their turns carry
-        their names (the keyword index has each turn's speaker), so the query's
-        ``keyword`` candidates include theirs."""
-        hits = self.store.hits(scope, "event", keyword) if keyword else []
+        their names (the keyword index has each turn's speaker), so the ``hits`` of the
+        query's keyword candidates include theirs."""
         people = _named_speakers(hits, query)
         if not people:
             return query, ()

@@ -282,10 +282,15 @@ def test_a_table_is_analyzed_once_it_grew_by_half(
         pg: PostgresStore, pg_url: str) -> None:
     from loci.store.planner_statistics import MIN_ROWS
 
-    def analyzed_rows() -> float:
+    def analyzed_rows(table: str = "events") -> float:
         with psycopg.connect(pg_url) as conn:
             return float(conn.execute(
-                "SELECT reltuples FROM pg_class WHERE relname = 'events'").fetchone()[0])
+                "SELECT reltuples FROM pg_class WHERE relname = %s", (table,)).fetchone()[0])
+
+    def all_visible_pages(table: str) -> int:
+        with psycopg.connect(pg_url) as conn:
+            return int(conn.execute(
+                "SELECT relallvisible FROM pg_class WHERE relname = %s", (table,)).fetchone()[0])
 
     assert analyzed_rows() <= 0  # (never analyzed: -1)
     pg.append_events(ALICE, "s", [ev(f"turn {i}") for i in range(MIN_ROWS - 1)])
@@ -294,6 +299,10 @@ def test_a_table_is_analyzed_once_it_grew_by_half(
     pg.append_events(ALICE, "s", [ev("one more")])
     pg._growth.wait()
     assert analyzed_rows() == MIN_ROWS
+    # Its postings too, and both vacuumed: index-only scans of the postings need not
+    # read their rows.
+    assert analyzed_rows("events_terms") >= MIN_ROWS
+    assert all_visible_pages("events_terms") > 0 and all_visible_pages("events") > 0
     # Half as many again before the next analysis.
     pg.append_events(ALICE, "t", [ev(f"later {i}") for i in range(MIN_ROWS // 2)])
     pg._growth.wait()

@@ -7,7 +7,8 @@ sees the table as it was (empty, or without vectors) and chose plans that read e
 row: a conversation search of 5,000 fresh events took 36 ms instead of 5
 (``benchmarks/RESULTS.md``). ``Growth`` counts the rows this process writes to each
 table and, once a table has grown by half since its statistics were taken, analyzes
-it on a thread of its own: a write never waits for it.
+it on a thread of its own: a write never waits for it. (The PostgreSQL store also
+vacuums it then: see ``PostgresStore._refresh_statistics``.)
 """
 
 from __future__ import annotations

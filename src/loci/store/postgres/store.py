@@ -63,7 +63,13 @@ class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, Postgres
             )
         self._bulk = 0
         self._open_indexes(threading.RLock())
-        self._growth = Growth(self._analyzed_rows, lambda table: self._run(f"ANALYZE {table}"))
+        self._growth = Growth(self._analyzed_rows, self._refresh_statistics)
+
+    def _refresh_statistics(self, table: str) -> None:
+        """Statistics of a table that grew, and of its postings. VACUUM too: it marks
+        the new pages all-visible, so that the index-only scans of keyword searches
+        (document frequencies, ranking) read no rows."""
+        self._run(f"VACUUM (ANALYZE) {table}, {table}_terms")  # (each has postings)
 
     def close(self) -> None:
         self._growth.close()
