@@ -394,6 +394,31 @@ def test_a_filter_that_left_many_rows_finds_the_few_left_later(
     assert found("absent") == []
 
 
+def test_a_write_of_this_process_is_seen_by_the_next_narrowed_search(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Searches moments apart share what they read of the rows a filter leaves (and the
+    keyword statistics); a write of this process in between is seen all the same."""
+    import numpy as np
+
+    from loci.store import indexed_vectors
+
+    monkeypatch.setattr(indexed_vectors, "FRESH_FOR", 60.0)  # (no race with the clock)
+    vectors = np.eye(4, dtype=np.float32)
+    store.put_memories(ALICE, [mem("a", "tide pools", tags=("t",)), mem("b", "tide maps"),
+                               mem("c", "other words")], vectors[:3])
+    tagged = SearchFilters(tags=("t",))
+
+    def found() -> tuple[set[str], set[str]]:
+        near = store.vector_candidates(ALICE, "memory", vectors[3], limit=5, filters=tagged)
+        words = store.keyword_candidates(ALICE, "memory", "tide", limit=5, filters=tagged)
+        return ({h.id for h in store.hits(ALICE, "memory", near)},
+                {h.id for h in store.hits(ALICE, "memory", words)})
+
+    assert found() == (set(), {"a"})  # (a's cosine with the query is 0: not a candidate)
+    store.put_memories(ALICE, [mem("d", "tide tables", tags=("t",))], vectors[3:])
+    assert found() == ({"d"}, {"a", "d"})
+
+
 def test_vector_scores_are_the_cosines_of_the_scopes_given_items(store: Store) -> None:
     import numpy as np
 

@@ -312,9 +312,11 @@ def test_a_table_is_analyzed_once_it_grew_by_half(
 def test_a_filter_that_passes_few_candidates_gets_a_wider_pool_with_the_same_ranking(
         pg: PostgresStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """One memory in eight is tagged: the first pool of candidates passes too few, and
-    the wider one gives what scoring every tagged match gives, in the same order."""
+    the wider one gives what scoring every tagged match gives, in the same order; as
+    does scoring just the tagged rows, which serves filters that leave few rows."""
     from loci.store.postgres import keywords
 
+    monkeypatch.setattr(keywords, "FEW_ROWS", 0)  # (as if the filter left many rows)
     pg.put_memories(ALICE, [Memory(f"m{i}", "project_context",
                                    "tides " + " ".join(["filler"] * (i % 17)) + f" n{i}",
                                    ("moon",) if i % 8 == 0 else (), T0, T0)
@@ -334,5 +336,10 @@ def test_a_filter_that_passes_few_candidates_gets_a_wider_pool_with_the_same_ran
     monkeypatch.setattr(keywords, "REFINE_MAX", 0)
     scored_all = pg.keyword_candidates(ALICE, "memory", "tides", limit=30, filters=tagged)
     assert calls == [1]
-    # (Scores may differ in the last digits: the two statements round differently.)
-    assert len(wider) == 30 and [key for key, _ in wider] == [key for key, _ in scored_all]
+    monkeypatch.setattr(keywords, "FEW_ROWS", 2_000)
+    among = pg.keyword_candidates(ALICE, "memory", "tides", limit=30, filters=tagged)
+    assert calls == [1]  # (the 50 tagged rows were scored alone)
+    # (Scores may differ in the last digits: the statements round differently.)
+    assert len(wider) == 30
+    assert [key for key, _ in wider] == [key for key, _ in scored_all] == [
+        key for key, _ in among]

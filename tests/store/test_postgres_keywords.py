@@ -18,6 +18,7 @@ import pytest
 
 from loci import Memory, Scope, SearchFilters
 from loci.models import NewEvent
+from loci.store import indexed_vectors
 from loci.store.postgres import PostgresStore
 from loci.store.postgres import keywords as postgres_keywords
 
@@ -107,6 +108,28 @@ def test_postings_and_statistics_follow_every_write(pg: PostgresStore, pg_url: s
         orphans = conn.execute("SELECT count(*) FROM memories_terms t WHERE NOT EXISTS "
                                "(SELECT 1 FROM memories m WHERE m.seq = t.key)").fetchone()
     assert orphans == (0,)
+
+
+def test_searches_of_one_query_share_statistics_until_this_process_writes(
+    pg: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexed_vectors, "FRESH_FOR", 60.0)  # (no race with the clock)
+    pg.put_memories(ALICE, [mem("a", "apple banana"), mem("b", "banana cherry", "decision"),
+                            *(mem(f"f{i}", f"filler line {i}") for i in range(8))])
+    (first, _) = pg.search_memories(ALICE, "banana", limit=5)
+    other = PostgresStore(pg_url)  # another process, as far as statistics go
+    try:
+        other.put_memory(ALICE, mem("c", "banana split"))
+        # The same words under a filter: the first search's statistics serve.
+        narrowed = pg.search_memories(ALICE, "banana", limit=5,
+                                      filters=SearchFilters(types=("project_context",)))
+        assert {h.id: h.score for h in narrowed}[first.id] == first.score
+        pg.put_memory(ALICE, mem("d", "banana bread"))  # this process wrote: read again
+        mine = {h.id: h.score for h in pg.search_memories(ALICE, "banana", limit=5)}
+        theirs = {h.id: h.score for h in other.search_memories(ALICE, "banana", limit=5)}
+        assert mine == theirs and mine[first.id] != first.score
+    finally:
+        other.close()
 
 
 def test_statistics_fold_without_changing(

@@ -17,9 +17,10 @@ from __future__ import annotations
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -43,6 +44,10 @@ FRESH_FOR = 0.1
 #: (rows may have gone since), and at most this many such filters are remembered.
 MANY_FOR = 60.0
 MANY_REMEMBERED = 1_024
+#: Reads kept by ``_recently`` (each for FRESH_FOR at most).
+RECENT_READS = 256
+
+T = TypeVar("T")
 
 
 class IndexedVectors(Store):
@@ -56,12 +61,18 @@ class IndexedVectors(Store):
     #: When narrowing filters (without ``now``) were found to leave many rows, by kind
     #: and scope (``_few_allowed``; guarded by ``_index_lock``).
     _many: dict[tuple[str, Scope, SearchFilters], float]
+    #: Changes with every write transaction this process commits (the backend's
+    #: ``_write``; racing threads may lose an increment, never the change).
+    _write_generation: int
+    #: Reads kept by ``_recently``: (generation, time, result) by key.
+    _recent_reads: dict[Hashable, tuple[int, float, Any]]
 
     def _open_indexes(self, lock: threading.RLock) -> None:
         """Start with no index loaded; ``lock`` guards them (see ``_index_lock``)."""
         self._index_lock = lock
         self._indexes = {}
         self._many = {}
+        self._write_generation, self._recent_reads = 0, {}
 
     # -- what a backend supplies ------------------------------------------------
     @abstractmethod
@@ -158,6 +169,21 @@ class IndexedVectors(Store):
             for index in self._indexes.values():
                 index.persist()
 
+    def _recently(self, key: Hashable, read: Callable[[], T]) -> T:
+        """``read()``, or what it gave for ``key`` less than ``FRESH_FOR`` ago if this
+        process wrote nothing since: a retrieval asks the same of the store for its
+        keyword and vector halves, and under several filters. (Other processes' writes
+        may be seen ``FRESH_FOR`` later, as their vectors are.)"""
+        generation, now = self._write_generation, time.monotonic()
+        recent = self._recent_reads.get(key)
+        if recent is not None and recent[0] == generation and now - recent[1] < FRESH_FOR:
+            return recent[2]  # type: ignore[no-any-return]
+        value = read()
+        if len(self._recent_reads) >= RECENT_READS:
+            self._recent_reads.clear()
+        self._recent_reads[key] = (generation, now, value)
+        return value
+
     def _few_allowed(self, kind: str, scope: Scope, filters: SearchFilters
                      ) -> list[int] | None:
         """``_roughly_allowed`` for narrowing filters, unless the same filters left more
@@ -169,7 +195,8 @@ class IndexedVectors(Store):
         with self._index_lock:
             if now - self._many.get(key, -MANY_FOR) < MANY_FOR:
                 return None
-        few = self._roughly_allowed(kind, scope, filters)
+        few = self._recently(("allowed", *key),
+                             lambda: self._roughly_allowed(kind, scope, filters))
         if few is None:
             with self._index_lock:
                 if len(self._many) >= MANY_REMEMBERED:

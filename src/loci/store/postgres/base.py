@@ -47,6 +47,7 @@ class PostgresBase(IndexedVectors):
         with (translated_errors("write"), self._pool.connection() as conn,
               conn.transaction(), conn.cursor() as cur):
             yield cur
+        self._write_generation += 1
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with translated_errors("read"), self._pool.connection() as conn:

@@ -55,6 +55,9 @@ DF_CAP = 2_000
 TERM_STATISTICS = 1000
 #: Candidates rescored exactly: this many per hit asked for, at least REFINE_MIN.
 REFINE_FACTOR, REFINE_MIN = 4, 100
+#: Filters that leave at most this many rows (``_few_allowed``) are served by scoring
+#: those rows' postings alone.
+FEW_ROWS = 2_000
 #: Filters that pass few of those are given a second, wider pool, up to this many rows
 #: (past that, every match in the scope and filters is scored: ``_exhaustive``).
 REFINE_MAX = 1_000
@@ -63,6 +66,12 @@ FOLD_AT = 64
 #: Typical indexed length per kind: orders postings by impact (the BM25 term-frequency
 #: factor at this average length); scores use the scope's real average.
 REFERENCE_LENGTH = {"event": 40, "memory": 20, "document": 400}
+
+
+def _squashed(found: Sequence[tuple[Any, ...]]) -> list[Scored]:
+    """Same squash as SQLite's BM25 (score = r / (1 + r)), so fusion, which unsquashes
+    and divides by the best keyword hit, treats both backends alike."""
+    return [(int(key), bm25_to_score(-float(score))) for key, score in found]
 
 
 def terms_table(kind: str) -> str:
@@ -197,6 +206,45 @@ class PostgresKeywords(PostgresBase):
         terms = query_terms(query)  # words only: user text is never syntax
         if not terms or limit <= 0:
             return []
+        docs, tokens, dfs = self._statistics(kind, scope, terms)
+        if not dfs:
+            return []
+        n = max(docs, max(dfs.values()))
+        avgdl = max(tokens / max(docs, 1), 1.0)
+        idfs = {term: max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
+                for term, df in dfs.items()}
+        weights = (list(idfs), list(idfs.values()))
+        refine = max(limit * REFINE_FACTOR, REFINE_MIN)
+        few = self._few_allowed(kind, scope, filters)
+        if few is not None and len(few) <= FEW_ROWS:
+            # Filters that leave few rows (a day, a session): score just those.
+            return _squashed(self._among(kind, scope, filters, limit, weights, avgdl, few))
+        found = self._refined(kind, scope, filters, limit, weights, avgdl, refine)
+        pool = sum(min(df, DEPTH) for df in dfs.values())  # (postings read at most)
+        if len(found) < limit and filters.narrowing() and pool > refine:
+            # The filters passed too few of the candidates: a pool as much wider as that
+            # share says is needed, unless even REFINE_MAX would not be enough (scoring
+            # every match in the scope and filters cost ~11 ms at 100k memories).
+            wider = 2 * refine * limit // max(1, len(found))
+            if wider <= REFINE_MAX:
+                refine = wider
+                found = self._refined(kind, scope, filters, limit, weights, avgdl, refine)
+        cut = max(dfs.values()) > DEPTH or sum(dfs.values()) > refine
+        if len(found) < limit and cut:
+            found = self._exhaustive(kind, scope, query, limit, filters, weights, avgdl)
+        return _squashed(found)
+
+    def _statistics(self, kind: str, scope: Scope, terms: list[str]
+                    ) -> tuple[int, int, dict[str, int]]:
+        """The scope's rows and tokens, and the df of each lexeme of ``terms`` found
+        there. A retrieval searches one query under several filters (the periods and
+        the people it names): the figures of the first search serve the others
+        (``_recently``)."""
+        return self._recently(("statistics", kind, scope, " ".join(terms)),
+                              lambda: self._read_statistics(kind, scope, terms))
+
+    def _read_statistics(self, kind: str, scope: Scope, terms: list[str]
+                         ) -> tuple[int, int, dict[str, int]]:
         t = terms_table(kind)
         rows = self._query(
             "SELECT s.docs, s.tokens, s.n, q.term, (SELECT count(*) FROM (SELECT 1 "
@@ -212,33 +260,28 @@ class PostgresKeywords(PostgresBase):
         if pieces > FOLD_AT:
             self._fold_stats(kind, scope)
         dfs = {str(r[3]): int(r[4]) for r in rows if r[3] is not None and r[4]}
-        if not dfs:
-            return []
         capped = [term for term, df in dfs.items() if df >= DF_CAP]
         if capped:
             dfs.update(self._estimate_df(kind, capped, docs))
-        n = max(docs, max(dfs.values()))
-        avgdl = max(tokens / max(docs, 1), 1.0)
-        idfs = {term: max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
-                for term, df in dfs.items()}
-        weights = (list(idfs), list(idfs.values()))
-        refine = max(limit * REFINE_FACTOR, REFINE_MIN)
-        found = self._refined(kind, scope, filters, limit, weights, avgdl, refine)
-        pool = sum(min(df, DEPTH) for df in dfs.values())  # (postings read at most)
-        if len(found) < limit and filters.narrowing() and pool > refine:
-            # The filters passed too few of the candidates: a pool as much wider as that
-            # share says is needed, unless even REFINE_MAX would not be enough (scoring
-            # every match in the scope and filters cost ~11 ms at 100k memories).
-            wider = 2 * refine * limit // max(1, len(found))
-            if wider <= REFINE_MAX:
-                refine = wider
-                found = self._refined(kind, scope, filters, limit, weights, avgdl, refine)
-        cut = max(dfs.values()) > DEPTH or sum(dfs.values()) > refine
-        if len(found) < limit and cut:
-            found = self._exhaustive(kind, scope, query, limit, filters, weights, avgdl)
-        # Same squash as SQLite's BM25 (score = r / (1 + r)), so fusion, which unsquashes
-        # and divides by the best keyword hit, treats both backends alike.
-        return [(int(key), bm25_to_score(-float(score))) for key, score in found]
+        return docs, tokens, dfs
+
+    def _among(
+        self, kind: str, scope: Scope, filters: SearchFilters, limit: int,
+        weights: tuple[list[str], list[float]], avgdl: float, keys: list[int],
+    ) -> list[tuple[Any, ...]]:
+        """The best ``limit`` of the rows ``keys`` (a superset of those that pass the
+        filters) that pass them, scored from their postings."""
+        k, t = KINDS[kind], terms_table(kind)
+        where, params = filter_sql(kind, filters)
+        return self._query(
+            f"{_WEIGHTS}SELECT x.key, x.s FROM (SELECT t.key, round(sum({_bm25('t')})"
+            f"::numeric, 9) AS s FROM a, {t} t JOIN w ON w.term = t.term "
+            "WHERE t.key = ANY(%s) AND t.term = ANY(%s::text[]) GROUP BY t.key) x "
+            f"CROSS JOIN LATERAL (SELECT 1 FROM {k.table} {k.alias} WHERE "
+            f"{k.alias}.{k.order} = x.key AND {k.alias}.tenant = %s "
+            f"AND {k.alias}.agent = %s{where}) r ORDER BY x.s DESC, x.key LIMIT %s",
+            (*weights, avgdl, keys, weights[0], scope.tenant, scope.agent, *params, limit),
+        )
 
     def _refined(
         self, kind: str, scope: Scope, filters: SearchFilters, limit: int,

@@ -122,6 +122,7 @@ class SQLiteBase(IndexedVectors):
         """One write transaction: committed on success, rolled back on any error."""
         with self._lock, self._transaction(), self._reading(self._db):
             yield self._db
+        self._write_generation += 1
         self._merge_grown_indexes()
         if self._checkpointer is not None:
             self._checkpointer.poke()
