@@ -52,6 +52,7 @@ def test_env_values_are_typed(tmp_path: Path) -> None:
         ("memory_mirror = 'maybe'", "must be true or false"),
         ("[context]\nbudgets = 3", "must be a table"),
         ("model = ", "cannot read settings"),
+        ("[search]\nvector_memory_mb = 0", "vector_memory_mb must be positive"),
     ],
 )
 def test_bad_settings_are_config_errors(tmp_path: Path, toml: str, message: str) -> None:

@@ -60,7 +60,8 @@ class Runtime:
         # leak); settings were checked when they were loaded.
         self.chat: ChatModel | None = chat_model_from(self.settings)
         embedder = embedder_from(self.settings) if indexer is None else None
-        self.store = store or open_store(self.settings.store_url)
+        self.store = store or open_store(
+            self.settings.store_url, vector_memory_mb=self.settings.search.vector_memory_mb)
         self.clock = clock
         self.indexer = indexer or (Indexer(self.store, embedder) if embedder is not None
                                    else None)

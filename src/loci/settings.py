@@ -62,8 +62,14 @@ class SearchSettings:
     #: Share of the final score given to recency (0 = off).
     recency_weight: float = 0.0
     recency_half_life_days: float = 30.0
+    #: Memory the vectors each process keeps for search may take (MB): past it, the
+    #: scopes searched least recently are dropped from memory, and read back from the
+    #: store when searched again.
+    vector_memory_mb: int = 2048
 
     def __post_init__(self) -> None:
+        if self.vector_memory_mb <= 0:
+            raise ConfigError("[search] vector_memory_mb must be positive")
         if self.fusion not in FUSION_METHODS:
             raise ConfigError(f"[search] fusion: unknown method {self.fusion!r}; use one of "
                               f"{', '.join(FUSION_METHODS)}")

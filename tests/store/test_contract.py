@@ -419,6 +419,37 @@ def test_a_write_of_this_process_is_seen_by_the_next_narrowed_search(
     assert found() == ({"d"}, {"a", "d"})
 
 
+def test_indexes_past_the_memory_budget_are_dropped_least_recently_searched_first(
+        store_url: str) -> None:
+    """Three scopes of 600 KB of vectors each under a 1 MB budget: searching one drops
+    the one searched before it from memory; searched again, it is read back whole."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(600, 256)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    scopes = [Scope("t", f"agent{i}") for i in range(3)]
+    store = open_store(store_url, vector_memory_mb=1)
+    try:
+        for scope in scopes:
+            store.put_memories(scope, [mem(f"{scope.agent}-m{i}", f"memory {i}")
+                                       for i in range(600)], vectors)
+
+        def nearest(scope: Scope) -> list[str]:
+            near = store.vector_candidates(scope, "memory", vectors[42], limit=3,
+                                           filters=SearchFilters())
+            return [h.id.split("-")[1] for h in store.hits(scope, "memory", near)]
+
+        def held() -> list[str]:
+            return [agent for _, _, agent in store._indexes]  # type: ignore[attr-defined]
+
+        assert nearest(scopes[0])[0] == "m42" and held() == ["agent0"]
+        assert nearest(scopes[1])[0] == "m42" and held() == ["agent1"]
+        assert nearest(scopes[0]) == nearest(scopes[2]) and held() == ["agent2"]
+    finally:
+        store.close()
+
+
 def test_vector_scores_are_the_cosines_of_the_scopes_given_items(store: Store) -> None:
     import numpy as np
 

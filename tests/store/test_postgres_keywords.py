@@ -173,7 +173,9 @@ def test_cut_candidate_lists_find_what_exhaustive_ranking_finds(
     monkeypatch.setattr(postgres_keywords, "DEPTH", 5)
     monkeypatch.setattr(postgres_keywords, "REFINE_MIN", 10)
     assert [h.id for h in pg.search_memories(ALICE, "owl moth barn", limit=8)] == exact
-    # A filter the cut lists cannot satisfy: the exhaustive (GIN) search answers.
+    # A filter the cut lists cannot satisfy: every posting of the words is scored (as
+    # if the filter left many rows: few are scored alone, before that).
+    monkeypatch.setattr(postgres_keywords, "FEW_ROWS", 0)
     only = SearchFilters(types=("preference",))
     assert [h.id for h in pg.search_memories(ALICE, "owl barn", limit=3,
                                              filters=only)] == ["fresh"]

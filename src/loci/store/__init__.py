@@ -8,16 +8,18 @@ from loci.store.base import NO_FILTERS, NewCompaction, ScopeData, SearchFilters,
 __all__ = ["NO_FILTERS", "NewCompaction", "ScopeData", "SearchFilters", "Store", "open_store"]
 
 
-def open_store(url: str) -> Store:
-    """Open (creating and migrating if needed) the store at ``url``."""
+def open_store(url: str, *, vector_memory_mb: int | None = None) -> Store:
+    """Open (creating and migrating if needed) the store at ``url``. The vectors it
+    keeps in memory for search take at most ``vector_memory_mb`` (None: no limit;
+    ``[search] vector_memory_mb`` of the settings)."""
     if url.startswith("sqlite:"):
         from loci.store.sqlite import SQLiteStore
 
-        return SQLiteStore(url)
+        return SQLiteStore(url, vector_memory_mb=vector_memory_mb)
     if url.startswith(("postgresql:", "postgres:")):
         from loci.store.postgres import PostgresStore
 
-        return PostgresStore(url)
+        return PostgresStore(url, vector_memory_mb=vector_memory_mb)
     raise ConfigError(
         f"unknown store URL {url!r}: expected sqlite:///PATH or postgresql://USER@HOST/DB"
     )

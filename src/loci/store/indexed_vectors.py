@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -56,8 +57,10 @@ class IndexedVectors(Store):
     #: Guards ``_indexes``, the indexes' work and ``_many`` (of database reads, only
     #: the look for rows an index lacks).
     _index_lock: threading.RLock
-    #: Vector indexes by (kind, tenant, agent).
-    _indexes: dict[tuple[str, str, str], VectorIndex]
+    #: Vector indexes by (kind, tenant, agent), the least recently searched first.
+    _indexes: OrderedDict[tuple[str, str, str], VectorIndex]
+    #: Bytes of vectors the indexes may hold together (None: no limit; ``_evict``).
+    _vector_budget: int | None
     #: When narrowing filters (without ``now``) were found to leave many rows, by kind
     #: and scope (``_few_allowed``; guarded by ``_index_lock``).
     _many: dict[tuple[str, Scope, SearchFilters], float]
@@ -67,10 +70,12 @@ class IndexedVectors(Store):
     #: Reads kept by ``_recently``: (generation, time, result) by key.
     _recent_reads: dict[Hashable, tuple[int, float, Any]]
 
-    def _open_indexes(self, lock: threading.RLock) -> None:
-        """Start with no index loaded; ``lock`` guards them (see ``_index_lock``)."""
+    def _open_indexes(self, lock: threading.RLock, memory_mb: int | None) -> None:
+        """Start with no index loaded; ``lock`` guards them (see ``_index_lock``), and
+        their vectors may take ``memory_mb`` together (None: no limit)."""
         self._index_lock = lock
-        self._indexes = {}
+        self._indexes = OrderedDict()
+        self._vector_budget = None if memory_mb is None else memory_mb << 20
         self._many = {}
         self._write_generation, self._recent_reads = 0, {}
 
@@ -214,16 +219,34 @@ class IndexedVectors(Store):
         # and ``checked_at``, so its rows are never left unseen for ``FRESH_FOR``.)
         with self._index_lock:
             index = self._indexes.get(slot)
-            if index is not None and index.dim == dim and (
-                    started - index.checked_at < FRESH_FOR):
-                return index
+            if index is not None:
+                self._indexes.move_to_end(slot)
+                if index.dim == dim and started - index.checked_at < FRESH_FOR:
+                    return index
             if index is None or index.dim != dim:
                 index = self._indexes[slot] = VectorIndex(dim, self._ann_path(kind, scope))
             latest = self._latest_vec_seq(kind, scope)
             if latest is not None and latest > index.max_seq:
                 index.update(self._vector_rows(kind, scope, index.max_seq))
+                self._evict()
             index.checked_at = started
         return index
+
+    def _evict(self) -> None:
+        """Drop the indexes searched least recently while the vectors of all take more
+        than the budget; never the last one searched, nor one whose graph is being
+        built (``close`` joins those). SQLite's graphs are saved first: reloading the
+        scope then costs reading its vectors, not building them again."""
+        if self._vector_budget is None:
+            return
+        held = sum(index.nbytes for index in self._indexes.values())
+        for slot, index in list(self._indexes.items())[:-1]:
+            if held <= self._vector_budget:
+                return
+            if not index.building():
+                index.persist()
+                del self._indexes[slot]
+                held -= index.nbytes
 
     def _loaded_index(self, kind: str, scope: Scope) -> VectorIndex | None:
         return self._indexes.get((kind, scope.tenant, scope.agent))

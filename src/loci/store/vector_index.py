@@ -90,6 +90,11 @@ class VectorIndex:
     def __len__(self) -> int:
         return self._size
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the vectors held (the graphs, ids and sign bits come on top)."""
+        return self._size * self.dim * 4
+
     def update(self, rows: Iterable[tuple[int, bytes, int]]) -> None:
         """Add or replace rows given as (row id, float32 bytes, vec_seq)."""
         batch = list(rows)
@@ -263,6 +268,11 @@ class VectorIndex:
         """True if unfiltered searches use the graph now; starts building it if this
         index is big enough (call under the owner's lock, like ``search``)."""
         return self._wants_graph() and bool(self._ready_graphs())
+
+    def building(self) -> bool:
+        """True while a graph or a segment is being built in the background."""
+        return any(job is not None and not job.done()
+                   for job in (self._build, self._segment[0] if self._segment else None))
 
     def wait_for_build(self, timeout: float | None = None) -> None:
         """Wait for a started build (and segment) to finish; touches no state, so the

@@ -50,7 +50,8 @@ class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, Postgres
                     PostgresRecords, PostgresErasure, PostgresTransfer):
     """Storage in one PostgreSQL database (``postgresql://user@host/db``)."""
 
-    def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
+    def __init__(self, url: str, *, pool_size: int = POOL_SIZE,
+                 vector_memory_mb: int | None = None) -> None:
         if not url.startswith(("postgresql:", "postgres:")):
             raise ConfigError(f"not a PostgreSQL URL: {url!r}")
         self.url = url
@@ -62,7 +63,7 @@ class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, Postgres
                 configure=_configure, open=True, name="loci",
             )
         self._bulk = 0
-        self._open_indexes(threading.RLock())
+        self._open_indexes(threading.RLock(), vector_memory_mb)
         self._growth = Growth(self._analyzed_rows, self._refresh_statistics)
 
     def _refresh_statistics(self, table: str) -> None:

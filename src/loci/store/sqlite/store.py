@@ -73,7 +73,7 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
                   SQLiteRecords, SQLiteErasure, SQLiteTransfer):
     """Storage in one SQLite file (or in memory for ``sqlite:///:memory:``)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, vector_memory_mb: int | None = None) -> None:
         self.url = url
         path = sqlite_path(url)
         if path != ":memory:":
@@ -103,7 +103,7 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
         memory = path == ":memory:"
         self._readers = None if memory else Readers(path)
         self._reading_on = threading.local()
-        self._open_indexes(self._lock if memory else threading.RLock())
+        self._open_indexes(self._lock if memory else threading.RLock(), vector_memory_mb)
         self._fts_due = {}
         self._scope_bases = {}
         self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
