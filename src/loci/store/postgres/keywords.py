@@ -25,9 +25,9 @@ marked them: A 1, D 0.3), with N, the average length and df per scope:
 
 Filters that leave few rows (``FEW_ROWS``, as the vector half finds them) have just
 those rows scored from their postings. When filters leave fewer rows than asked and
-candidates were cut (a truncated lexeme, or more candidates than were rescored), a
-wider pool is tried, then every posting of the query's lexemes is scored and the rows
-read best first until enough pass.
+candidates were cut (a truncated lexeme, or more candidates than were rescored), every
+posting of the query's lexemes is scored and the rows read best first until enough
+pass.
 """
 
 from __future__ import annotations
@@ -60,9 +60,6 @@ REFINE_FACTOR, REFINE_MIN = 4, 100
 #: Filters that leave at most this many rows (``_few_allowed``) are served by scoring
 #: those rows' postings alone.
 FEW_ROWS = 2_000
-#: Filters that pass few of those are given a second, wider pool, up to this many rows
-#: (past that, every posting of the query's lexemes is scored: ``_exhaustive``).
-REFINE_MAX = 1_000
 #: fts_stats rows of one scope beyond which a search folds them into one.
 FOLD_AT = 64
 #: Typical indexed length per kind: orders postings by impact (the BM25 term-frequency
@@ -182,6 +179,17 @@ def _bm25(alias: str) -> str:
             f"(1 - {B} + {B} * {alias}.dl / a.avgdl))")
 
 
+def _rounded(score: str) -> str:
+    """A score to 9 decimals, so that rows scoring alike are ordered by age whichever
+    order their sums were added in (in float8: rounding as numeric cost 1 ms per
+    thousand rows)."""
+    return f"round(({score}) * 1e9::float8) / 1e9::float8"
+
+
+#: A row's score from its postings ``t`` (grouped by row).
+_SUMMED = _rounded(f"sum({_bm25('t')})")
+
+
 #: The query's lexemes with their idf, and the scope's average length.
 _WEIGHTS = ("WITH w(term, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "
             "a(avgdl) AS (SELECT %s::float8) ")
@@ -222,17 +230,8 @@ class PostgresKeywords(PostgresBase):
             # Filters that leave few rows (a day, a session): score just those.
             return _squashed(self._among(kind, scope, filters, limit, weights, avgdl, few))
         found = self._refined(kind, scope, filters, limit, weights, avgdl, refine)
-        pool = sum(min(df, DEPTH) for df in dfs.values())  # (postings read at most)
-        if len(found) < limit and filters.narrowing() and pool > refine:
-            # The filters passed too few of the candidates: a pool as much wider as that
-            # share says is needed, unless even REFINE_MAX would not be enough (scoring
-            # every match in the scope and filters cost ~11 ms at 100k memories).
-            wider = 2 * refine * limit // max(1, len(found))
-            if wider <= REFINE_MAX:
-                refine = wider
-                found = self._refined(kind, scope, filters, limit, weights, avgdl, refine)
         cut = max(dfs.values()) > DEPTH or sum(dfs.values()) > refine
-        if len(found) < limit and cut:
+        if len(found) < limit and cut:  # the filters passed too few of the candidates
             found = self._exhaustive(kind, scope, limit, filters, weights, avgdl)
         return _squashed(found)
 
@@ -276,8 +275,8 @@ class PostgresKeywords(PostgresBase):
         k, t = KINDS[kind], terms_table(kind)
         where, params = filter_sql(kind, filters)
         return self._query(
-            f"{_WEIGHTS}SELECT x.key, x.s FROM (SELECT t.key, round(sum({_bm25('t')})"
-            f"::numeric, 9) AS s FROM a, {t} t JOIN w ON w.term = t.term "
+            f"{_WEIGHTS}SELECT x.key, x.s FROM (SELECT t.key, {_SUMMED} "
+            f"AS s FROM a, {t} t JOIN w ON w.term = t.term "
             "WHERE t.key = ANY(%s) AND t.term = ANY(%s::text[]) GROUP BY t.key) x "
             f"CROSS JOIN LATERAL (SELECT 1 FROM {k.table} {k.alias} WHERE "
             f"{k.alias}.{k.order} = x.key AND {k.alias}.tenant = %s "
@@ -302,7 +301,7 @@ class PostgresKeywords(PostgresBase):
             # Rescored from all their postings (the (key, term) index), best first; the
             # rows are then read in that order, only until ``limit`` pass the filters
             # (each is a heap fetch of a wide row).
-            "SELECT x.key, x.s FROM (SELECT c.key, round(x.s::numeric, 9) AS s FROM c "
+            f"SELECT x.key, x.s FROM (SELECT c.key, {_rounded('x.s')} AS s FROM c "
             f"CROSS JOIN LATERAL (SELECT sum({_bm25('t')}) AS s FROM a, {t} t JOIN w "
             "ON w.term = t.term WHERE t.key = c.key AND t.term = ANY(%s::text[])) x "
             "ORDER BY 2 DESC, 1) x CROSS JOIN LATERAL "
@@ -324,8 +323,8 @@ class PostgresKeywords(PostgresBase):
         k, t = KINDS[kind], terms_table(kind)
         where, params = filter_sql(kind, filters)
         return self._query(
-            f"{_WEIGHTS}SELECT x.key, x.s FROM (SELECT t.key, round(sum({_bm25('t')})"
-            f"::numeric, 9) AS s FROM a, w JOIN {t} t ON t.tenant = %s AND t.agent = %s "
+            f"{_WEIGHTS}SELECT x.key, x.s FROM (SELECT t.key, {_SUMMED} "
+            f"AS s FROM a, w JOIN {t} t ON t.tenant = %s AND t.agent = %s "
             "AND t.term = w.term GROUP BY t.key ORDER BY 2 DESC, 1) x CROSS JOIN LATERAL "
             f"(SELECT 1 FROM {k.table} {k.alias} WHERE {k.alias}.{k.order} = x.key "
             f"AND {k.alias}.tenant = %s AND {k.alias}.agent = %s{where}) r "
