@@ -207,18 +207,20 @@ def test_vectors_of_another_dimension_after_clearing(pg: PostgresStore) -> None:
     assert [h.id for h in hits] == ["m1"]
 
 
-def test_bulk_load_builds_the_full_text_index_once_at_the_end(
+def test_bulk_load_builds_the_postings_index_once_at_the_end(
         pg: PostgresStore, pg_url: str) -> None:
-    def full_text_indexes() -> set[str]:
+    def indexes(pattern: str) -> set[str]:
         with psycopg.connect(pg_url) as conn:
-            rows = conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE "
-                                "'%%_fts'").fetchall()
+            rows = conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE %s",
+                                (pattern,)).fetchall()
         return {r[0] for r in rows}
 
+    rank = {"events_terms_rank", "memories_terms_rank", "documents_terms_rank"}
     with pg.bulk_load():
         pg.put_memories(ALICE, [mem("a", "bulk loaded fact")], np.ones((1, 4), np.float32) / 2)
-        assert full_text_indexes() == set()
-    assert full_text_indexes() == {"events_fts", "memories_fts", "documents_fts"}
+        assert indexes("%_rank") == set()
+    assert indexes("%_rank") == rank
+    assert indexes("%_fts") == set()  # (no GIN since version 9: searches read postings)
     assert [h.id for h in pg.search_memories(ALICE, "bulk")] == ["a"]
     hits = pg.vector_search(ALICE, "memory", np.ones(4, np.float32) / 2, limit=1,
                             filters=SearchFilters())
@@ -255,7 +257,8 @@ def test_migrations_are_recorded_once(pg: PostgresStore, pg_url: str) -> None:
     assert rows == [(1, "initial schema"), (2, "BM25 postings"),
                     (3, "tool-call arguments searchable"), (4, "usage ledger"),
                     (5, "events by time"), (6, "events by speaker"),
-                    (7, "memories by tag"), (8, "vectors searched in memory")]
+                    (7, "memories by tag"), (8, "vectors searched in memory"),
+                    (9, "full-text GIN indexes dropped")]
 
 
 def test_tool_calls_stored_before_version_3_become_searchable(

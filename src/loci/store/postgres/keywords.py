@@ -7,7 +7,8 @@ derived from its ``tsvector`` (``<table>_terms``: scope, lexeme, weighted term f
 document length, an impact that orders a term's postings), kept in step by
 statement-level triggers in the same transaction as the row, and ``fts_stats``, an
 insert-only log of (documents, tokens) per scope from which N and the average length
-come. GIN stays: it answers filtered searches that the postings cannot (below).
+come. The postings answer every keyword search, filtered ones too (below): the table's
+GIN index served none and cost every write, so version 9 dropped it.
 
 A search is BM25 as SQLite's FTS5 computes it (k1 = 1.2, b = 0.75, idf =
 ln((N - df + 0.5) / (df + 0.5)), at least 1e-6; positions weighted as ``setweight``

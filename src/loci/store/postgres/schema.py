@@ -12,9 +12,9 @@ Design notes (the why):
   search can never drift from the row; the ``loci`` text search configuration stems
   English words but keeps stop words (like SQLite's ``porter unicode61``: a query of
   stop words only still finds them) and folds accents (``unaccent``);
-- GIN indexes have ``fastupdate`` off: with it on, new rows wait in a pending list that
-  every query scans linearly (slow after a bulk load) until vacuum
-  merges it; writes pay a little more instead;
+- keyword search reads only the postings (``keywords``): the GIN indexes of the
+  ``tsvector`` columns that versions 1 to 8 kept cost every write and served no search
+  once the postings scored the rows of narrow filters (version 9 drops them);
 - ``embedding`` is an unconstrained ``vector``: the dimension is only known when the
   first vectors arrive; vectors are searched in each process's memory, read by their
   per-scope number ``vec_seq`` (``vectors``);
@@ -35,12 +35,8 @@ from loci.store.postgres.keywords import schema_sql
 
 #: Where migrations take turns (any constant shared by every Loci process).
 MIGRATION_LOCK = 0x10C1_0001
-#: The full-text indexes, by table (``bulk_load`` drops and rebuilds them too).
-FTS_INDEXES = {
-    table: f"CREATE INDEX IF NOT EXISTS {table}_fts ON {table} USING gin (fts) "
-    "WITH (fastupdate = off)"
-    for table in ("events", "memories", "documents")
-}
+#: The tables with full-text search.
+SEARCHABLE = ("events", "memories", "documents")
 
 
 def _v1_initial(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
@@ -157,8 +153,9 @@ def _v1_initial(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
         );
         """
     )
-    for statement in FTS_INDEXES.values():
-        cur.execute(statement)
+    for table in SEARCHABLE:  # (dropped by version 9)
+        cur.execute(f"CREATE INDEX {table}_fts ON {table} USING gin (fts) "
+                    "WITH (fastupdate = off)")
 
 
 def _v2_postings(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
@@ -227,6 +224,11 @@ def _v8_vectors_in_memory(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
         cur.execute(f'DROP INDEX "{name}"')
 
 
+def _v9_no_gin(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    for table in SEARCHABLE:
+        cur.execute(f"DROP INDEX IF EXISTS {table}_fts")
+
+
 #: Version → (name, function). Append only.
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
@@ -237,6 +239,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     6: ("events by speaker", _v6_events_by_speaker),
     7: ("memories by tag", _v7_memories_by_tag),
     8: ("vectors searched in memory", _v8_vectors_in_memory),
+    9: ("full-text GIN indexes dropped", _v9_no_gin),
 }
 
 

@@ -29,7 +29,6 @@ from loci.store.indexed_vectors import EXACT_ALLOWED
 from loci.store.postgres.base import Cursor, PostgresBase
 from loci.store.postgres.keywords import rank_index, terms_table
 from loci.store.postgres.rows import KINDS, filter_sql
-from loci.store.postgres.schema import FTS_INDEXES
 from loci.store.rows import EMBED_CHARS, event_embedding_text
 
 #: The highest vector number of a scope's rows of ``table`` (an index-only scan).
@@ -163,11 +162,9 @@ class PostgresVectors(PostgresBase):
     # -- bulk loads -----------------------------------------------------------------
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
-        """Write many rows without maintaining the GIN and postings-rank indexes, then
-        build them once (GIN inserts row by row cost many times a plain insert)."""
+        """Write many rows without maintaining the postings-rank indexes, then build them
+        once (inserted row by row, they cost more than the rows)."""
         with self._write() as cur:
-            for table in FTS_INDEXES:
-                cur.execute(f"DROP INDEX IF EXISTS {table}_fts")
             for kind in KINDS:
                 cur.execute(f"DROP INDEX IF EXISTS {terms_table(kind)}_rank")
         self._bulk += 1
@@ -178,10 +175,8 @@ class PostgresVectors(PostgresBase):
             self.build_indexes()
 
     def build_indexes(self) -> None:
-        """Create the full-text and postings-rank indexes if missing, and refresh the
-        planner's statistics (after a bulk load they still describe the empty tables)."""
-        for statement in FTS_INDEXES.values():
-            self._run(statement)
+        """Create the postings-rank indexes if missing, and refresh the planner's
+        statistics (after a bulk load they still describe the empty tables)."""
         for kind in KINDS:
             self._run(rank_index(kind))
             # VACUUM sets the visibility map: df counts are then index-only scans.
