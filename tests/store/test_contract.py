@@ -450,6 +450,35 @@ def test_indexes_past_the_memory_budget_are_dropped_least_recently_searched_firs
         store.close()
 
 
+def test_a_read_asked_for_side_by_side_is_made_once(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A retrieval's keyword and vector halves ask the same of the store at once (the
+    rows a filter leaves): the second waits for the first's answer."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from loci.store import indexed_vectors
+
+    monkeypatch.setattr(indexed_vectors, "FRESH_FOR", 60.0)
+    reads: list[int] = []
+    inside, release = threading.Event(), threading.Event()
+
+    def read() -> list[int]:
+        reads.append(1)
+        inside.set()
+        release.wait(10)
+        return [1, 2, 3]
+
+    recently = store._recently  # type: ignore[attr-defined]
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(recently, "key", read)
+        assert inside.wait(10)
+        second = pool.submit(recently, "key", read)
+        release.set()
+        assert first.result(10) == second.result(10) == [1, 2, 3]
+    assert reads == [1]
+
+
 def test_vector_scores_are_the_cosines_of_the_scopes_given_items(store: Store) -> None:
     import numpy as np
 

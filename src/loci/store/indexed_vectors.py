@@ -19,6 +19,7 @@ import time
 from abc import abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -67,8 +68,10 @@ class IndexedVectors(Store):
     #: Changes with every write transaction this process commits (the backend's
     #: ``_write``; racing threads may lose an increment, never the change).
     _write_generation: int
-    #: Reads kept by ``_recently``: (generation, time, result) by key.
-    _recent_reads: dict[Hashable, tuple[int, float, Any]]
+    #: Reads kept by ``_recently``: (generation, time, result to come) by key, and
+    #: their lock.
+    _recent_reads: dict[Hashable, tuple[int, float, Future[Any]]]
+    _recent_lock: threading.Lock
 
     def _open_indexes(self, lock: threading.RLock, memory_mb: int | None) -> None:
         """Start with no index loaded; ``lock`` guards them (see ``_index_lock``), and
@@ -78,6 +81,7 @@ class IndexedVectors(Store):
         self._vector_budget = None if memory_mb is None else memory_mb << 20
         self._many = {}
         self._write_generation, self._recent_reads = 0, {}
+        self._recent_lock = threading.Lock()
 
     # -- what a backend supplies ------------------------------------------------
     @abstractmethod
@@ -175,18 +179,33 @@ class IndexedVectors(Store):
                 index.persist()
 
     def _recently(self, key: Hashable, read: Callable[[], T]) -> T:
-        """``read()``, or what it gave for ``key`` less than ``FRESH_FOR`` ago if this
-        process wrote nothing since: a retrieval asks the same of the store for its
-        keyword and vector halves, and under several filters. (Other processes' writes
-        may be seen ``FRESH_FOR`` later, as their vectors are.)"""
+        """``read()``, or what it gave (or is about to give, on another thread) for
+        ``key`` less than ``FRESH_FOR`` ago if this process wrote nothing since: a
+        retrieval asks the same of the store for its keyword and vector halves, which
+        run side by side, and under several filters. (Other processes' writes may be
+        seen ``FRESH_FOR`` later, as their vectors are.)"""
         generation, now = self._write_generation, time.monotonic()
-        recent = self._recent_reads.get(key)
-        if recent is not None and recent[0] == generation and now - recent[1] < FRESH_FOR:
-            return recent[2]  # type: ignore[no-any-return]
-        value = read()
-        if len(self._recent_reads) >= RECENT_READS:
-            self._recent_reads.clear()
-        self._recent_reads[key] = (generation, now, value)
+        mine: Future[T] = Future()
+        with self._recent_lock:
+            recent = self._recent_reads.get(key)
+            if recent is not None and recent[0] == generation and now - recent[1] < FRESH_FOR:
+                shared: Future[Any] | None = recent[2]
+            else:
+                shared = None
+                if len(self._recent_reads) >= RECENT_READS:
+                    self._recent_reads.clear()
+                self._recent_reads[key] = (generation, now, mine)
+        if shared is not None:
+            return shared.result()  # type: ignore[no-any-return]
+        try:
+            value = read()
+        except BaseException as exc:
+            mine.set_exception(exc)  # (those waiting on it fail alike; the next reads)
+            with self._recent_lock:
+                if self._recent_reads.get(key, (0, 0.0, None))[2] is mine:
+                    del self._recent_reads[key]
+            raise
+        mine.set_result(value)
         return value
 
     def _few_allowed(self, kind: str, scope: Scope, filters: SearchFilters
