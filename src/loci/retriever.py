@@ -149,8 +149,13 @@ class Retriever:
         """The query without the names of the people it names who speak in the scope,
         and the sessions they speak in; or the query and no sessions. Their turns carry
         their names (the keyword index has each turn's speaker), so the ``hits`` of the
-        query's keyword candidates include theirs."""
+        query's keyword candidates usually include theirs; a name spoken in thousands of
+        turns may rank below the query's rarer words, so a word written as a name that
+        is someone's whole name is looked up too."""
         people = _named_speakers(hits, query)
+        people |= {word for word in dict.fromkeys(_WORD.findall(query))
+                   if word[0].isupper() and word not in people
+                   and self.store.speaker_sessions(scope, [word], 1)}
         if not people:
             return query, ()
         counted = self.store.speaker_sessions(scope, sorted(people), MAX_FOCUS_SESSIONS + 1)

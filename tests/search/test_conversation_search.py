@@ -142,3 +142,23 @@ def test_a_namesake_who_says_a_word_elsewhere_is_not_whom_the_question_means(
                 turn("Ana", "I water them every day.")])
         found = loci.search_conversation("What did Ana plant in the garden?", limit=2)
         assert {hit.session for hit in found} == {"with_ana1", "with_ana2"}
+
+
+def test_a_name_too_common_to_be_among_the_keyword_hits_is_still_recognized(
+    home: Path, clock: FakeClock
+) -> None:
+    """Ana speaks in most turns, so "ana" is a word with no weight, and the question's
+    other words pick the keyword candidates (others' turns): the name is looked up
+    among the speakers, and her conversations are searched."""
+    with open_loci(home, clock) as loci:
+        for day in range(40):
+            loci.add_events(f"ana{day}", [turn("Ana", f"Morning! Day {day} here."),
+                                          turn("Ana", "Ok."), turn("Ana", "Bye.")])
+        for day in range(30):
+            loci.add_events(f"others{day}", [
+                turn("Cy", "What did you plant in the garden?"),
+                turn("Di", f"I planted beans in the garden on day {day}.")])
+        loci.add_events("ana_garden", [turn("Ana", "I planted tomatoes."),
+                                       turn("Ben", "Nice!")])
+        found = loci.search_conversation("What did Ana plant in the garden?", limit=3)
+        assert found[0].text == "I planted tomatoes."
