@@ -326,18 +326,18 @@ def test_a_filter_that_passes_few_candidates_is_ranked_like_its_rows_alone(
                             for i in range(400)]
                    + [mem(f"o{i}", f"other words {i}") for i in range(1600)])
     tagged = SearchFilters(tags=("moon",))
-    calls: list[int] = []
-    exhaustive = PostgresStore._exhaustive
+    calls: list[bool] = []  # True: every posting was scored, False: the few rows'
+    scored = PostgresStore._scored
 
-    def counted(*args: object, **kwargs: object) -> object:
-        calls.append(1)
-        return exhaustive(*args, **kwargs)  # type: ignore[arg-type]
+    def counted(*args: object) -> object:
+        calls.append(args[-1] is None)
+        return scored(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(PostgresStore, "_exhaustive", counted)
+    monkeypatch.setattr(PostgresStore, "_scored", counted)
     scored_all = pg.keyword_candidates(ALICE, "memory", "tides", limit=30, filters=tagged)
-    assert calls == [1]
+    assert calls == [True]
     monkeypatch.setattr(keywords, "FEW_ROWS", 2_000)
     among = pg.keyword_candidates(ALICE, "memory", "tides", limit=30, filters=tagged)
-    assert calls == [1]  # (the 50 tagged rows were scored alone)
+    assert calls == [True, False]  # (the 50 tagged rows were scored alone)
     # (Scores may differ in the last digits: the statements add in another order.)
     assert len(among) == 30 and [key for key, _ in scored_all] == [key for key, _ in among]

@@ -10,6 +10,10 @@ vectors it committed to the loaded index instead (``_hand_over``).
 The index may hold rows deleted since, or vectors older than the row's: every candidate
 is checked against the database with the search's filters (``_passing``), which also
 keeps another tenant's rows out. A backend supplies the SQL of those steps.
+
+The indexes' vectors stay within a memory budget (``_evict``: the scopes searched least
+recently go first), and reads a retrieval repeats are shared for a moment
+(``_recently``: the backends' keyword searches use it too).
 """
 
 from __future__ import annotations

@@ -229,11 +229,11 @@ class PostgresKeywords(PostgresBase):
         few = self._few_allowed(kind, scope, filters)
         if few is not None and len(few) <= FEW_ROWS:
             # Filters that leave few rows (a day, a session): score just those.
-            return _squashed(self._among(kind, scope, filters, limit, weights, avgdl, few))
+            return _squashed(self._scored(kind, scope, filters, limit, weights, avgdl, few))
         found = self._refined(kind, scope, filters, limit, weights, avgdl, refine)
         cut = max(dfs.values()) > DEPTH or sum(dfs.values()) > refine
         if len(found) < limit and cut:  # the filters passed too few of the candidates
-            found = self._exhaustive(kind, scope, limit, filters, weights, avgdl)
+            found = self._scored(kind, scope, filters, limit, weights, avgdl, None)
         return _squashed(found)
 
     def _statistics(self, kind: str, scope: Scope, terms: list[str]
@@ -267,24 +267,6 @@ class PostgresKeywords(PostgresBase):
             dfs.update(self._estimate_df(kind, capped, docs))
         return docs, tokens, dfs
 
-    def _among(
-        self, kind: str, scope: Scope, filters: SearchFilters, limit: int,
-        weights: tuple[list[str], list[float]], avgdl: float, keys: list[int],
-    ) -> list[tuple[Any, ...]]:
-        """The best ``limit`` of the rows ``keys`` (a superset of those that pass the
-        filters) that pass them, scored from their postings."""
-        k, t = KINDS[kind], terms_table(kind)
-        where, params = filter_sql(kind, filters)
-        return self._query(
-            f"{_WEIGHTS}SELECT x.key, x.s FROM (SELECT t.key, {_SUMMED} "
-            f"AS s FROM a, {t} t JOIN w ON w.term = t.term "
-            "WHERE t.key = ANY(%s) AND t.term = ANY(%s::text[]) GROUP BY t.key) x "
-            f"CROSS JOIN LATERAL (SELECT 1 FROM {k.table} {k.alias} WHERE "
-            f"{k.alias}.{k.order} = x.key AND {k.alias}.tenant = %s "
-            f"AND {k.alias}.agent = %s{where}) r ORDER BY x.s DESC, x.key LIMIT %s",
-            (*weights, avgdl, keys, weights[0], scope.tenant, scope.agent, *params, limit),
-        )
-
     def _refined(
         self, kind: str, scope: Scope, filters: SearchFilters, limit: int,
         weights: tuple[list[str], list[float]], avgdl: float, refine: int,
@@ -313,25 +295,27 @@ class PostgresKeywords(PostgresBase):
              *params, limit),
         )
 
-    def _exhaustive(
-        self, kind: str, scope: Scope, limit: int, filters: SearchFilters,
-        weights: tuple[list[str], list[float]], avgdl: float,
+    def _scored(
+        self, kind: str, scope: Scope, filters: SearchFilters, limit: int,
+        weights: tuple[list[str], list[float]], avgdl: float, keys: list[int] | None,
     ) -> list[tuple[Any, ...]]:
-        """Every posting of the query's lexemes in the scope, summed per row; the rows
-        read best first until ``limit`` pass the filters: for filters that pass too
-        few of the best candidates. (Finding the matching rows through GIN instead
-        read and filtered every one of them: 11 ms where this takes a few.)"""
+        """Every posting of the query's lexemes in the scope (or only those of the rows
+        ``keys``, a superset of the rows that pass the filters) summed per row, and the
+        rows read best first until ``limit`` pass the filters: for filters that leave
+        few rows, or that pass too few of the best candidates. (Finding the matching
+        rows through GIN instead read and filtered every one of them.)"""
         k, t = KINDS[kind], terms_table(kind)
         where, params = filter_sql(kind, filters)
+        postings, narrowed = ((f"{t} t ON t.tenant = %s AND t.agent = %s", (scope.tenant,
+                                                                             scope.agent))
+                              if keys is None else (f"{t} t ON t.key = ANY(%s)", (keys,)))
         return self._query(
-            f"{_WEIGHTS}SELECT x.key, x.s FROM (SELECT t.key, {_SUMMED} "
-            f"AS s FROM a, w JOIN {t} t ON t.tenant = %s AND t.agent = %s "
-            "AND t.term = w.term GROUP BY t.key ORDER BY 2 DESC, 1) x CROSS JOIN LATERAL "
-            f"(SELECT 1 FROM {k.table} {k.alias} WHERE {k.alias}.{k.order} = x.key "
-            f"AND {k.alias}.tenant = %s AND {k.alias}.agent = %s{where}) r "
-            "ORDER BY x.s DESC, x.key LIMIT %s",
-            (*weights, avgdl, scope.tenant, scope.agent, scope.tenant, scope.agent, *params,
-             limit),
+            f"{_WEIGHTS}SELECT x.key, x.s FROM (SELECT t.key, {_SUMMED} AS s FROM a, w "
+            f"JOIN {postings} AND t.term = w.term GROUP BY t.key ORDER BY 2 DESC, 1) x "
+            f"CROSS JOIN LATERAL (SELECT 1 FROM {k.table} {k.alias} WHERE "
+            f"{k.alias}.{k.order} = x.key AND {k.alias}.tenant = %s "
+            f"AND {k.alias}.agent = %s{where}) r ORDER BY x.s DESC, x.key LIMIT %s",
+            (*weights, avgdl, *narrowed, scope.tenant, scope.agent, *params, limit),
         )
 
     def _estimate_df(self, kind: str, terms: list[str], docs: int) -> dict[str, int]:
