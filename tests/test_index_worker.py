@@ -43,7 +43,8 @@ class GatedEmbedder:
 @pytest.fixture
 def gated(home: Path) -> Iterator[tuple[Loci, GatedEmbedder]]:
     settings = load_settings(store=f"sqlite:///{home / 'w.db'}", memory_mirror=False)
-    store = open_store(settings.store_url)
+    store = open_store(settings.store_url,
+                       vector_memory_mb=settings.search.vector_memory_mb)
     embedder = GatedEmbedder()
     with Loci(settings, store=store, indexer=Indexer(store, embedder)) as loci:
         yield loci, embedder
@@ -141,4 +142,9 @@ def test_the_lag_is_visible_in_status_health_and_the_overview(
         assert client.get("/api/overview").json()["vectors_pending"] == 1
         embedder.gate.set()
         assert loci.wait_indexed(timeout=10)
-        assert client.get("/api/health").json()["vectors_pending"] == 0
+        health = client.get("/api/health").json()
+        assert health["vectors_pending"] == 0 and health["vector_memory_limit_mb"] == 2048
+        # The vectors held for search: none until a search loads the scope's.
+        held = health["vector_memory_mb"]
+        loci.search_conversation("one")
+        assert client.get("/api/health").json()["vector_memory_mb"] > held

@@ -39,12 +39,16 @@ Progress = Callable[[int, int], None]
 @dataclass(frozen=True)
 class IndexStatus:
     """The vector index: the model it was made with, the rows of each kind that wait
-    for their vector (the indexer's lag), and whether the worker is at it."""
+    for their vector (the indexer's lag), whether the worker is at it, and the vectors
+    this process holds in memory for search and the most it may hold, in MB (None: no
+    limit; ``[search] vector_memory_mb``)."""
 
     model: str | None
     dim: int | None
     unembedded: dict[str, int]
     indexing: bool = False
+    memory_mb: float = 0.0
+    memory_limit_mb: int | None = None
 
     @property
     def pending(self) -> int:
@@ -165,8 +169,10 @@ class Indexer:
 
     def status(self) -> IndexStatus:
         model, dim = self.recorded_model()
+        held, limit = self.store.vector_memory()
         return IndexStatus(model, dim, {k: self.store.count_unembedded(k) for k in KINDS},
-                           self.worker.busy())
+                           self.worker.busy(), round(held / 2**20, 3),
+                           None if limit is None else limit >> 20)
 
     def _drain(
         self, kind: str, scope: Scope | None, progress: Callable[[int], None] | None,

@@ -168,12 +168,15 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
 
     @app.get("/api/health", tags=["server"])
     async def health() -> dict[str, Any]:
-        """Up, its version, and the background indexer's lag: rows that wait for their
-        vector (keyword search finds them meanwhile)."""
+        """Up, its version, the background indexer's lag (rows that wait for their
+        vector: keyword search finds them meanwhile), and the vectors held in memory for
+        search against their limit (``[search] vector_memory_mb``)."""
         index = hub.runtime.index_status()
         return {"status": "ok", "version": __version__,
                 "vectors_pending": index.pending if index else 0,
-                "indexing": bool(index and index.indexing)}
+                "indexing": bool(index and index.indexing),
+                "vector_memory_mb": index.memory_mb if index else 0.0,
+                "vector_memory_limit_mb": index.memory_limit_mb if index else None}
 
     # Requests try routes in order, and with FastAPI's included routers each miss costs
     # time: the routers with the busiest routes (search, events, context) go first.

@@ -138,6 +138,11 @@ class Store(ABC):
         connection serializes them)."""
         return True
 
+    def vector_memory(self) -> tuple[int, int | None]:
+        """Bytes of vectors this process holds in memory for search, and the most it
+        may hold (None: no limit)."""
+        return 0, None
+
     # -- metadata about the store itself (schema, embedding model) ----------------
     @abstractmethod
     def get_meta(self, key: str) -> str | None: ...

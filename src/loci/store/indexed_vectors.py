@@ -255,6 +255,10 @@ class IndexedVectors(Store):
             index.checked_at = started
         return index
 
+    def vector_memory(self) -> tuple[int, int | None]:
+        with self._index_lock:
+            return sum(index.nbytes for index in self._indexes.values()), self._vector_budget
+
     def _evict(self) -> None:
         """Drop the indexes searched least recently while the vectors of all take more
         than the budget; never the last one searched, nor one whose graph is being
