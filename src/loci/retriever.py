@@ -61,6 +61,8 @@ PEOPLE_WEIGHT = 0.2
 #: sessions (then the sessions of the query's hits where they speak).
 MAX_FOCUS_SESSIONS = 50
 MAIN_SHARE = 0.5
+#: Words of a query written as names that are looked up among the speakers, at most.
+MAX_NAME_LOOKUPS = 8
 #: Share of an event's score that comes from saying when, if the query asks when.
 WHEN_WEIGHT = 0.1
 #: At most this many named periods add candidates of their own.
@@ -153,9 +155,9 @@ class Retriever:
         turns may rank below the query's rarer words, so a word written as a name that
         is someone's whole name is looked up too."""
         people = _named_speakers(hits, query)
-        people |= {word for word in dict.fromkeys(_WORD.findall(query))
-                   if word[0].isupper() and word not in people
-                   and self.store.speaker_sessions(scope, [word], 1)}
+        written = [word for word in dict.fromkeys(_WORD.findall(query))
+                   if word[0].isupper() and word not in people][:MAX_NAME_LOOKUPS]
+        people |= {word for word in written if self.store.speaker_sessions(scope, [word], 1)}
         if not people:
             return query, ()
         counted = self.store.speaker_sessions(scope, sorted(people), MAX_FOCUS_SESSIONS + 1)

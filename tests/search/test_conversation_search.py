@@ -162,3 +162,23 @@ def test_a_name_too_common_to_be_among_the_keyword_hits_is_still_recognized(
                                        turn("Ben", "Nice!")])
         found = loci.search_conversation("What did Ana plant in the garden?", limit=3)
         assert found[0].text == "I planted tomatoes."
+
+
+def test_a_query_of_many_capitalized_words_looks_up_few_of_them(
+    home: Path, clock: FakeClock
+) -> None:
+    from loci import retriever
+
+    with open_loci(home, clock) as loci:
+        loci.add_events("s", [turn("Ana", "Hello there."), turn("Ben", "Hi.")])
+        looked_up: list[list[str]] = []
+        speakers = loci.store.speaker_sessions
+
+        def counted(scope: object, names: list[str], limit: int) -> list[tuple[str, int]]:
+            looked_up.append(list(names))
+            return speakers(scope, names, limit)  # type: ignore[arg-type]
+
+        loci.store.speaker_sessions = counted  # type: ignore[method-assign]
+        query = " ".join(f"Word{i}" for i in range(10_000)) + " Ana"
+        loci.search_conversation(query, limit=3)
+        assert 0 < len(looked_up) <= retriever.MAX_NAME_LOOKUPS + 1
