@@ -369,3 +369,20 @@ def test_an_agent_id_is_never_used_as_a_name(loci: Loci, tmp_path: Path) -> None
     assert "Terse.\nYour job: Answers questions." in text and "You are default" not in text
     (tmp_path / "AGENTS.toml").write_text('[agents.default]\nname = "Iris"\n')
     assert "You are Iris." in loci.compile(None, "hi").to_text()
+
+
+def test_a_compile_reads_the_state_once(home: Path, clock: FakeClock) -> None:
+    """The state and focus layers share one read of the scope's state."""
+    settings = load_settings(store=f"sqlite:///{home / 'state.db'}",
+                             embedding_provider="none")
+    with Loci(settings, clock=clock) as loci:
+        loci.set_focus("s", Focus("Fix the build", (Criterion("CI green", 2),), (), ""))
+        loci.state_set("branch", "main")
+        reads: list[str] = []
+        listed, got = loci.store.list_state, loci.store.get_state
+        loci.store.list_state = lambda scope: reads.append("list") or listed(scope)  # type: ignore[method-assign]
+        loci.store.get_state = lambda scope, key: reads.append(key) or got(scope, key)  # type: ignore[method-assign]
+        compiled = loci.compile("s", "hi")
+        text = compiled.dynamic + compiled.retrieved
+        assert "Goal: Fix the build" in text and "[STATE] branch = main" in text
+        assert reads.count("list") == 1 and not [r for r in reads if r.startswith("focus:")]

@@ -18,7 +18,7 @@ from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
-from loci.models import Document, Event, Memory, Scope, speaker
+from loci.models import Document, Event, Memory, Scope, StateItem, speaker
 from loci.retriever import Retriever
 from loci.store.base import SearchFilters, Store
 from loci.timeutil import day_label
@@ -66,6 +66,14 @@ class BuildContext:
     included: set[str] = field(default_factory=set)
     #: The compaction summary shown, lower-cased: facts it states are not repeated.
     summary_text: str = ""
+    #: The scope's state, read once for the layers that show it (``stored_state``).
+    _state: list[StateItem] | None = field(default=None, init=False, repr=False)
+
+    def stored_state(self) -> list[StateItem]:
+        """The scope's state items, internal ones included (read on first use)."""
+        if self._state is None:
+            self._state = self.store.list_state(self.scope)
+        return self._state
 
 
 Builder = Callable[[BuildContext], list[Item]]
@@ -202,7 +210,7 @@ def in_summary(ctx: BuildContext, text: str) -> bool:
 
 def state(ctx: BuildContext) -> list[Item]:
     return [Item(s.key, f"[STATE] {s.key} = {s.value}")
-            for s in ctx.store.list_state(ctx.scope) if not s.key.startswith(INTERNAL_STATE)]
+            for s in ctx.stored_state() if not s.key.startswith(INTERNAL_STATE)]
 
 
 def memories(ctx: BuildContext) -> list[Item]:
@@ -220,7 +228,8 @@ def compaction_summary(ctx: BuildContext) -> list[Item]:
 def focus(ctx: BuildContext) -> list[Item]:
     if ctx.session is None:
         return []
-    stored = ctx.store.get_state(ctx.scope, STATE_PREFIX + ctx.session)
+    key = STATE_PREFIX + ctx.session
+    stored = next((item for item in ctx.stored_state() if item.key == key), None)
     return [Item("focus", Focus.from_json(stored.value).render())] if stored else []
 
 
