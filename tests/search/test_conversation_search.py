@@ -149,8 +149,10 @@ def test_a_name_too_common_to_be_among_the_keyword_hits_is_still_recognized(
 ) -> None:
     """Ana speaks in most turns, so "ana" is a word with no weight, and the question's
     other words pick the keyword candidates (others' turns): the name is looked up
-    among the speakers, and her conversations are searched."""
-    with open_loci(home, clock) as loci:
+    among the speakers, and her conversations are searched. (Keywords alone: what
+    decides is whether she is recognized.)"""
+    settings = load_settings(store=f"sqlite:///{home / 'c.db'}", embedding_provider="none")
+    with Loci(settings, clock=clock) as loci:
         for day in range(40):
             loci.add_events(f"ana{day}", [turn("Ana", f"Morning! Day {day} here."),
                                           turn("Ana", "Ok."), turn("Ana", "Bye.")])
