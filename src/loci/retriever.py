@@ -157,7 +157,7 @@ class Retriever:
         people = _named_speakers(hits, query)
         written = [word for word in dict.fromkeys(_WORD.findall(query))
                    if word[0].isupper() and word not in people][:MAX_NAME_LOOKUPS]
-        people |= {word for word in written if self.store.speaker_sessions(scope, [word], 1)}
+        people |= self.store.speakers_among(scope, written)
         if not people:
             return query, ()
         counted = self.store.speaker_sessions(scope, sorted(people), MAX_FOCUS_SESSIONS + 1)

@@ -174,13 +174,14 @@ def test_a_query_of_many_capitalized_words_looks_up_few_of_them(
     with open_loci(home, clock) as loci:
         loci.add_events("s", [turn("Ana", "Hello there."), turn("Ben", "Hi.")])
         looked_up: list[list[str]] = []
-        speakers = loci.store.speaker_sessions
+        speakers = loci.store.speakers_among
 
-        def counted(scope: object, names: list[str], limit: int) -> list[tuple[str, int]]:
+        def counted(scope: object, names: list[str]) -> set[str]:
             looked_up.append(list(names))
-            return speakers(scope, names, limit)  # type: ignore[arg-type]
+            return speakers(scope, names)  # type: ignore[arg-type]
 
-        loci.store.speaker_sessions = counted  # type: ignore[method-assign]
+        loci.store.speakers_among = counted  # type: ignore[method-assign]
         query = " ".join(f"Word{i}" for i in range(10_000)) + " Ana"
         loci.search_conversation(query, limit=3)
-        assert 0 < len(looked_up) <= retriever.MAX_NAME_LOOKUPS + 1
+        assert looked_up and all(len(names) <= retriever.MAX_NAME_LOOKUPS
+                                 for names in looked_up)

@@ -136,6 +136,11 @@ def test_the_sessions_someone_speaks_in(store: Store) -> None:
     assert store.speaker_sessions(ALICE, ["ana"], 10) == []  # as written
     assert store.speaker_sessions(BOB, ["Bo"], 10) == []
     assert store.speaker_sessions(ALICE, [], 10) == []
+    # Who of some names speaks at all (one look each: the names a question writes).
+    assert store.speakers_among(ALICE, ["Ana", "Bo", "Cy", "ana", "Ana"]) == {"Ana", "Bo"}
+    assert store.speakers_among(BOB, ["Bo", "Ana"]) == {"Ana"}
+    assert store.speakers_among(ALICE, ["x'); DROP TABLE events; --", ""]) == set()
+    assert store.speakers_among(ALICE, []) == set()
 
 
 def test_search_filters_by_session_and_time(store: Store) -> None:

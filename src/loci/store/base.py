@@ -216,6 +216,12 @@ class Store(ABC):
         in an event's metadata, as written), with how many of its events they speak,
         most first (then by session), through an index of the speakers."""
 
+    @abstractmethod
+    def speakers_among(self, scope: Scope, names: Sequence[str]) -> set[str]:
+        """Those of ``names`` who speak in the scope (the ``name`` in an event's
+        metadata, as written): one look in the index of speakers for each, however
+        many turns they speak."""
+
     def search_events(
         self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS
     ) -> list[SearchHit]:

@@ -186,6 +186,16 @@ class PostgresEvents(PostgresBase):
             (scope.tenant, scope.agent, list(dict.fromkeys(names)), limit))
         return [(row[0], int(row[1])) for row in rows]
 
+    def speakers_among(self, scope: Scope, names: Sequence[str]) -> set[str]:
+        if not names:
+            return set()
+        rows = self._query(
+            "SELECT n FROM unnest(%s::text[]) n WHERE EXISTS (SELECT 1 FROM events "
+            "WHERE tenant = %s AND agent = %s AND metadata ->> 'name' = n "
+            "AND metadata ->> 'name' IS NOT NULL)",
+            (list(dict.fromkeys(names)), scope.tenant, scope.agent))
+        return {str(row[0]) for row in rows}
+
     def latest_summary(self, scope: Scope, session: str) -> Event | None:
         rows = self._query(
             f"SELECT {EVENT_COLUMNS} FROM events WHERE tenant = %s AND agent = %s "

@@ -168,6 +168,17 @@ class SQLiteEvents(SQLiteBase):
             "LIMIT ?", (scope.tenant, scope.agent, *names, limit))
         return [(row[0], int(row[1])) for row in rows]
 
+    def speakers_among(self, scope: Scope, names: Sequence[str]) -> set[str]:
+        names = list(dict.fromkeys(names))
+        if not names:
+            return set()
+        rows = self._query(
+            f"SELECT n.column1 FROM (VALUES {', '.join(['(?)'] * len(names))}) n "
+            "WHERE EXISTS (SELECT 1 FROM events INDEXED BY events_by_speaker "
+            f"WHERE tenant = ? AND agent = ? AND {SPEAKER} = n.column1 "
+            f"AND {SPEAKER} IS NOT NULL)", (*names, scope.tenant, scope.agent))
+        return {str(row[0]) for row in rows}
+
     def latest_summary(self, scope: Scope, session: str) -> Event | None:
         rows = self._query(
             f"SELECT {EVENT_COLUMNS} FROM events INDEXED BY events_summaries "
