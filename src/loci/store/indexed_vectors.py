@@ -257,7 +257,11 @@ class IndexedVectors(Store):
 
     def vector_memory(self) -> tuple[int, int | None]:
         with self._index_lock:
-            return sum(index.nbytes for index in self._indexes.values()), self._vector_budget
+            return self._held(), self._vector_budget
+
+    def _held(self) -> int:
+        """Bytes of vectors the loaded indexes hold (under the indexes' lock)."""
+        return sum(index.nbytes for index in self._indexes.values())
 
     def _evict(self) -> None:
         """Drop the indexes searched least recently while the vectors of all take more
@@ -266,7 +270,7 @@ class IndexedVectors(Store):
         scope then costs reading its vectors, not building them again."""
         if self._vector_budget is None:
             return
-        held = sum(index.nbytes for index in self._indexes.values())
+        held = self._held()
         for slot, index in list(self._indexes.items())[:-1]:
             if held <= self._vector_budget:
                 return
