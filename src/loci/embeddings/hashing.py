@@ -4,7 +4,8 @@
 text on every machine and every run (blake2b, never Python's salted ``hash``). Each
 lowercase word and each character trigram of each word (padded with ``^`` and ``$``)
 adds a signed unit to one bucket, so texts that share words or word pieces get a
-higher cosine than unrelated texts. A text without words maps to one fixed unit vector.
+higher cosine than unrelated texts. A text without words maps to one fixed unit vector;
+one whose units cancel out (possible with few buckets) to a unit of its own.
 It is no semantic model: synonyms do not meet.
 """
 
@@ -63,6 +64,9 @@ class HashEmbedder:
             for feature, weight in _features(text):
                 bucket, sign = self._bucket(feature)
                 out[row, bucket] += sign * weight
+            if not out[row].any():  # signed units cancelled out (few buckets): still a unit
+                bucket, sign = self._bucket("t:" + text)
+                out[row, bucket] = sign
         return l2_normalize(out)
 
     def __repr__(self) -> str:
