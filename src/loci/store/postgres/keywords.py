@@ -16,19 +16,18 @@ marked them: A 1, D 0.3), with N, the average length and df per scope:
 
 1. df of each query lexeme: an index-only count, capped at ``DF_CAP`` (past it,
    estimated from ANALYZE's statistics of the postings);
-2. candidates: per lexeme, its ``DEPTH`` postings of highest impact (all of them when
-   df ≤ DEPTH, so small stores are ranked exactly), summed per row; the best ``refine``
-   are rescored exactly from all their postings (a row may have been missing from a
-   common lexeme's top list);
+2. when no lexeme has more than ``DEPTH`` postings, every posting is summed per row:
+   the scores are exact. Otherwise candidates: per lexeme, its ``DEPTH`` postings of
+   highest impact, summed per row; the best ``refine`` are rescored exactly from all
+   their postings (a row may have been missing from a common lexeme's top list);
 3. the rows themselves (scope and filters checked on the real row), best first; scores
    are compared to 9 decimals, so that rows scoring alike are ordered by age whichever
    order the sums were added in.
 
 Filters that leave few rows (``FEW_ROWS``, as the vector half finds them) have just
-those rows scored from their postings. When filters leave fewer rows than asked and
-candidates were cut (a truncated lexeme, or more candidates than were rescored), every
-posting of the query's lexemes is scored and the rows read best first until enough
-pass.
+those rows scored from their postings. When filters pass fewer of the rescored
+candidates than asked, every posting of the query's lexemes is scored and the rows read
+best first until enough pass.
 """
 
 from __future__ import annotations
@@ -225,16 +224,18 @@ class PostgresKeywords(PostgresBase):
         idfs = {term: max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6)
                 for term, df in dfs.items()}
         weights = (list(idfs), list(idfs.values()))
-        refine = max(limit * REFINE_FACTOR, REFINE_MIN)
         few = self._few_allowed(kind, scope, filters)
         if few is not None and len(few) <= FEW_ROWS:
             # Filters that leave few rows (a day, a session): score just those.
             return _squashed(self._scored(kind, scope, filters, limit, weights, avgdl, few))
-        found = self._refined(kind, scope, filters, limit, weights, avgdl, refine)
-        cut = max(dfs.values()) > DEPTH or sum(dfs.values()) > refine
-        if len(found) < limit and cut:  # the filters passed too few of the candidates
-            found = self._scored(kind, scope, filters, limit, weights, avgdl, None)
-        return _squashed(found)
+        if max(dfs.values()) > DEPTH:  # a top list would be cut: candidates, rescored
+            refine = max(limit * REFINE_FACTOR, REFINE_MIN)
+            found = self._refined(kind, scope, filters, limit, weights, avgdl, refine)
+            if len(found) >= limit:
+                return _squashed(found)
+        # Every posting fits in the top lists (they would be read whole, and rescoring
+        # would change no score), or the filters passed too few of the candidates.
+        return _squashed(self._scored(kind, scope, filters, limit, weights, avgdl, None))
 
     def _statistics(self, kind: str, scope: Scope, terms: list[str]
                     ) -> tuple[int, int, dict[str, int]]:
