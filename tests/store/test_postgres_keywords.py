@@ -197,3 +197,26 @@ def test_common_words_past_the_count_cap_get_estimated_df(
     # Ranking with estimated df: finch (rarer) still outweighs lark.
     hits = pg.search_memories(ALICE, "lark finch", limit=3)
     assert [h.text for h in hits] == ["lark finch"] * 3, hits
+
+
+def test_estimated_df_reads_the_planner_statistics_once_in_a_while(
+    pg: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pg.put_memories(ALICE, [mem(f"m{i:03d}", f"lark {'finch' if i % 4 == 0 else 'wren'}")
+                            for i in range(200)])
+
+    def analyze() -> None:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("ANALYZE memories_terms")
+            conn.execute("ANALYZE memories")
+
+    analyze()
+    monkeypatch.setattr(postgres_keywords, "DF_CAP", 10)
+    first = pg._estimate_df("memory", ["finch"], 200)
+    # Another process makes finch twice as common and analyzes: a common word's share
+    # is trusted for a while, then read again.
+    pg.put_memories(ALICE, [mem(f"n{i:03d}", "finch") for i in range(200)])
+    analyze()
+    assert pg._estimate_df("memory", ["finch"], 200) == first
+    monkeypatch.setattr(postgres_keywords, "ESTIMATES_FRESH_FOR", 0.0)
+    assert pg._estimate_df("memory", ["finch"], 200)["finch"] > first["finch"] * 1.5

@@ -33,6 +33,7 @@ best first until enough pass.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,6 +56,9 @@ DF_CAP = 2_000
 #: common lexemes with their frequencies (by a Zipf estimate, every lexeme past DF_CAP
 #: in the benchmark's million memories; not checked lexeme by lexeme).
 TERM_STATISTICS = 1000
+#: How long the planner's frequencies of common lexemes (``_estimate_df``) are trusted:
+#: they change only when the postings are analyzed, and move little then.
+ESTIMATES_FRESH_FOR = 60.0
 #: Candidates rescored exactly: this many per hit asked for, at least REFINE_MIN.
 REFINE_FACTOR, REFINE_MIN = 4, 100
 #: Filters that leave at most this many rows (``_few_allowed``) are served by scoring
@@ -198,6 +202,9 @@ _WEIGHTS = ("WITH w(term, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[]
 class PostgresKeywords(PostgresBase):
     """Mixed into :class:`PostgresStore`."""
 
+    #: (kind, lexeme) → (when read, postings per row or None): see ``_estimate_df``.
+    _df_shares: dict[tuple[str, str], tuple[float, float | None]]
+
     def hits(self, scope: Scope, kind: str, scored: Sequence[Scored]) -> list[SearchHit]:
         if not scored:
             return []
@@ -323,7 +330,22 @@ class PostgresKeywords(PostgresBase):
         """df of lexemes too common to count: the share of postings ANALYZE found for
         each (``most_common_freqs``) times postings per row, times the scope's rows. A
         lexeme missing from the statistics keeps DF_CAP (a lower bound: its idf, small
-        anyway, is then somewhat overrated)."""
+        anyway, is then somewhat overrated). The shares are read at most every
+        ``ESTIMATES_FRESH_FOR`` (a common word is in most questions)."""
+        now = time.monotonic()
+        shares = self._df_shares
+        stale = [term for term in terms if now - shares.get((kind, term), (-math.inf,))[0]
+                 > ESTIMATES_FRESH_FOR]
+        if stale:
+            if len(shares) > 10 * TERM_STATISTICS:  # (lexemes past DF_CAP: few)
+                shares.clear()
+            found = self._df_shares_read(kind, stale)
+            shares.update({(kind, term): (now, found.get(term)) for term in stale})
+        return {term: max(DF_CAP, min(docs, round(share * docs))) for term in terms
+                if (share := shares[(kind, term)][1]) is not None}
+
+    def _df_shares_read(self, kind: str, terms: list[str]) -> dict[str, float]:
+        """Per lexeme of ``terms`` in ANALYZE's most common ones: its postings per row."""
         t, table = terms_table(kind), KINDS[kind].table
         rows = self._query(
             "SELECT m.v, m.f * GREATEST(ct.reltuples, 0) / GREATEST(cm.reltuples, 1) "
@@ -332,7 +354,7 @@ class PostgresKeywords(PostgresBase):
             "WHERE s.schemaname = current_schema() AND s.tablename = %s "
             "AND s.attname = 'term' AND m.v = ANY(%s) AND ct.oid = %s::regclass "
             "AND cm.oid = %s::regclass", (t, terms, t, table))
-        return {str(r[0]): max(DF_CAP, min(docs, round(float(r[1]) * docs))) for r in rows}
+        return {str(r[0]): float(r[1]) for r in rows}
 
     def _fold_stats(self, kind: str, scope: Scope) -> None:
         """Fold a scope's fts_stats rows into one. Writers only ever insert rows there

@@ -63,6 +63,7 @@ class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, Postgres
                 configure=_configure, open=True, name="loci",
             )
         self._bulk = 0
+        self._df_shares = {}
         self._open_indexes(threading.RLock(), vector_memory_mb)
         self._growth = Growth(self._analyzed_rows, self._refresh_statistics)
 
@@ -71,6 +72,7 @@ class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, Postgres
         the new pages all-visible, so that the index-only scans of keyword searches
         (document frequencies, ranking) read no rows."""
         self._run(f"VACUUM (ANALYZE) {table}, {table}_terms")  # (each has postings)
+        self._df_shares.clear()
 
     def close(self) -> None:
         self._growth.close()

@@ -183,3 +183,4 @@ class PostgresVectors(PostgresBase):
             self._run(f"VACUUM ANALYZE {terms_table(kind)}")
         for k in KINDS.values():
             self._run(f"ANALYZE {k.table}")
+        self._df_shares.clear()
