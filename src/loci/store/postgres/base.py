@@ -40,6 +40,9 @@ class PostgresBase(IndexedVectors):
     _growth: Growth
     #: Bulk loads under way (``bulk_load``: they analyze once at the end).
     _bulk: int
+    #: (kind, lexeme) → (when read, postings per row or None): see
+    #: ``PostgresKeywords._estimate_df``; cleared when this process analyzes.
+    _df_shares: dict[tuple[str, str], tuple[float, float | None]]
 
     @contextmanager
     def _write(self) -> Iterator[Cursor]:

@@ -202,9 +202,6 @@ _WEIGHTS = ("WITH w(term, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[]
 class PostgresKeywords(PostgresBase):
     """Mixed into :class:`PostgresStore`."""
 
-    #: (kind, lexeme) → (when read, postings per row or None): see ``_estimate_df``.
-    _df_shares: dict[tuple[str, str], tuple[float, float | None]]
-
     def hits(self, scope: Scope, kind: str, scored: Sequence[Scored]) -> list[SearchHit]:
         if not scored:
             return []
