@@ -14,6 +14,14 @@ fresh store with the bundled local model (or ``--embedder hash``); SQLite, or
   preceding turns, as stored) through ``embedder.embed`` in the indexer's batches, with
   nothing else running: the ceiling for the indexed rate.
 
+On PostgreSQL two more figures say where a write's time goes, in the same run:
+
+- **bare transactions**: what any append of one turn must do there, on the same server
+  through psycopg as the store uses it, and nothing else: begin, take the session's
+  lock, read the last turns, insert a narrow row, commit. The floor of one per call.
+- **one per call without postings**: ``loci.add`` as above with the keyword postings
+  trigger disabled (searches would miss these turns): what posting costs a write.
+
 Usage: python benchmarks/ingest.py --data ../shared/data/locomo/locomo_dev.json
                                    [--backend sqlite] [--json]
 """
@@ -156,6 +164,33 @@ def bare_onnxruntime(embedder: Any, ids: list[list[int]]) -> float:
     return time.perf_counter() - start
 
 
+def bare_transactions(url: str, turns: list[Turn]) -> dict[str, Any]:
+    """One transaction per turn with the statements an append needs, on narrow rows."""
+    calls: list[float] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE floor (id bigserial PRIMARY KEY, session text, body text)")
+        start = time.perf_counter()
+        for session, _, text in turns:
+            began = time.perf_counter()
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (session,))
+                cur.execute("SELECT body FROM floor WHERE session = %s ORDER BY id DESC "
+                            "LIMIT 2", (session,))
+                cur.fetchall()
+                cur.execute("INSERT INTO floor (session, body) VALUES (%s, %s) RETURNING id",
+                            (session, text))
+                cur.fetchall()
+            calls.append((time.perf_counter() - began) * 1000)
+        seconds = time.perf_counter() - start
+    return summary(len(turns), calls, seconds, seconds)
+
+
+def without_postings(loci: Loci, url: str, turns: list[Turn]) -> dict[str, Any]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE events DISABLE TRIGGER events_terms_insert")
+    return one_per_call(loci, turns, False)
+
+
 def summary(count: int, calls: list[float], acknowledged: float, indexed: float,
             **extra: Any) -> dict[str, Any]:
     ordered = sorted(calls)
@@ -193,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
                           ("bulk", lambda lo: bulk(lo, turns))):
             with open_loci(store(name), Path(tmp), args.embedder) as loci:
                 report[name] = run(loci)
+        if args.backend == "postgres":
+            report["bare_transactions"] = bare_transactions(store("floor"), turns)
+            url = store("unposted")
+            with open_loci(url, Path(tmp), args.embedder) as loci:
+                report["one_per_call_without_postings"] = without_postings(loci, url, turns)
     alone = report["embedder_alone"]["texts_per_s"]
     report["indexed_share_of_embedder"] = {
         name: round(report[name]["indexed_per_s"] / alone, 3)
