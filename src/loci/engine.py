@@ -457,7 +457,8 @@ class Loci:
         request = CompileRequest(
             model=model, window=window, budget=int(window * self.settings.context.target),
             layers=layers, sections=sections, compactions=compactions,
-            provider_edits=self._compaction.edits(session) if session else ())
+            provider_edits=self._compaction.edits(session, ctx.stored_state()) if session
+            else ())
         counter = token_counter(model, self.settings.tokenizer)
         compiled = ContextCompiler(counter).compile(ctx, request)
         if given is None and known_window(model, self.settings.models) is None:

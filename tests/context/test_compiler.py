@@ -372,7 +372,8 @@ def test_an_agent_id_is_never_used_as_a_name(loci: Loci, tmp_path: Path) -> None
 
 
 def test_a_compile_reads_the_state_once(home: Path, clock: FakeClock) -> None:
-    """The state and focus layers share one read of the scope's state."""
+    """The state and focus layers, and the provider's context edits, share one read of
+    the scope's state."""
     settings = load_settings(store=f"sqlite:///{home / 'state.db'}",
                              embedding_provider="none")
     with Loci(settings, clock=clock) as loci:
@@ -385,4 +386,5 @@ def test_a_compile_reads_the_state_once(home: Path, clock: FakeClock) -> None:
         compiled = loci.compile("s", "hi")
         text = compiled.dynamic + compiled.retrieved
         assert "Goal: Fix the build" in text and "[STATE] branch = main" in text
-        assert reads.count("list") == 1 and not [r for r in reads if r.startswith("focus:")]
+        assert reads.count("list") == 1
+        assert not [r for r in reads if r.startswith(("focus:", "provider_edits:"))], reads

@@ -14,7 +14,7 @@ from loci.context.render import CLEARS_TOOLS, COMPACTS
 from loci.errors import ValidationError
 from loci.llm import ExtractiveSummarizer, make_chat_model
 from loci.llm.base import ChatModel
-from loci.models import Event, Scope
+from loci.models import Event, Scope, StateItem
 from loci.settings import Settings
 from loci.store.base import Store
 from loci.timeutil import Clock
@@ -83,10 +83,14 @@ class CompactionService:
             mask_tools=not any(e.startswith(CLEARS_TOOLS) for e in edits),
             provider_compacts=any(e.startswith(COMPACTS) for e in edits))
 
-    def edits(self, session: str) -> tuple[str, ...]:
+    def edits(self, session: str, state: Sequence[StateItem] | None = None
+              ) -> tuple[str, ...]:
         """The context edits the provider applies to ``session``'s calls (noted by the
-        proxy from the client's requests)."""
-        noted = self.store.get_state(self.scope, EDITS_PREFIX + session)
+        proxy from the client's requests); found in ``state``, the scope's state items,
+        when the caller has read them."""
+        key = EDITS_PREFIX + session
+        noted = (self.store.get_state(self.scope, key) if state is None
+                 else next((item for item in state if item.key == key), None))
         return tuple(noted.value.split()) if noted else ()
 
     def note_edits(self, session: str, edits: Sequence[str]) -> None:
