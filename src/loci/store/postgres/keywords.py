@@ -329,17 +329,17 @@ class PostgresKeywords(PostgresBase):
         lexeme missing from the statistics keeps DF_CAP (a lower bound: its idf, small
         anyway, is then somewhat overrated). The shares are read at most every
         ``ESTIMATES_FRESH_FOR`` (a common word is in most questions)."""
-        now = time.monotonic()
-        shares = self._df_shares
-        stale = [term for term in terms if now - shares.get((kind, term), (-math.inf,))[0]
-                 > ESTIMATES_FRESH_FOR]
+        now, cache = time.monotonic(), self._df_shares  # (cleared by other threads)
+        known = {term: cache.get((kind, term), (-math.inf, None)) for term in terms}
+        stale = [term for term, (read, _) in known.items() if now - read > ESTIMATES_FRESH_FOR]
         if stale:
-            if len(shares) > 10 * TERM_STATISTICS:  # (lexemes past DF_CAP: few)
-                shares.clear()
+            if len(cache) > 10 * TERM_STATISTICS:  # (lexemes past DF_CAP: few)
+                cache.clear()
             found = self._df_shares_read(kind, stale)
-            shares.update({(kind, term): (now, found.get(term)) for term in stale})
-        return {term: max(DF_CAP, min(docs, round(share * docs))) for term in terms
-                if (share := shares[(kind, term)][1]) is not None}
+            known.update({term: (now, found.get(term)) for term in stale})
+            cache.update({(kind, term): known[term] for term in stale})
+        return {term: max(DF_CAP, min(docs, round(share * docs)))
+                for term, (_, share) in known.items() if share is not None}
 
     def _df_shares_read(self, kind: str, terms: list[str]) -> dict[str, float]:
         """Per lexeme of ``terms`` in ANALYZE's most common ones: its postings per row."""
