@@ -14,6 +14,11 @@ fresh store with the bundled local model (or ``--embedder hash``); SQLite, or
   preceding turns, as stored) through ``embedder.embed`` in the indexer's batches, with
   nothing else running: the ceiling for the indexed rate.
 
+With ``--writers 1,2,4``: **parallel writers**, each count of threads adding the same
+turns to a fresh store, each thread its own session: the acknowledged turns a second
+of all of them together (SQLite takes one writer at a time; PostgreSQL runs them at
+once).
+
 On PostgreSQL two more figures say where a write's time goes, in the same run:
 
 - **bare transactions**: what any append of one turn must do there, on the same server
@@ -23,7 +28,7 @@ On PostgreSQL two more figures say where a write's time goes, in the same run:
   trigger disabled (searches would miss these turns): what posting costs a write.
 
 Usage: python benchmarks/ingest.py --data ../shared/data/locomo/locomo_dev.json
-                                   [--backend sqlite] [--json]
+                                   [--backend sqlite] [--writers 1,2,4] [--json]
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import argparse
 import json
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -164,6 +170,27 @@ def bare_onnxruntime(embedder: Any, ids: list[list[int]]) -> float:
     return time.perf_counter() - start
 
 
+def parallel_writers(loci: Loci, turns: list[Turn], writers: int) -> dict[str, Any]:
+    share = len(turns) // writers
+
+    def write(w: int) -> None:
+        for i, (_, speaker, text) in enumerate(turns[w * share:(w + 1) * share]):
+            loci.add(f"writer-{w}", "user" if i % 2 == 0 else "assistant", text,
+                     name=speaker)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    acknowledged = time.perf_counter() - start
+    wait_indexed(loci)
+    return {"writers": writers, "turns": share * writers,
+            "acknowledged_per_s": round(share * writers / acknowledged, 1),
+            "indexed_per_s": round(share * writers / (time.perf_counter() - start), 1)}
+
+
 def bare_transactions(url: str, turns: list[Turn]) -> dict[str, Any]:
     """One transaction per turn with the statements an append needs, on narrow rows."""
     calls: list[float] = []
@@ -210,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="at most this many turns")
     parser.add_argument("--embedder", default="local", choices=("local", "hash"))
     parser.add_argument("--backend", default="sqlite", choices=("sqlite", "postgres"))
+    parser.add_argument("--writers", default="",
+                        help="thread counts for the parallel writers (e.g. 1,2,4)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     turns = turns_of(args.data, args.limit)
@@ -228,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
                           ("bulk", lambda lo: bulk(lo, turns))):
             with open_loci(store(name), Path(tmp), args.embedder) as loci:
                 report[name] = run(loci)
+        for writers in (int(w) for w in args.writers.split(",") if w):
+            with open_loci(store(f"writers{writers}"), Path(tmp), args.embedder) as loci:
+                report.setdefault("parallel_writers", []).append(
+                    parallel_writers(loci, turns, writers))
         if args.backend == "postgres":
             report["bare_transactions"] = bare_transactions(store("floor"), turns)
             url = store("unposted")
