@@ -171,6 +171,7 @@ def bare_onnxruntime(embedder: Any, ids: list[list[int]]) -> float:
 
 
 def parallel_writers(loci: Loci, turns: list[Turn], writers: int) -> dict[str, Any]:
+    """``writers`` threads, each adding its share of the turns to a session of its own."""
     share = len(turns) // writers
 
     def write(w: int) -> None:
@@ -213,6 +214,7 @@ def bare_transactions(url: str, turns: list[Turn]) -> dict[str, Any]:
 
 
 def without_postings(loci: Loci, url: str, turns: list[Turn]) -> dict[str, Any]:
+    """One per call on a store whose postings trigger is off (a counterfactual)."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ALTER TABLE events DISABLE TRIGGER events_terms_insert")
     return one_per_call(loci, turns, False)
