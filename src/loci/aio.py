@@ -153,10 +153,12 @@ class AsyncLoci:
         dry_run: bool = False,
         strategy: str = "full",
         model: str | None = None,
+        window: int | None = None,
     ) -> CompactionResult:
         return await self._waiting(
             lambda: self.loci.compact(
-                session, instructions=instructions, dry_run=dry_run, strategy=strategy, model=model
+                session, instructions=instructions, dry_run=dry_run, strategy=strategy,
+                model=model, window=window,
             )
         )
 
@@ -320,8 +322,11 @@ class AsyncLoci:
     async def state_set(self, key: str, value: str) -> StateItem:
         return await self._local(lambda: self.loci.state_set(key, value))
 
-    async def sync(self) -> SyncReport:
-        return await self._local(lambda: self.loci.sync())
+    async def sync(self, *, dry_run: bool = False, confirm: bool = False) -> SyncReport:
+        return await self._local(lambda: self.loci.sync(dry_run=dry_run, confirm=confirm))
+
+    async def restore(self, memory_id: str) -> Memory:
+        return await self._local(lambda: self.loci.restore(memory_id))
 
     async def turn(
         self,

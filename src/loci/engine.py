@@ -119,7 +119,7 @@ class Loci:
     @cached_property
     def _memories(self) -> MemoryService:
         memory = self.settings.memory_mirror
-        mirror = Mirror(self.settings.memory_root, self.scope) if memory else None
+        mirror = Mirror(self.settings.memory_root, self.scope, self.store) if memory else None
         return MemoryService(self.store, self.scope, self.indexer, self._now,
                              self.settings.memory_types, mirror)
 
@@ -247,12 +247,18 @@ class Loci:
         given) and save them with dedup; with ``save=False`` only propose them."""
         return self._memories.extract(events, extractor or RuleExtractor(), save=save)
 
-    def sync(self) -> SyncReport:
-        """Apply edits of the markdown mirror to the store (see ``loci.memory.sync``)."""
+    def sync(self, *, dry_run: bool = False, confirm: bool = False) -> SyncReport:
+        """Apply edits of the markdown mirror to the store (see ``loci.memory.sync``):
+        nothing with ``dry_run``; ``confirm`` lets many deleted files delete (retire)
+        their memories. A folder of another store or scope raises ``ConflictError``."""
         mirror = self._memories.mirror
         if mirror is None:
             raise ValidationError("the markdown mirror is off (memory_mirror = false)")
-        return sync_mirror(self._memories, mirror)
+        return sync_mirror(self._memories, mirror, dry_run=dry_run, confirm=confirm)
+
+    def restore(self, memory_id: str) -> Memory:
+        """Bring back a memory that sync retired when its file was deleted."""
+        return self._memories.restore(check_text("memory id", memory_id))
 
     def apply_reply(self, text: str, source: str | None = None) -> ReplyResult:
         """Save the [MEMORY:type] and [STATE:key] tags of an assistant reply and return
@@ -397,7 +403,8 @@ class Loci:
         window: int | None = None, guest: bool = False, provider_edits: Sequence[str] | None = None,
     ) -> CompiledContext:
         """The context for the next LLM call of ``session`` around ``message``, the session
-        compacted first if the policy says so; ``window`` overrides the model's; ``guest``
+        compacted first if its policy says so, by its model's window; a ``window`` given
+        here sizes this call's view only and never changes the stored session; ``guest``
         (someone else's agent: the proxy) adds no built-in persona; ``provider_edits``: the
         context edits the session's provider applies (``CompactionService.note_edits``)."""
         window = self._checked(message, window)
@@ -406,8 +413,9 @@ class Loci:
             check_name("session", session)
             if provider_edits is not None:
                 self._compaction.note_edits(session, provider_edits)
-            decision, _ = self._compaction.maybe_compact(session, model=model,
-                                                        before_compile=True, window=window)
+            if window is None:
+                decision, _ = self._compaction.maybe_compact(session, model=model,
+                                                            before_compile=True)
         return self._compile(session, message, model, window,
                              flush=decision is Decision.FLUSH, guest=guest)
 
@@ -425,8 +433,8 @@ class Loci:
         loop); compacting writes and may wait on an LLM."""
         check_name("session", session)
         window = self._checked(message, window)
-        decision = self._compaction.decide(session, model=model, before_compile=True,
-                                          window=window)
+        decision = Decision.NONE if window is not None else self._compaction.decide(
+            session, model=model, before_compile=True)
         if decision in COMPACTING:
             return None
         return self._compile(session, message, model, window, flush=decision is Decision.FLUSH)
@@ -468,13 +476,15 @@ class Loci:
     # -- compaction ---------------------------------------------------------------
     def compact(
         self, session: str, *, instructions: str | None = None, dry_run: bool = False,
-        strategy: str = "full", model: str | None = None,
+        strategy: str = "full", model: str | None = None, window: int | None = None,
     ) -> CompactionResult:
         """Compact ``session`` now: mask old tool outputs, save facts to memory,
-        summarize and archive the oldest span (nothing is deleted)."""
+        summarize and archive the oldest span (nothing is deleted); ``window`` sizes
+        what stays live (default: the model's)."""
         self.session(session)
         return self._compaction.compact(session, model=model, strategy=strategy,
-                                       instructions=instructions, dry_run=dry_run)
+                                       instructions=instructions, dry_run=dry_run,
+                                       window=check_window(window))
 
     def compactions(self, session: str) -> list[Compaction]:
         self.session(session)

@@ -312,7 +312,7 @@ def test_untouched_templates_and_comments_stay_out_of_the_prompt(
     assert "## Other agents\n- Researcher: Finds sources." in text
 
 
-def test_a_window_given_per_call_wins_and_compacts_to_fit(loci: Loci) -> None:
+def test_a_window_given_per_call_wins_and_never_changes_the_session(loci: Loci) -> None:
     for n in range(40):
         loci.add("s", "user", f"Step {n}: the reactor log line {n} says pressure {n * 7} kPa. "
                  + "More detail about it. " * 20)
@@ -320,10 +320,15 @@ def test_a_window_given_per_call_wins_and_compacts_to_fit(loci: Loci) -> None:
     wide = loci.compile("s", "status?", model="ollama/mystery-9b:q4", window=200_000)
     assert wide.window == 200_000 and not wide.warnings  # the caller said the window
     assert loci.compactions("s") == []
-    narrow = loci.compile("s", "status?", window=4_000)
-    assert narrow.window == 4_000 and narrow.total_tokens <= 4_000
-    assert len(loci.compactions("s")) == 1  # compacted for this window, not cut
-    assert "[CONTEXT SUMMARY]" in narrow.to_text()
+    stored = loci.events("s")
+    for window in (4_000, 600):  # a preview at a small window: cut to fit, nothing stored
+        narrow = loci.compile("s", "status?", window=window)
+        assert narrow.window == window and narrow.total_tokens <= window
+        assert "Noted step 39." in narrow.to_text() and "Step 0:" not in narrow.to_text()
+    assert loci.compactions("s") == [] and loci.events("s") == stored
+    loci.compact("s", window=4_000)  # asked for: now the session is compacted
+    assert len(loci.compactions("s")) == 1
+    assert "[CONTEXT SUMMARY]" in loci.compile("s", "status?", window=4_000).to_text()
     for bad in (0, 100, 2.5, True):
         with pytest.raises(ValidationError, match="window"):
             loci.compile("s", "x", window=bad)  # type: ignore[arg-type]
@@ -355,7 +360,8 @@ def test_a_fact_the_history_already_says_is_not_repeated_as_a_memory(loci: Loci)
     assert "[STICKY] Maya works at Tidepool." in before.dynamic
     assert sum("Porto" in str(m["content"]) for m in before.history) == 1
     _turns(loci, 30)
-    after = loci.compile("s", "Tell me about my family.", window=4_000)  # compacts first
+    loci.compact("s", window=4_000)
+    after = loci.compile("s", "Tell me about my family.", window=4_000)
     assert loci.events("s")[0].archived
     text = after.to_text()  # the summary states the facts now: each is said once
     assert text.count("My sister lives in Porto.") == 1 and text.count("Biscuit") == 1

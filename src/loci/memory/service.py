@@ -23,9 +23,11 @@ from loci.memory.types import check_type, expiry_for, new_memory_id
 from loci.models import Event, Memory, MemoryVersion, Scope, StateItem
 from loci.search.query import query_terms
 from loci.store.base import SearchFilters, Store, Vectors
-from loci.timeutil import Clock
+from loci.timeutil import Clock, format_timestamp, parse_timestamp
 
 MAX_MEMORY_CHARS = 100_000
+#: The metadata key of a retired memory: why, and the expiry it had.
+RETIRED = "retired"
 #: How many keyword and vector neighbours are compared with a new fact.
 DEDUP_CANDIDATES = 10
 DEDUP_QUERY_TERMS = 4
@@ -67,8 +69,9 @@ class MemoryService:
         match = self._duplicate(content, memory_type, vectors) if dedupe else None
         expires = expiry_for(memory_type, now, self.ttls)
         if match is None:
+            held = {"mirrors": [self.mirror.claim().id]} if self.mirror else {}
             memory = Memory(new_memory_id(), memory_type, content, tags, now, now,
-                            expires, source, {"mirrored": True} if self.mirror else {})
+                            expires, source, held)
             self.store.put_memories(self.scope, [memory], vectors)
             self._mirror(memory, None)
             return SaveResult(memory, "created")
@@ -123,6 +126,35 @@ class MemoryService:
         if self.mirror is not None:
             self.mirror.remove(memory_id)
         return self._redact(source, texts) if redact_source else 0
+
+    def retire(self, memory_id: str, reason: str) -> Memory:
+        """Expire a memory now, keeping it and the reason in its history (``restore``
+        undoes it): how sync deletes, so that no deletion it infers loses a fact."""
+        old = self.get(memory_id)
+        now = self.clock()
+        was = format_timestamp(old.expires_at) if old.expires_at else None
+        retired = replace(old, updated_at=now, expires_at=now, metadata={
+            **old.metadata, RETIRED: {"reason": reason, "expires_at": was}})
+        self.store.supersede_memory(self.scope, retired, f"retired: {reason}", now)
+        return retired
+
+    def restore(self, memory_id: str) -> Memory:
+        """Bring back a memory ``retire`` expired: active again with the expiry it had
+        (or a fresh one of its type if that has passed), its file written again."""
+        old = self.get(memory_id)
+        retired = old.metadata.get(RETIRED)
+        if not isinstance(retired, dict):
+            raise ValidationError(f"memory {memory_id!r} was not retired; nothing to restore")
+        now = self.clock()
+        was = retired.get("expires_at")
+        expires = parse_timestamp(was) if isinstance(was, str) else None
+        if was is not None and (expires is None or expires <= now):
+            expires = expiry_for(old.type, now, self.ttls)
+        metadata = {k: v for k, v in old.metadata.items() if k != RETIRED}
+        fresh = replace(old, updated_at=now, expires_at=expires, metadata=metadata)
+        self.store.supersede_memory(self.scope, fresh, "restored", now)
+        self._mirror(fresh, None)
+        return fresh
 
     def _redact(self, source: str | None, texts: set[str]) -> int:
         """Remove the tags that wrote ``texts`` from the raw replies of the memory's

@@ -150,6 +150,11 @@ class Store(ABC):
     @abstractmethod
     def set_meta(self, key: str, value: str) -> None: ...
 
+    @abstractmethod
+    def claim_meta(self, key: str, value: str) -> str:
+        """The value stored under ``key``, storing ``value`` first if there is none
+        (atomic: of processes claiming at once, every one reads the first's value)."""
+
     # -- events -------------------------------------------------------------------
     @abstractmethod
     def append_events(

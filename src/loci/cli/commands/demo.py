@@ -54,13 +54,21 @@ def demo(store: str | None, user: str, keep: bool) -> None:
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
+    click.echo(_farewell(tmp, url, user, kept_store=store is not None, keep=keep))
+
+
+def _farewell(tmp: str, url: str, user: str, *, kept_store: bool, keep: bool) -> str:
+    """What is left of the demo, as it really is."""
     if keep:
-        click.echo(f"\nThe demo is kept in {tmp}. Try it yourself:\n"
-                   f"  export LOCI_HOME={tmp} LOCI_STORE={url} LOCI_USER={user}\n"
-                   "  loci sessions; loci context 02-debugging 'What broke?' --explain")
-    else:
-        click.echo("\nThe demo's data is gone. Run `loci demo --keep` to try commands on "
-                   "it, or start your own: loci --help")
+        return (f"\nThe demo is kept in {tmp}. Try it yourself:\n"
+                f"  export LOCI_HOME={tmp} LOCI_STORE={url} LOCI_USER={user}\n"
+                "  loci sessions; loci context 02-debugging 'What broke?' --explain")
+    if kept_store:
+        return (f"\nThe demo's sessions, memories and state stay in {url} (user {user}); "
+                "its workspace and memory files were temporary and are removed. "
+                f"`loci user erase {user} --store {url}` erases them.")
+    return ("\nThe demo's temporary store and workspace are removed. Run `loci demo "
+            "--keep` to try commands on them, or start your own: loci --help")
 
 
 def _tour(loci: Loci, url: str) -> None:

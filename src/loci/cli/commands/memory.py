@@ -11,6 +11,7 @@ from loci import SearchFilters
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
 from loci.engine import Loci
 from loci.errors import ValidationError
+from loci.memory.sync import SyncReport
 from loci.memory.types import check_type, typo_of
 from loci.timeutil import format_timestamp
 
@@ -113,21 +114,62 @@ def memory_history(loci: Loci, memory_id: str, as_json: bool) -> None:
 
 
 @cli.command(name="sync")
+@click.option("--dry-run", is_flag=True, help="Only list what would change.")
+@click.option("--yes", is_flag=True,
+              help="Let many deleted files delete their memories (they stay restorable).")
 @json_option
 @scoped
-def sync_command(loci: Loci, as_json: bool) -> None:
-    """Apply edits of the markdown mirror (memory/*.md) to the store."""
-    report = loci.sync()
+def sync_command(loci: Loci, dry_run: bool, yes: bool, as_json: bool) -> None:
+    """Apply edits of the markdown mirror (memory/*.md) to the store.
+
+    A memory whose file was deleted is retired (recoverable with `loci restore ID`),
+    and only when this folder held that file; more than a few such deletions need
+    --yes. Exit code 1 when something needs your attention (conflicts, deletions
+    held back)."""
+    report = loci.sync(dry_run=dry_run, confirm=yes)
     if as_json:
         print_json(report)
-        return
+    else:
+        _print_sync(report)
+    if report.conflicts or report.needs_confirmation:
+        raise click.exceptions.Exit(1)
+
+
+def _print_sync(report: SyncReport) -> None:
+    would = "would be " if report.dry_run else ""
+    click.echo(f"{report.folder}{' (dry run: nothing changed)' if report.dry_run else ''}")
     click.echo(f"created {len(report.created)}, updated {len(report.updated)}, deleted "
                f"{len(report.deleted)}, wrote {len(report.written)}, unchanged "
-               f"{report.unchanged}, conflicts {len(report.conflicts)}")
+               f"{report.unchanged}, conflicts {len(report.conflicts)}, left alone "
+               f"{len(report.kept)}")
+    for label, ids in (("created", report.created), ("updated", report.updated),
+                       ("written", report.written)):
+        for memory_id in ids:
+            click.echo(f"{would}{label} {memory_id}")
+    for memory_id in report.deleted:
+        click.echo(f"{would}deleted {memory_id} (its file is gone; `loci restore "
+                   f"{memory_id}` brings it back)")
+    reasons: dict[str, list[str]] = {}
+    for memory_id, why in report.kept:
+        reasons.setdefault(why, []).append(memory_id)
+    for why, ids in reasons.items():
+        click.echo(f"left alone {len(ids)} ({', '.join(ids[:5])}"
+                   f"{', ...' if len(ids) > 5 else ''}): {why}")
     for item, why in report.conflicts:
         click.echo(f"conflict: {item}: {why}")
-    if report.conflicts:
-        raise click.exceptions.Exit(1)
+
+
+@cli.command()
+@click.argument("memory_id")
+@json_option
+@scoped
+def restore(loci: Loci, memory_id: str, as_json: bool) -> None:
+    """Bring back MEMORY_ID, retired by sync when its file was deleted."""
+    memory = loci.restore(memory_id)
+    if as_json:
+        print_json(memory)
+        return
+    click.echo(f"restored {memory.id} [{memory.type}] {one_line(memory.content)}")
 
 
 @cli.command()

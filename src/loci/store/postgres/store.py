@@ -92,3 +92,12 @@ class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, Postgres
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+
+    def claim_meta(self, key: str, value: str) -> str:
+        check_text(key, value)
+        with self._write() as cur:
+            cur.execute("INSERT INTO meta (key, value) VALUES (%s, %s) "
+                        "ON CONFLICT (key) DO NOTHING", (key, value))
+            cur.execute("SELECT value FROM meta WHERE key = %s", (key,))
+            row = cur.fetchone()
+            return str(row[0]) if row else value

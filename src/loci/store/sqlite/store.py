@@ -130,3 +130,10 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (key, value),
             )
+
+    def claim_meta(self, key: str, value: str) -> str:
+        with self._write() as db:
+            db.execute("INSERT INTO meta (key, value) VALUES (?, ?) "
+                       "ON CONFLICT (key) DO NOTHING", (key, value))
+            return str(db.execute("SELECT value FROM meta WHERE key = ?", (key,)
+                                  ).fetchone()[0])
