@@ -268,6 +268,23 @@ def test_data_survives_reopen_and_meta(store_url: str) -> None:
     second.close()
 
 
+def test_meta_is_claimed_once_by_concurrent_openers(store_url: str) -> None:
+    """The store's id: of several connections claiming at once, all read the first's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    stores = [open_store(store_url) for _ in range(4)]
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda n: stores[n].claim_meta("store_id", f"id-{n}"),
+                                range(4)))
+        assert len(set(got)) == 1 and got[0] in {f"id-{n}" for n in range(4)}
+        assert stores[0].claim_meta("store_id", "later") == got[0]
+        assert stores[1].get_meta("store_id") == got[0]
+    finally:
+        for s in stores:
+            s.close()
+
+
 def test_put_memories_in_bulk_with_vectors(store: Store) -> None:
     import numpy as np
 
