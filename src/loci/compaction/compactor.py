@@ -12,13 +12,14 @@ stay searchable.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from loci.compaction.masking import Mask, plan_masks
 from loci.compaction.policy import preserve_tokens
 from loci.compaction.summarize import Summarizer
 from loci.context.history import group_steps, turn_opener
 from loci.context.render import since_provider_compaction
+from loci.errors import ConflictError
 from loci.eventlog import new_event
 from loci.models import Compaction, Document, Event, NewEvent, Scope
 from loci.settings import CompactionSettings
@@ -71,6 +72,9 @@ class Compactor:
         """Compact ``session``; ``mask_tools`` False leaves tool outputs whole (the
         provider clears them), ``provider_compacts`` leaves what the provider's latest
         compaction stands for alone."""
+        # Read before the events: a compaction committed between the two reads makes
+        # the plan's basis stale, and applying it is refused rather than doubled.
+        done = self.store.list_compactions(self.scope, session)
         live = self.store.list_events(self.scope, session, include_archived=False)
         if provider_compacts:
             live = since_provider_compaction(live)
@@ -117,10 +121,14 @@ class Compactor:
             compaction=record,
             masks={i: (m.text, masked_tokens[i]) for i, m in by_id.items()},
             artifacts=self._artifacts(masks, live, session), archive_ids=archive,
-            summary=plan_summary,
+            summary=plan_summary, after_compaction=done[-1].id if done else 0,
         )
-        _, stored = self.store.apply_compaction(self.scope, session, plan)
-        return CompactionResult(**{**result.__dict__, "record": stored})
+        try:
+            _, stored = self.store.apply_compaction(self.scope, session, plan)
+        except ConflictError:  # another process compacted this span first: nothing to do
+            return replace(result, tokens_after=before, masked=0, archived=0, summary="",
+                           artifacts=[])
+        return replace(result, record=stored)
 
     def _split(self, events: Sequence[Event], window: int) -> tuple[list[Event], list[Event]]:
         """(span to compact, preserved events): the preserve window keeps the last

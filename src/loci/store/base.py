@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from loci.errors import ConflictError
 from loci.models import (
     ApiKey,
     Compaction,
@@ -80,6 +81,16 @@ class CompactionPlan:
     artifacts: tuple[Document, ...] = ()
     archive_ids: tuple[int, ...] = ()
     summary: NewEvent | None = None
+    #: The session's newest compaction id when the plan read its events (0: none):
+    #: applying fails with ``ConflictError`` if another compaction came since.
+    after_compaction: int = 0
+
+    def check_basis(self, newest: int) -> None:
+        """Refuse to apply over ``newest``, the session's newest compaction id read in
+        the applying transaction, when it is not the one the plan was made after (two
+        processes compacting one span at once)."""
+        if newest != self.after_compaction:
+            raise ConflictError("the session was compacted by another process meanwhile")
 
 
 @dataclass(frozen=True)

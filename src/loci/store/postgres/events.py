@@ -96,6 +96,11 @@ class PostgresEvents(PostgresBase):
             check_text(text)
         with self._write() as cur:
             self._lock_session(cur, scope, session)
+            cur.execute(
+                "SELECT coalesce(max(id), 0) FROM compactions WHERE tenant = %s AND agent = %s "
+                "AND session = %s", (scope.tenant, scope.agent, session))
+            row = cur.fetchone()
+            plan.check_basis(int(str(row[0])) if row else 0)
             cur.executemany(
                 "UPDATE events SET masked = %s, tokens = %s WHERE tenant = %s AND agent = %s "
                 "AND session = %s AND id = %s",

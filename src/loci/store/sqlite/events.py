@@ -75,6 +75,10 @@ class SQLiteEvents(SQLiteBase):
     def apply_compaction(self, scope: Scope, session: str, plan: CompactionPlan
                          ) -> tuple[Event | None, Compaction]:
         with self._write() as db:
+            newest = db.execute(
+                "SELECT coalesce(max(id), 0) FROM compactions WHERE tenant = ? AND agent = ? "
+                "AND session = ?", (scope.tenant, scope.agent, session)).fetchone()[0]
+            plan.check_basis(int(newest))
             db.executemany(
                 "UPDATE events SET masked = ?, tokens = ? WHERE tenant = ? AND agent = ? "
                 "AND session = ? AND id = ?",
