@@ -76,16 +76,20 @@ def test_a_second_workspace_deletes_nothing(home: Path, tmp_path: Path,
 
 def test_a_folder_of_another_store_is_refused(home: Path, tmp_path: Path,
                                               clock: FakeClock) -> None:
+    """Two stores with one home share its memory folder: the first to write owns it."""
     with _open(home, clock, store=f"sqlite:///{tmp_path / 'a.db'}") as loci:
-        _facts(loci, 2)
+        theirs = _facts(loci, 2)
+    files = sorted((home / "memory").glob("*.md"))
     with _open(home, clock, store=f"sqlite:///{tmp_path / 'b.db'}") as other:
         kept = _facts(other, 1)
-        files = sorted((home / "memory").glob("*.md"))
+        assert sorted((home / "memory").glob("*.md")) == files  # not written there
         with pytest.raises(ConflictError, match="another store"):
             other.sync()
         assert [m.id for m in other.memories()] == kept
-        assert sorted((home / "memory").glob("*.md")) == files
     assert main(["sync", "--store", f"sqlite:///{tmp_path / 'b.db'}"]) == 2
+    with _open(home, clock, store=f"sqlite:///{tmp_path / 'a.db'}") as loci:
+        assert loci.sync().created == []  # nor taken in by the folder's own store
+        assert sorted(m.id for m in loci.memories()) == sorted(theirs)
 
 
 def test_a_folder_of_another_scope_is_refused(home: Path, clock: FakeClock) -> None:

@@ -72,11 +72,13 @@ class Mirror:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def claim(self) -> Marker:
-        """The directory's marker, created (with the directory) when it has none."""
+    def claim(self) -> Marker | None:
+        """The directory's marker, created (with the directory) when it has none; None
+        when it belongs to another store or scope (two stores sharing one home): then
+        nothing of this store is written there."""
         found = self.marker()
         if found is not None:
-            return found
+            return None if self.owner_problem(found) else found
         self._make_directory()
         made = Marker(uuid.uuid4().hex, self.store_id, self.scope.tenant, self.scope.agent)
         _atomic_write(self.directory / MARKER, json.dumps(made.__dict__, indent=1) + "\n")
@@ -101,11 +103,12 @@ class Mirror:
         return parse(path.read_text(encoding="utf-8")) if path.is_file() else None
 
     def write(self, memory: Memory, previous: Memory | None = None) -> bool:
-        """Write the memory's file; returns False when unsynced edits were kept."""
+        """Write the memory's file; returns False when unsynced edits were kept or the
+        directory is another store's."""
         if previous is not None and self.has_unsynced_edits(previous):
             return False
-        if self.store is not None:
-            self.claim()
+        if self.store is not None and self.claim() is None:
+            return False
         self._make_directory()
         _atomic_write(self.path(memory.id), render(memory))
         return True

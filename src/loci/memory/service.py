@@ -69,7 +69,8 @@ class MemoryService:
         match = self._duplicate(content, memory_type, vectors) if dedupe else None
         expires = expiry_for(memory_type, now, self.ttls)
         if match is None:
-            held = {"mirrors": [self.mirror.claim().id]} if self.mirror else {}
+            marker = self.mirror.claim() if self.mirror else None
+            held = {"mirrors": [marker.id]} if marker else {}
             memory = Memory(new_memory_id(), memory_type, content, tags, now, now,
                             expires, source, held)
             self.store.put_memories(self.scope, [memory], vectors)

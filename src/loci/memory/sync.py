@@ -62,7 +62,7 @@ def sync(service: MemoryService, mirror: Mirror, *, dry_run: bool = False,
     run = _Run(service, mirror, dry_run, marker.id if marker else None)
     files = mirror.files()
     if files and not dry_run:
-        run.here = mirror.claim().id
+        run.here = _claimed(mirror)
     for stem, path in files.items():
         run.take_file(stem, path)
     missing = [m for m in run.stored.values()
@@ -156,7 +156,7 @@ class _Run:
         self.report.written.append(memory.id)
         if self.dry_run:
             return
-        self.here = self.mirror.claim().id
+        self.here = _claimed(self.mirror)
         self.mirror.write(self._held_here(memory))
 
     def _held_here(self, memory: Memory) -> Memory:
@@ -166,6 +166,13 @@ class _Run:
         marked = replace(memory, metadata=_with_mirror(memory.metadata, self.here))
         self.service.store.put_memory(self.service.scope, marked)
         return marked
+
+
+def _claimed(mirror: Mirror) -> str:
+    marker = mirror.claim()
+    if marker is None:  # another process marked the directory since sync checked it
+        raise ConflictError(f"{mirror.directory} now mirrors another store or scope")
+    return marker.id
 
 
 def _with_mirror(metadata: dict[str, Any], here: str) -> dict[str, Any]:
