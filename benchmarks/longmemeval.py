@@ -41,8 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from common import machine
-from conversation_memory import compiled_text, content_words, coverage
+from conversation_memory import _WORD, compiled_text, content_words, coverage, stem
 from loci import Loci
+from loci.search.query import STOPWORDS
 from loci.tokens import token_counter
 
 TYPES = ("single-session-user", "single-session-assistant", "single-session-preference",
@@ -139,10 +140,6 @@ class BM25:
 
 
 def _tokens(text: str) -> list[str]:
-    from conversation_memory import _WORD, stem
-
-    from loci.search.query import STOPWORDS
-
     return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
 
 

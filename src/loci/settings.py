@@ -218,8 +218,9 @@ class Settings:
     memory_types: dict[str, int] = field(default_factory=dict)
     #: Mirror every memory to ``memory/{id}.md`` in the workspace (or $LOCI_HOME).
     memory_mirror: bool = True
-    #: How many memories, and how many turns of the event log, recall adds at most.
-    recall_limit: int = 5
+    #: How many turns of the event log recall weighs for each message (memories: up to
+    #: a third of it); how many are shown, the score floor and the budget decide.
+    recall_limit: int = 30
     #: Failures of one tool in a session before a reflexion hint is added.
     reflexion_threshold: int = 3
     #: The user's name as the context states it (default: the user id).

@@ -138,7 +138,8 @@ def test_recall_brings_back_an_archived_turn(home: Path, clock: FakeClock) -> No
         assert first.archived
         compiled = loci.compile("chat", "What is my greyhound called?")
         assert "Biscuit" not in "".join(str(m["content"]) for m in compiled.history)
-        assert "] Ana: I adopted a greyhound called Biscuit" in compiled.retrieved
+        assert "this session, 15 January 2026]\nAna: I adopted a greyhound called Biscuit" in (
+            compiled.retrieved)
         report = next(r for r in compiled.layers if r.name == "recall")
         assert any(i.startswith(f"event {first.id} (score ") for i in report.included)
         nothing = loci.compile("chat", "Zxqv?")

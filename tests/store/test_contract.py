@@ -40,6 +40,9 @@ def test_append_and_list_in_order(store: Store) -> None:
     assert [e.content for e in store.list_events(ALICE, "s1", after_id=added[0].id)] == [
         "two", "three"]
     assert [e.content for e in store.tail_events(ALICE, "s1", 2)] == ["two", "three"]
+    before_last = store.tail_events(ALICE, "s1", 1, before_id=listed[2].id)
+    assert [e.content for e in before_last] == ["two"]
+    assert store.tail_events(ALICE, "s1", 5, before_id=listed[0].id) == []
 
 
 def test_events_keep_tool_fields_and_metadata(store: Store) -> None:

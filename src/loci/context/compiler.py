@@ -41,6 +41,8 @@ MIN_SHRUNK = 40
 SUMMARY_LAYER = "compaction_summary"
 #: Texts whose token counts are remembered (per model's counter).
 COUNT_CACHE = 8192
+#: Layers whose budget is a floor, not a ceiling: they take what the others left.
+ELASTIC = frozenset({"recall"})
 
 
 @dataclass(frozen=True)
@@ -94,11 +96,17 @@ class ContextCompiler:
         reports: dict[str, LayerReport] = {}
         summary = self._summary(ctx, request, planned)
         history = self._history(ctx, planned - summary.cost, reports, request.provider_edits)
-        sections = self._section_budgets(request, available - history.tokens - summary.cost)
+        free = available - history.tokens - summary.cost
+        sections = self._section_budgets(request, free)
+        # What no section was given (a new session's idle history budget) and what the
+        # prefix sections leave unused go to the retrieved section, where recall (last)
+        # may take all that is left: the prefix sections' budgets stay ceilings.
+        spare = max(free - sum(sections.values()), 0)
         texts: dict[str, list[str]] = {}
         for section in ("static", "dynamic", "retrieved"):
-            self._fit_section(ctx, request, section, sections[section], reports, texts,
-                              summary)
+            budget = sections[section] + (spare if section == "retrieved" else 0)
+            spare += budget - self._fit_section(ctx, request, section, budget, reports,
+                                                texts, summary)
         rendered = {s: self._join(request, s, texts) for s in ("static", "dynamic", "retrieved")}
         fixed = sum(self.counter.count_message("system", t) for t in rendered.values() if t)
         if fixed + message_tokens + REPLY_PRIMING > request.budget:
@@ -147,7 +155,8 @@ class ContextCompiler:
     def _fit_section(
         self, ctx: BuildContext, request: CompileRequest, section: str, budget: int,
         reports: dict[str, LayerReport], texts: dict[str, list[str]], summary: Summary,
-    ) -> None:
+    ) -> int:
+        """Fit the section's layers into ``budget``; returns the tokens used."""
         layers = [layer for layer in request.layers if layer.section == section]
         remaining = budget
         for layer in sorted(layers, key=lambda spec: -spec.priority):
@@ -156,28 +165,41 @@ class ContextCompiler:
                                                                            summary)
                 continue
             limit = tokens_for(layer.budget, request.window)
-            report = LayerReport(layer.name, section, limit)
-            kept: list[str] = []
-            items = BUILDERS[layer.name](ctx)
-            for position, item in enumerate(items):
-                if len(report.dropped) >= MAX_DROPS_LISTED:
-                    rest = len(items) - position
-                    report.dropped.append((f"{rest} more item(s)", "over the budget"))
-                    break
-                tokens = self.counter.count(item.text) + 1
-                report.texts[item.id] = item.text[:TEXT_SHOWN]
-                if report.used + tokens > limit:
-                    report.dropped.append((item.id, f"over the {layer.name} budget"))
-                elif tokens > remaining:
-                    report.dropped.append((item.id, f"over the {section} section budget"))
-                else:
-                    kept.append(item.text)
-                    report.included.append(item.id)
-                    report.used += tokens
-                    remaining -= tokens
-                    ctx.included.add(item.id)
-            reports[layer.name] = report
-            texts[layer.name] = kept
+            if layer.name in ELASTIC:  # its budget is a floor: it takes what is left
+                limit = max(limit, remaining)
+            report = reports[layer.name] = LayerReport(layer.name, section, limit)
+            kept = self._fit_layer(ctx, layer.name, section, report, remaining)
+            remaining -= report.used
+            texts[layer.name] = _arranged(kept)
+        return budget - remaining
+
+    def _fit_layer(self, ctx: BuildContext, name: str, section: str, report: LayerReport,
+                   remaining: int) -> list[Item]:
+        """The layer's items, in order, while they fit its limit and the section."""
+        kept: list[Item] = []
+        groups: set[str] = set()
+        items = BUILDERS[name](ctx)
+        for position, item in enumerate(items):
+            if len(report.dropped) >= MAX_DROPS_LISTED:
+                rest = len(items) - position
+                report.dropped.append((f"{rest} more item(s)", "over the budget"))
+                break
+            tokens = self.counter.count(item.text) + 1
+            if item.group is not None and item.group not in groups:
+                tokens += self.counter.count(item.group) + 1
+            report.texts[item.id] = item.text[:TEXT_SHOWN]
+            if report.used + tokens > report.budget:
+                report.dropped.append((item.id, f"over the {name} budget"))
+            elif report.used + tokens > remaining:
+                report.dropped.append((item.id, f"over the {section} section budget"))
+            else:
+                kept.append(item)
+                if item.group is not None:
+                    groups.add(item.group)
+                report.included.append(item.id)
+                report.used += tokens
+                ctx.included.add(item.id)
+        return kept
 
     def _fit_summary(
         self, ctx: BuildContext, section: str, summary: Summary
@@ -300,3 +322,17 @@ class ContextCompiler:
                 "summaries lose detail; search the archived history when precision matters")
         return warnings
 
+
+
+def _arranged(items: Sequence[Item]) -> list[str]:
+    """The kept items' texts: ungrouped ones first in their order, then each group under
+    its heading (groups in the order of their first items, items in ``order``)."""
+    plain = [i.text for i in items if i.group is None]
+    grouped: dict[str, list[Item]] = {}
+    for item in items:
+        if item.group is not None:
+            grouped.setdefault(item.group, []).append(item)
+    blocks = ["\n".join([group, *(i.text for i in sorted(members, key=lambda i: i.order))])
+              for group, members in sorted(grouped.items(),
+                                           key=lambda g: min(i.order for i in g[1]))]
+    return [*plain, *blocks]

@@ -18,7 +18,7 @@ from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
-from loci.models import Document, Event, Memory, Scope, StateItem, speaker
+from loci.models import Document, Event, Memory, Scope, SearchHit, StateItem, speaker
 from loci.retriever import Retriever
 from loci.store.base import SearchFilters, Store
 from loci.timeutil import day_label
@@ -32,8 +32,6 @@ harmful requests.
 DEFAULT_IDENTITY = "You are {agent}, a helpful assistant with a long-term memory."
 #: How many of the newest memories the memories layer considers.
 RECENT_MEMORIES = 100
-#: Recalled items scoring below this (search scores are in [0, 1]) cost no tokens.
-RECALL_MIN_SCORE = 0.3
 #: State keys Loci keeps for itself (focus, flush marks), not shown as state.
 INTERNAL_STATE = (STATE_PREFIX, "flushed:", "provider_edits:")
 _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNORECASE)
@@ -43,6 +41,11 @@ _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNO
 class Item:
     id: str
     text: str
+    #: A heading shown once above every kept item of the layer that shares it (recalled
+    #: turns under their session and date); the kept items of a group are shown in
+    #: ``order``, the groups in the order of their first items.
+    group: str | None = None
+    order: tuple[float, int] = (0.0, 0)
 
 
 @dataclass
@@ -57,7 +60,7 @@ class BuildContext:
     agent: AgentSpec | None = None
     retriever: Retriever | None = None
     skills: Sequence[Item] = ()
-    recall_limit: int = 5
+    recall_limit: int = 30
     reflexion_threshold: int = 3
     events: Sequence[Event] = ()
     flush: bool = False
@@ -294,31 +297,88 @@ def agent_spec(workspace: Workspace, agent: str) -> AgentSpec | None:
 def recall(ctx: BuildContext) -> list[Item]:
     """seeds/001 layer 2.5: hybrid search on the incoming message over memories and the
     event log (archived turns of this session, the user's other sessions), best first,
-    leaving out what is already in context and what scores below ``RECALL_MIN_SCORE``.
-    A recalled turn shows its date and speaker."""
+    down to a floor relative to the best hit (``recall_floor``), leaving out what is
+    already in context. A turn brings its neighbour (the answer after a question, the
+    question before an answer); turns are shown by session, in time order, under the
+    session's date, each line saying who spoke. How many fit is the budget's call."""
     if ctx.retriever is None or not ctx.message or not ctx.message.strip():
         return []
     filters = SearchFilters(now=ctx.now)
-    hits = ctx.retriever.search(ctx.scope, "memory", ctx.message, limit=ctx.recall_limit,
-                                filters=filters, now=ctx.now)
-    hits += ctx.retriever.search(ctx.scope, "event", ctx.message, limit=ctx.recall_limit,
+    limit = max(ctx.recall_limit, 1)
+    hits = ctx.retriever.search(ctx.scope, "memory", ctx.message,
+                                limit=max(limit // 3, 1), filters=filters, now=ctx.now)
+    hits += ctx.retriever.search(ctx.scope, "event", ctx.message, limit=limit,
                                  filters=filters, now=ctx.now)
     hits.sort(key=lambda h: h.score, reverse=True)
-    items = []
+    floor = recall_floor(hits)
+    items: list[Item] = []
+    seen: set[str] = set()
     for hit in hits:
         key = f"event {hit.id}" if hit.kind == "event" else hit.id
-        if key in ctx.included or hit.score < RECALL_MIN_SCORE or not hit.text.strip() or (
+        if hit.score < floor:
+            break
+        if key in ctx.included or key in seen or not hit.text.strip() or (
                 in_summary(ctx, hit.text)):
             continue
+        seen.add(key)
         if hit.kind == "memory":
             items.append(Item(key, f"[RECALL {day_label(hit.timestamp)}] {hit.text}"))
-        else:
-            who = speaker(hit.metadata) or ""
-            where = "" if hit.session == ctx.session else f", session {hit.session}"
-            items.append(Item(f"{key} (score {hit.score:.2f})",
-                              f"[RECALL {day_label(hit.timestamp)}{where}] "
-                              f"{who + ': ' if who else ''}{hit.text}"))
+            continue
+        items.append(_turn_item(ctx, hit, f"{key} (score {hit.score:.2f})"))
+        neighbour = _neighbour(ctx, hit)
+        if neighbour is not None and (near := f"event {neighbour.id}") not in seen and (
+                near not in ctx.included):
+            seen.add(near)
+            items.append(_turn_item(ctx, _as_hit(neighbour), f"{near} (next to {key})"))
     return items
+
+
+#: A recalled item is worth its tokens while it scores at least this share of the best
+#: hit's score ...
+RECALL_RELATIVE_FLOOR = 0.6
+#: ... and never below this (search scores are in [0, 1]).
+RECALL_MIN_SCORE = 0.2
+
+
+def recall_floor(hits: Sequence[SearchHit]) -> float:
+    """The score below which recall stops: a share of the best hit's, so that a question
+    with a clear answer is not padded with what merely shares its words."""
+    best = max((h.score for h in hits), default=0.0)
+    return max(RECALL_MIN_SCORE, RECALL_RELATIVE_FLOOR * best)
+
+
+def _turn_item(ctx: BuildContext, hit: SearchHit, item_id: str) -> Item:
+    who = speaker(hit.metadata) or str(hit.metadata.get("role") or "someone")
+    where = "this session" if hit.session == ctx.session else f"session {hit.session}"
+    return Item(item_id, f"{who}: {hit.text}",
+                group=f"[RECALL {where}, {day_label(hit.timestamp)}]",
+                order=(hit.timestamp.timestamp(), int(hit.id)))
+
+
+def _neighbour(ctx: BuildContext, hit: SearchHit) -> Event | None:
+    """The turn that completes ``hit``: the reply after a user's turn, the user's turn
+    before a reply (messages only; None when there is none)."""
+    if hit.session is None or hit.metadata.get("type") not in (None, "message"):
+        return None
+    role = hit.metadata.get("role")
+    if role == "user":
+        after = ctx.store.list_events(ctx.scope, hit.session, after_id=int(hit.id), limit=1)
+        found, wanted = (after[0] if after else None), "assistant"
+    elif role == "assistant":
+        before = ctx.store.tail_events(ctx.scope, hit.session, 1, include_archived=True,
+                                       before_id=int(hit.id))
+        found, wanted = (before[0] if before else None), "user"
+    else:
+        return None
+    if found is None or found.type != "message" or found.role != wanted:
+        return None
+    return found
+
+
+def _as_hit(event: Event) -> SearchHit:
+    return SearchHit("event", str(event.id), 0.0, event.content, event.timestamp,
+                     event.session, {"role": event.role, "type": event.type,
+                                     **({"name": n} if (n := speaker(event.metadata)) else {})})
 
 
 FLUSH_PROMPT = (

@@ -160,7 +160,7 @@ _SETTINGS = """\
 # model = "gpt-4.1"            # sets the context window and the tokenizer
 # tokenizer = "auto"           # "auto", "heuristic" or an encoding such as "cl100k_base"
 # memory_mirror = true         # mirror each memory to memory/<id>.md
-# recall_limit = 5             # memories recalled for each incoming message
+# recall_limit = 30            # turns recall weighs for each message (floor and budget decide)
 # reflexion_threshold = 3      # failures of a tool before a corrective hint
 
 # [context]

@@ -187,9 +187,11 @@ class Store(ABC):
 
     @abstractmethod
     def tail_events(
-        self, scope: Scope, session: str, limit: int, *, include_archived: bool = False
+        self, scope: Scope, session: str, limit: int, *, include_archived: bool = False,
+        before_id: int | None = None,
     ) -> list[Event]:
-        """The last ``limit`` events of a session, in log order."""
+        """The last ``limit`` events of a session (before the event ``before_id``, if
+        given), in log order."""
 
     @abstractmethod
     def set_archived(self, scope: Scope, session: str, ids: Sequence[int]) -> int:

@@ -140,13 +140,15 @@ class PostgresEvents(PostgresBase):
         return [to_event(row) for row in rows]
 
     def tail_events(
-        self, scope: Scope, session: str, limit: int, *, include_archived: bool = False
+        self, scope: Scope, session: str, limit: int, *, include_archived: bool = False,
+        before_id: int | None = None,
     ) -> list[Event]:
         archived = "" if include_archived else " AND NOT archived"
         rows = self._query(
             f"SELECT {EVENT_COLUMNS} FROM events WHERE tenant = %s AND agent = %s "
-            f"AND session = %s{archived} ORDER BY id DESC LIMIT %s",
-            (scope.tenant, scope.agent, session, limit),
+            f"AND session = %s AND id < %s{archived} ORDER BY id DESC LIMIT %s",
+            (scope.tenant, scope.agent, session,
+             (1 << 62) if before_id is None else before_id, limit),
         )
         return [to_event(row) for row in reversed(rows)]
 

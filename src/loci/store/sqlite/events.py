@@ -119,13 +119,15 @@ class SQLiteEvents(SQLiteBase):
         return [to_event(row) for row in self._query(sql, params)]
 
     def tail_events(
-        self, scope: Scope, session: str, limit: int, *, include_archived: bool = False
+        self, scope: Scope, session: str, limit: int, *, include_archived: bool = False,
+        before_id: int | None = None,
     ) -> list[Event]:
         archived = "" if include_archived else " AND archived = 0"
         rows = self._query(
             f"SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ? AND agent = ? "
-            f"AND session = ?{archived} ORDER BY id DESC LIMIT ?",
-            (scope.tenant, scope.agent, session, limit),
+            f"AND session = ? AND id < ?{archived} ORDER BY id DESC LIMIT ?",
+            (scope.tenant, scope.agent, session,
+             (1 << 62) if before_id is None else before_id, limit),
         )
         return [to_event(row) for row in reversed(rows)]
 

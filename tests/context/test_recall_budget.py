@@ -1,0 +1,89 @@
+"""One budget: in a new session the history budget that sits idle goes to recall, which
+shows hits while they are worth their tokens (a floor relative to the best hit), brings
+the turn that completes each one, and shows them by session and date with who spoke."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from loci import Loci, load_settings
+from tests.conftest import FakeClock
+
+MODEL = {"chat-16k": 16_000}
+
+
+def open_chat(home: Path, clock: FakeClock) -> Loci:
+    settings = load_settings(store=f"sqlite:///{home / 'r.db'}", model="chat-16k",
+                             models=MODEL, memory_mirror=False)
+    return Loci(settings, clock=clock)
+
+
+def _layer(compiled: object, name: str) -> object:
+    return next(r for r in compiled.layers if r.name == name)  # type: ignore[attr-defined]
+
+
+def test_a_new_session_gives_recall_the_idle_history_budget(home: Path,
+                                                            clock: FakeClock) -> None:
+    with open_chat(home, clock) as loci:
+        for n in range(60):
+            clock.advance(days=1)
+            loci.add(f"day-{n}", "user", f"Garden log {n}: the tomato bed {n} got "
+                     f"{n + 2} litres of water and compost batch {n}. " * 6)
+            loci.add_reply(f"day-{n}", f"Noted the tomato bed {n} watering.")
+        loci.wait_indexed()
+        compiled = loci.compile("new", "How much water did the tomato beds get?")
+        recall = _layer(compiled, "recall")
+        assert recall.used > 2_000  # type: ignore[attr-defined]  # the old ceiling
+        assert recall.budget > 2_000  # type: ignore[attr-defined]
+        assert compiled.total_tokens <= compiled.budget
+        history = _layer(compiled, "history")
+        assert history.used == 0  # type: ignore[attr-defined]  # a new session
+
+
+def test_recall_stops_at_a_floor_relative_to_the_best_hit(home: Path,
+                                                          clock: FakeClock) -> None:
+    with open_chat(home, clock) as loci:
+        loci.add("pets", "user", "My cat is called Miso and she is three years old.")
+        loci.add_reply("pets", "Miso is a lovely name for a cat.")
+        for n in range(30):
+            loci.add(f"other-{n}", "user", f"The quarterly budget review number {n} is due.")
+        loci.wait_indexed()
+        compiled = loci.compile("new", "What is my cat called?")
+        recall = _layer(compiled, "recall")
+        scores = [float(m.group(1)) for i in recall.included  # type: ignore[attr-defined]
+                  if (m := re.search(r"score ([0-9.]+)", i))]
+        assert scores and min(scores) >= 0.6 * max(scores)
+        assert "Miso" in compiled.retrieved and "quarterly budget" not in compiled.retrieved
+
+
+def test_a_recalled_question_brings_its_answer_under_its_session_and_date(
+        home: Path, clock: FakeClock) -> None:
+    with open_chat(home, clock) as loci:
+        loci.add("travel", "user", "When is the best time to visit Kyoto?")
+        loci.add_reply("travel", "Late November: the maple leaves turn red then.")
+        clock.advance(days=3)
+        loci.add("work", "user", "The best time to visit Kyoto for us is early April.",
+                 name="Maya")
+        loci.wait_indexed()
+        compiled = loci.compile("new", "When is the best time to visit Kyoto?")
+        text = compiled.retrieved
+        header = "[RECALL session travel, 15 January 2026]"
+        assert header in text
+        block = text[text.index(header):].split("\n\n")[0].splitlines()
+        assert block[1:3] == ["user: When is the best time to visit Kyoto?",
+                              "assistant: Late November: the maple leaves turn red then."]
+        assert "Maya: The best time to visit Kyoto for us is early April." in text  # by name
+        assert text.index(header) < text.index("[RECALL session work")  # time order
+        recall = _layer(compiled, "recall")
+        assert any("next to event" in i for i in recall.included)  # type: ignore[attr-defined]
+
+
+def test_a_turn_history_shows_is_not_recalled_again(home: Path, clock: FakeClock) -> None:
+    with open_chat(home, clock) as loci:
+        loci.add("s", "user", "The staging database is on port 5433.")
+        loci.add_reply("s", "Noted: staging on 5433.")
+        loci.wait_indexed()
+        compiled = loci.compile("s", "Which port is the staging database on?")
+        assert "5433" not in compiled.retrieved
+        assert sum("5433" in str(m["content"]) for m in compiled.history) == 2
