@@ -19,7 +19,8 @@ history's turns ranked by BM25 for the question, the best first until N tokens) 
 **full** (the whole history).
 
     python benchmarks/longmemeval.py [--data ../shared/data/longmemeval/longmemeval_s_dev.jsonl.gz]
-        [--windows 8000,16000] [--limit 0] [--types multi-session,...] [--embedder local]
+        [--windows 8000,16000] [--limit 0] [--per-type 0] [--types multi-session,...]
+        [--embedder local]
         [--json]
 """
 
@@ -253,10 +254,16 @@ def print_report(report: dict[str, Any]) -> None:
             print(f"{key:>26} " + " ".join(f"{'-' if c is None else c:>8}" for c in cells))
 
 
-def load(path: Path, limit: int, types: set[str]) -> list[dict[str, Any]]:
+def load(path: Path, limit: int, types: set[str], per_type: int) -> list[dict[str, Any]]:
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
     rows = [r for r in rows if not types or r["question_type"] in types]
+    if per_type:
+        taken: Counter[str] = Counter()
+        for row in rows:
+            taken[row["question_type"]] += 1
+            row["_rank"] = taken[row["question_type"]]
+        rows = [r for r in rows if r["_rank"] <= per_type]
     return rows[:limit] if limit else rows
 
 
@@ -267,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--windows", default="8000,16000")
     parser.add_argument("--limit", type=int, default=0, help="the first N questions only")
     parser.add_argument("--types", default="", help="comma-separated question types")
+    parser.add_argument("--per-type", type=int, default=0,
+                        help="the first N questions of each type only")
     parser.add_argument("--embedder", default="local", help="local (default), hash or none")
     parser.add_argument("--json", action="store_true", help="one JSON line per window")
     args = parser.parse_args(argv)
@@ -274,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     if not data.is_file():
         print(f"no such file: {data}", file=sys.stderr)
         return 2
-    rows = load(data, args.limit, {t for t in args.types.split(",") if t})
+    rows = load(data, args.limit, {t for t in args.types.split(",") if t}, args.per_type)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="loci-lme-") as tmp:
         os.chdir(tmp)  # no workspace files of the caller's directory in the contexts
