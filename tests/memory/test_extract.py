@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from loci import Loci
-from loci.llm import ScriptedChatModel
+from loci.llm import ExtractiveSummarizer, ScriptedChatModel
 from loci.memory.extract import EXTRACTION_PROMPT, LLMExtractor, RuleExtractor
 
 #: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
@@ -81,3 +81,28 @@ def test_personal_facts_of_either_named_speaker_are_saved_under_their_name(
     later = {(c.type, c.content) for c in RuleExtractor().extract(loci.events("s")[-1:])}
     assert later == {("sticky", "Caroline: My sister lives in Porto."),
                      ("project_context", "Caroline: My kids loved it!")}
+
+
+#: Real turns of a Claude Code session (../shared/data/claude_code_sessions) and of the
+#: issue's report: what a harness or a terminal wrote, not what the user said.
+HARNESS_TURNS = (
+    "<task-notification>\n<task-id>bc34d29</task-id>\n<output-file>/tmp/claude/-Users-m/"
+    "tasks/bc34d29.output</output-file>\n<status>completed</status>\n<summary>Background "
+    'command "Get first and last occurrence" completed (exit code 0).</summary>\n'
+    "</task-notification>",
+    "cd /usr/bin",
+    "<system-reminder>The deadline for the launch is 2026-03-01.</system-reminder>",
+)
+
+
+def test_harness_markup_and_command_lines_are_not_facts(loci: Loci) -> None:
+    for text in HARNESS_TURNS:
+        loci.add("cc", "user", text)
+    loci.add("cc", "user", "<system-reminder>Be brief.</system-reminder> We decided to use "
+             "PostgreSQL for the project.")
+    found = [c.content for c in RuleExtractor().extract(loci.events("cc"))]
+    assert found == ["User: We decided to use PostgreSQL for the project."]
+    summary = ExtractiveSummarizer().summarize(loci.events("cc"), max_tokens=400)
+    assert "PostgreSQL for the project" in summary
+    assert "task-notification" not in summary and "bc34d29" not in summary
+    assert "deadline" not in summary and "Be brief" not in summary

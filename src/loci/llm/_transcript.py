@@ -153,8 +153,22 @@ def strip_header(text: str) -> str:
 
 def without_injected_lines(text: str) -> str:
     """``text`` without the lines Loci injected itself (``[STICKY]``, ``[MEMORY …]``,
-    ``[STATE]``, ``[RECALL …]``)."""
+    ``[STATE]``, ``[RECALL …]``) and the markup an agent harness adds to a user's turn
+    (``without_harness``)."""
+    text = without_harness(text)
     return "\n".join(line for line in text.splitlines() if not _INJECTED_LINE.match(line))
+
+
+#: An element a harness writes into a turn (``<system-reminder>…</system-reminder>``,
+#: ``<task-notification>…``, ``<command-name>…``): a compound lower-case tag name, which
+#: prose and the HTML a person pastes do not use.
+_HARNESS = re.compile(r"<(?P<tag>[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)(?:\s[^<>]*)?>"
+                      r".*?</(?P=tag)>", re.DOTALL)
+
+
+def without_harness(text: str) -> str:
+    """``text`` without the harness's markup elements (what is left is the person's)."""
+    return _HARNESS.sub(" ", text).strip() if "</" in text else text
 
 
 def _tool_call_turn(call: Any) -> Turn:

@@ -350,6 +350,19 @@ def classify(sentence: str) -> tuple[str, float]:
     return FACTS, 0.0
 
 
+#: A line that is a shell command someone typed, not something said about the world.
+_COMMAND_LINE = re.compile(
+    r"^(?:\$\s*)?(?:sudo\s+)?(?:cd|ls|cat|less|git|npm|npx|yarn|pnpm|pip3?|python3?|node"
+    r"|make|rm|cp|mv|mkdir|touch|echo|curl|wget|grep|rg|find|docker|kubectl|ssh|scp|export"
+    r"|source|chmod|chown|brew|apt(?:-get)?|cargo|go|uv|pytest|ruff|tail|head)"
+    r"(?:\s+[-\w./~:=@'\"*]+)*\s*$")
+
+
+def is_command(sentence: str) -> bool:
+    """Whether ``sentence`` is a shell command someone typed (not a fact to keep)."""
+    return _COMMAND_LINE.match(sentence) is not None
+
+
 def score_sentence(
     sentence: str,
     *,
@@ -368,7 +381,7 @@ def score_sentence(
     (the people talking) are not specific content.
     """
     text = sentence.strip()
-    if not text or is_filler(without_vocatives(text)):
+    if not text or is_filler(without_vocatives(text)) or is_command(text):
         return Scored(None, 0.0)
     section, cue = classify(text)
     specific = specificity(text, names, ignore)

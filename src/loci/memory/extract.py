@@ -24,6 +24,7 @@ from typing import Protocol
 
 from loci.llm._transcript import without_injected_lines
 from loci.llm.base import ChatModel
+from loci.llm.salience import is_command
 from loci.memory.tags import parse_reply
 from loci.models import Event, speaker
 
@@ -132,7 +133,8 @@ def _classify(
     sentence: str, rules: Sequence[tuple[str, str, re.Pattern[str]]], event: Event
 ) -> Candidate | None:
     sentence = _GREETING.sub("", sentence)
-    if not 8 <= len(sentence) <= MAX_FACT_CHARS or sentence.endswith("?"):
+    if not 8 <= len(sentence) <= MAX_FACT_CHARS or sentence.endswith("?") or (
+            is_command(sentence)):
         return None
     for memory_type, name, pattern in rules:
         if pattern.search(sentence):
