@@ -43,7 +43,7 @@ def test_commands_carry_their_outcome_and_errors_their_chain() -> None:
     text = trail.render(1_000, heuristic_count)
     assert f"## {FILES}\n- Edited: fix.py, src/a.py\n- Read: pydicom/valuerep.py" in text
     assert (f"## {EDITS}\n- `cat <<'EOF' > fix.py …` → exit 0\n"
-            "- `str_replace_editor(path=src/a.py, old_str=x, new_str=y)`") in text
+            "- `str_replace_editor src/a.py: −\"x\" +\"y\"`") in text
     assert (f"## {ERRORS}\n- IsADirectoryError: [Errno 21] Is a directory: 'src/project'\n"
             "- astroid.exceptions.AstroidBuildingError: Unable to load file src/project") in text
     assert (f"## {COMMANDS}\n- `cat pydicom/valuerep.py` → exit 0\n"
@@ -102,3 +102,57 @@ def test_a_reply_stored_as_text_then_calls_summarizes_like_one_call() -> None:
     summarizer = ExtractiveSummarizer(counter=heuristic_count)
     assert summarizer.summarize(apart) == summarizer.summarize(together)
     assert "`make lint` → exit 2: error: bad alias" in summarizer.summarize(apart)
+
+
+#: Structured edit inputs as Claude Code's tools send them (a real Edit of the dev set,
+#: ../shared/data/claude_code_sessions/cc-3af9b1a7, shortened), str_replace and a patch.
+GITLEAKS_EDIT = {
+    "replace_all": False, "file_path": "/Users/[USER]/Documents/M-Claude/.gitleaks.toml",
+    "old_string": "# Rule for detecting hardcoded IPs (can be security issue)\n[[rules]]\n"
+                  "id = \"hardcoded-ip\"\nentropy = 2.0",
+    "new_string": "# Rule for detecting hardcoded IPs\n[[rules]]\nid = \"hardcoded-ip\"\n"
+                  "entropy = 3.5"}
+
+
+def test_an_edit_keeps_its_file_and_what_changed() -> None:
+    trail = Trail()
+    trail.call("Edit", GITLEAKS_EDIT)
+    trail.result("The file has been updated.")
+    trail.call("MultiEdit", {"file_path": "src/app.py", "edits": [
+        {"old_string": "def f(x):", "new_string": "def f(x, y):"},
+        {"old_string": "return x", "new_string": "return x + y"}]})
+    trail.result("Applied 2 edits.")
+    trail.call("Write", {"file_path": "notes.md", "content": "# Notes\nline\nlast line\n"})
+    trail.result("File created.")
+    trail.call("str_replace_based_edit_tool", {"command": "str_replace", "path": "a.py",
+                                               "old_str": "x = 1", "new_str": "x = 2"})
+    trail.result("edited")
+    trail.call("apply_patch", {"input": "*** Begin Patch\n*** Update File: lib/b.py\n@@\n"
+                                        "-old_call()\n+new_call()\n*** End Patch"})
+    trail.result("Done!")
+    text = trail.render(2_000, heuristic_count)
+    edits = text.split(f"## {EDITS}\n")[1].split("\n\n")[0].splitlines()
+    assert edits[0].startswith("- `Edit /Users/[USER]/Documents/M-Claude/.gitleaks.toml: "
+                               "−\"# Rule for detecting hardcoded IPs (can be security "
+                               "issue) ⏎ … ⏎ entropy = 2.0\" +\"# Rule for detecting")
+    assert "entropy = 3.5" in edits[0]
+    assert edits[1] == ("- `MultiEdit src/app.py: −\"def f(x):\" +\"def f(x, y):\"; "
+                        "−\"return x\" +\"return x + y\"`")
+    assert edits[2] == "- `Write notes.md: +\"# Notes ⏎ … ⏎ last line\"`"
+    assert "a.py: −\"x = 1\" +\"x = 2\"" in edits[3]
+    assert edits[4] == "- `apply_patch lib/b.py: −\"old_call()\" +\"new_call()\"`"
+    assert "Edited: " in text and "lib/b.py" in text.split("Edited: ")[1].splitlines()[0]
+
+
+def test_edits_give_way_last_when_the_trail_is_cut() -> None:
+    trail = Trail()
+    for n in range(30):
+        trail.call("bash", {"command": f"ls -la dir_{n} && cat file_{n}.txt"})
+        trail.result("ok")
+    for n in range(6):
+        trail.call("Edit", {"file_path": f"src/m{n}.py", "old_string": f"a = {n}",
+                            "new_string": f"a = {n + 1}"})
+        trail.result("updated")
+    text = trail.render(300, heuristic_count)
+    assert text.count("Edit src/m") == 6
+    assert text.count("ls -la dir_") < 30

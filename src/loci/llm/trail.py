@@ -22,6 +22,9 @@ FILES, EDITS, ERRORS, COMMANDS = "Files", "Edits", "Errors", "Commands"
 #: Trail sections in the order a summary lists them (a cut summary loses the last).
 SECTIONS = (FILES, EDITS, ERRORS, COMMANDS)
 MAX_COMMAND = 120
+#: An edit's line: the tool, the file and what changed (each line of it cut at EDIT_LINE).
+MAX_EDIT = 400
+EDIT_LINE = 80
 MAX_ERROR = 200
 MAX_FILES = 40
 ERRORS_PER_OUTPUT = 3
@@ -48,6 +51,13 @@ _KIND = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit)\b")
 _FAILED = re.compile(r"→ (?:exit (?!0\b)|.*(?:Error|Exception|error|FAILED))")
 _QUOTED = re.compile(r"^`(.+?)`(?: → .*)?$")
 _TEE = re.compile(r"\btee\s+(?:-a\s+)?['\"]?([^\s'\";&|<>()]+)")
+_OLD_KEYS = ("old_string", "old_str", "old_text", "search")
+_NEW_KEYS = ("new_string", "new_str", "new_text", "replace", "content", "file_text",
+             "insert_text")
+_PATCH_START = re.compile(r"\s*(?:\*\*\* Begin Patch|--- \S|diff --git )")
+_PATCH_FILE = re.compile(r"^(?:\*\*\* (?:Update|Add|Delete) File: |\+\+\+ )(.+)$", re.MULTILINE)
+#: How much a section's length counts when the trail must shrink (edits give way last).
+_GIVES_WAY = {EDITS: 0.5}
 
 
 def is_path(token: str) -> bool:
@@ -136,13 +146,20 @@ class Trail:
             command = " ".join(str(part) for part in command)
         paths = [str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)
                  and is_path(str(args[k]))]
-        if isinstance(command, str) and command.strip():
+        structured = any(k in args for k in (*_OLD_KEYS, *_NEW_KEYS, "edits"))
+        if isinstance(command, str) and command.strip() and not structured:
             edited = edited_paths(command) if _WRITES.search(command) else []
             self._files([*command_paths(command), *paths], edited)
             self._pending.append((first_line(command), bool(edited)))
             return
-        editing = bool(tool and _EDIT_TOOL.search(tool))
-        self._files(paths, paths if editing else [])
+        patched = patch_paths(args)
+        editing = bool(tool and _EDIT_TOOL.search(tool)) or bool(patched)
+        self._files([*paths, *patched], [*paths, *patched] if editing else [])
+        change = change_of(args) if editing else None
+        if change is not None:
+            where = ", ".join(dict.fromkeys([*paths, *patched])) or "?"
+            self._pending.append((f"{tool or 'edit'} {where}: {change}"[:MAX_EDIT], True))
+            return
         shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items()
                           if k not in ("content", "file_text"))[:MAX_COMMAND]
         self._pending.append((f"{tool or 'tool'}({shown})", editing))
@@ -202,7 +219,7 @@ class Trail:
         costs = {name: [count(line) + 1 for line in lines] for name, lines in lists.items()}
         spent = sum(count(f"## {n}") + 2 + sum(c) for n, c in costs.items() if c)
         while spent > budget and any(lists.values()):
-            longest = max(lists, key=lambda n: sum(costs[n]))
+            longest = max(lists, key=lambda n: sum(costs[n]) * _GIVES_WAY.get(n, 1.0))
             lines = lists[longest]
             # The oldest line that did not fail goes first: failures teach more.
             index = next((i for i, line in enumerate(lines) if not _FAILED.search(line)), 0)
@@ -210,6 +227,58 @@ class Trail:
             del lines[index]
         return "\n\n".join(f"## {name}\n" + "\n".join(lines)
                             for name, lines in lists.items() if lines)
+
+
+def change_of(args: Mapping[str, Any]) -> str | None:
+    """What an edit call changes, from its structured input: the text removed and added
+    (head and tail when long) of each replacement (``Edit``, ``MultiEdit``'s ``edits``,
+    ``str_replace``'s ``old_str``/``new_str``), the head and tail of a written file, or
+    a patch's removed and added lines."""
+    patch = _patch_text(args)
+    if patch is not None:
+        lines = patch.splitlines()
+        removed = [ln[1:] for ln in lines if ln.startswith("-") and not ln.startswith("---")]
+        added = [ln[1:] for ln in lines if ln.startswith("+") and not ln.startswith("+++")]
+        return _change("\n".join(removed), "\n".join(added))
+    edits = args.get("edits")
+    parts = [_change(_text(e, _OLD_KEYS), _text(e, _NEW_KEYS))
+             for e in (edits if isinstance(edits, list) else [args]) if isinstance(e, Mapping)]
+    return "; ".join(p for p in parts if p) or None
+
+
+def patch_paths(args: Mapping[str, Any]) -> list[str]:
+    """The files a patch in the call's input names (``*** Update File: x``, ``+++ b/x``)."""
+    patch = _patch_text(args)
+    if patch is None:
+        return []
+    found = [m.group(1).strip() for m in _PATCH_FILE.finditer(patch)]
+    return list(dict.fromkeys(p.removeprefix("b/").removeprefix("a/") for p in found
+                              if p and p != "/dev/null"))
+
+
+def _patch_text(args: Mapping[str, Any]) -> str | None:
+    for value in args.values():
+        if isinstance(value, str) and _PATCH_START.match(value):
+            return value
+    return None
+
+
+def _text(args: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    return next((args[k] for k in keys if isinstance(args.get(k), str)), None)
+
+
+def _change(old: str | None, new: str | None) -> str:
+    removed, added = _ends(old), _ends(new)
+    return " ".join(p for p in (f"−\"{removed}\"" if removed else "",
+                                f"+\"{added}\"" if added else "") if p)
+
+
+def _ends(text: str | None) -> str:
+    """The first and last lines of ``text`` (quoted in a trail line, so no backticks)."""
+    lines = [ln.strip().replace("`", "'") for ln in (text or "").splitlines() if ln.strip()]
+    if len(lines) > 2:
+        lines = [lines[0], "…", lines[-1]]
+    return " ⏎ ".join(ln[:EDIT_LINE] for ln in lines)
 
 
 def _short(value: Any) -> str:
