@@ -110,8 +110,9 @@ class _Run:
     def missing(self, memories: list[Memory], *, holds_files: bool, confirm: bool) -> None:
         here = self.here
         gone = [m for m in memories if here is not None and here in mirrors_of(m)]
+        gone_ids = {m.id for m in gone}
         for memory in memories:
-            if memory in gone:
+            if memory.id in gone_ids:
                 continue
             if holds_files or not was_mirrored(memory):
                 self._write(memory)
