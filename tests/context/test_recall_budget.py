@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from loci import Loci, load_settings
+from loci.context.sources import RECALL_RELATIVE_FLOOR
 from tests.conftest import FakeClock
 
 MODEL = {"chat-16k": 16_000}
@@ -53,7 +54,7 @@ def test_recall_stops_at_a_floor_relative_to_the_best_hit(home: Path,
         recall = _layer(compiled, "recall")
         scores = [float(m.group(1)) for i in recall.included  # type: ignore[attr-defined]
                   if (m := re.search(r"score ([0-9.]+)", i))]
-        assert scores and min(scores) >= 0.6 * max(scores)
+        assert scores and min(scores) >= RECALL_RELATIVE_FLOOR * max(scores)
         assert "Miso" in compiled.retrieved and "quarterly budget" not in compiled.retrieved
 
 

@@ -335,7 +335,7 @@ def recall(ctx: BuildContext) -> list[Item]:
 
 #: A recalled item is worth its tokens while it scores at least this share of the best
 #: hit's score ...
-RECALL_RELATIVE_FLOOR = 0.6
+RECALL_RELATIVE_FLOOR = 0.5
 #: ... and never below this (search scores are in [0, 1]).
 RECALL_MIN_SCORE = 0.2
 
