@@ -121,9 +121,11 @@ def test_tool_arguments_are_searchable_and_counted(loci: Loci) -> None:
 
 
 def test_recall_brings_back_an_archived_turn(home: Path, clock: FakeClock) -> None:
-    # Without the summary layer, which would state the fact itself (recall then leaves
-    # it out: see test_recall_does_not_repeat_the_summary).
-    layers = [layer.name for layer in DEFAULT_LAYERS if layer.name != "compaction_summary"]
+    # Without the summary and memory layers, which would state the fact itself (the
+    # compaction saves it as a memory; recall then leaves it out: see
+    # test_recall_does_not_repeat_the_summary).
+    layers = [layer.name for layer in DEFAULT_LAYERS
+              if layer.name not in ("compaction_summary", "sticky", "memories")]
     settings = load_settings(store=f"sqlite:///{home / 'r.db'}", model="agent",
                              models=WINDOW, compaction_preserve_messages=2,
                              context_layers=layers)

@@ -88,3 +88,31 @@ def test_a_turn_history_shows_is_not_recalled_again(home: Path, clock: FakeClock
         compiled = loci.compile("s", "Which port is the staging database on?")
         assert "5433" not in compiled.retrieved
         assert sum("5433" in str(m["content"]) for m in compiled.history) == 2
+
+
+def test_a_fact_a_memory_shows_is_not_recalled_again(home: Path, clock: FakeClock) -> None:
+    """`loci demo` showed "We decided: … NOAA …" as a MEMORY and again as a RECALL."""
+    with open_chat(home, clock) as loci:
+        loci.add("kickoff", "user", "We decided: harmonic constituents come from NOAA, and "
+                 "predictions are cached for 24 hours.")
+        loci.add_reply("kickoff", "Noted.")
+        saved = loci.extract_memories(loci.events("kickoff"))
+        assert [s.memory.content for s in saved] == [
+            "User: We decided: harmonic constituents come from NOAA, and predictions are "
+            "cached for 24 hours."]
+        loci.wait_indexed()
+        compiled = loci.compile("new", "Where do the harmonic constituents come from?")
+        assert compiled.to_text().count("harmonic constituents come from NOAA") == 1
+
+
+def test_a_rewrite_in_the_third_person_is_the_same_fact(home: Path, clock: FakeClock) -> None:
+    with open_chat(home, clock) as loci:
+        tagged = loci.remember("The user is Maya, a backend engineer in Lisbon.", type="sticky")
+        loci.add("s", "user", "I'm Maya, a backend engineer in Lisbon.")
+        loci.extract_memories(loci.events("s"))
+        assert [m.id for m in loci.memories("sticky")] == [tagged.id]
+        assert compiled_stickies(loci) == 1
+
+
+def compiled_stickies(loci: Loci) -> int:
+    return loci.compile(None, "hi").dynamic.count("[STICKY]")

@@ -21,7 +21,7 @@ from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.history import History, choose_history
 from loci.context.layers import LayerSpec, history_budget, tokens_for
 from loci.context.render import COMPACTS, events_to_messages, since_provider_compaction
-from loci.context.sources import BUILDERS, BuildContext, Item
+from loci.context.sources import BUILDERS, BuildContext, Item, said
 from loci.errors import BudgetExceededError
 from loci.models import Event
 from loci.timeutil import day_label
@@ -199,6 +199,7 @@ class ContextCompiler:
                 report.included.append(item.id)
                 report.used += tokens
                 ctx.included.add(item.id)
+                ctx.shown.add(said(item.text))
         return kept
 
     def _fit_summary(

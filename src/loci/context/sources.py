@@ -69,6 +69,8 @@ class BuildContext:
     included: set[str] = field(default_factory=set)
     #: The compaction summary shown, lower-cased: facts it states are not repeated.
     summary_text: str = ""
+    #: What the kept items of the layers so far say (``said``): recall repeats none.
+    shown: set[str] = field(default_factory=set)
     #: The scope's state, read once for the layers that show it (``stored_state``).
     _state: list[StateItem] | None = field(default=None, init=False, repr=False)
 
@@ -318,7 +320,7 @@ def recall(ctx: BuildContext) -> list[Item]:
         if hit.score < floor:
             break
         if key in ctx.included or key in seen or not hit.text.strip() or (
-                in_summary(ctx, hit.text)):
+                in_summary(ctx, hit.text)) or said(hit.text, labelled=False) in ctx.shown:
             continue
         seen.add(key)
         if hit.kind == "memory":
@@ -327,7 +329,8 @@ def recall(ctx: BuildContext) -> list[Item]:
         items.append(_turn_item(ctx, hit, f"{key} (score {hit.score:.2f})"))
         neighbour = _neighbour(ctx, hit)
         if neighbour is not None and (near := f"event {neighbour.id}") not in seen and (
-                near not in ctx.included):
+                near not in ctx.included) and (
+                said(neighbour.content, labelled=False) not in ctx.shown):
             seen.add(near)
             items.append(_turn_item(ctx, _as_hit(neighbour), f"{near} (next to {key})"))
     return items
@@ -338,6 +341,18 @@ def recall(ctx: BuildContext) -> list[Item]:
 RECALL_RELATIVE_FLOOR = 0.5
 #: ... and never below this (search scores are in [0, 1]).
 RECALL_MIN_SCORE = 0.2
+
+
+_LABELS = re.compile(r"^(?:\[[^\]\n]{0,80}\]\s*)*(?:[\w .'-]{1,40}:\s+)?")
+
+
+def said(text: str, *, labelled: bool = True) -> str:
+    """What a text says, for telling repeats apart: lower-cased, spaces collapsed, and
+    if ``labelled`` (a layer's item) without Loci's ``[MEMORY …]``-style labels and a
+    leading speaker ("User: ")."""
+    if labelled:
+        text = _LABELS.sub("", text.strip(), count=1)
+    return " ".join(text.lower().split())
 
 
 def recall_floor(hits: Sequence[SearchHit]) -> float:

@@ -21,6 +21,9 @@ from loci.models import Memory
 DUPLICATE_OVERLAP = 0.7
 NEAR_DUPLICATE_COSINE = 0.9
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: Articles and the forms of "to be" and "I": what rewriting "I'm …" as "The user is …"
+#: changes, and so what an overlap may also be measured without.
+_GRAMMAR = frozenset({"the", "a", "an", "i", "m", "am", "is", "are"})
 #: A restated fact changes at most this many words (either side).
 MAX_CHANGED_WORDS = 4
 #: Relations that hold one value at a time: a new value replaces the old one.
@@ -42,8 +45,14 @@ def word_set(text: str) -> frozenset[str]:
 
 
 def word_overlap(a: str, b: str) -> float:
-    """|A ∩ B| / |A ∪ B| of the two texts' word sets (0 when both are empty)."""
-    left, right = word_set(a), word_set(b)
+    """|A ∩ B| / |A ∪ B| of the two texts' word sets (0 when both are empty), or of
+    their words without the grammar a third-person rewrite changes, if that is higher
+    ("User: I'm Maya, in Lisbon" and "The user is Maya, in Lisbon" are the same)."""
+    return max(_jaccard(word_set(a), word_set(b)),
+               _jaccard(word_set(a) - _GRAMMAR, word_set(b) - _GRAMMAR))
+
+
+def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
     union = left | right
     return len(left & right) / len(union) if union else 0.0
 
@@ -93,9 +102,7 @@ def find_duplicate(
         other_names = anchors(text)
         if names and other_names and names != other_names:
             continue
-        other = word_set(text)
-        union = words | other
-        overlap = len(words & other) / len(union) if union else 0.0
+        overlap = word_overlap(content, text)
         cosine = cosines.get(memory_id, 0.0)
         if overlap <= DUPLICATE_OVERLAP and cosine < NEAR_DUPLICATE_COSINE and not (
                 restates(content, text)):
