@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from loci.checks import check_name, check_text, check_window
+from loci.checks import check_name, check_stored_name, check_text, check_window
 from loci.compaction.compactor import CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService
@@ -175,7 +175,7 @@ class Loci:
         return self.store.list_events(self.scope, session, include_archived=include_archived)
 
     def session(self, session: str) -> SessionInfo:
-        info = self.store.session_info(self.scope, check_name("session", session))
+        info = self.store.session_info(self.scope, check_stored_name("session", session))
         if info is None:
             raise NotFoundError(f"no session {session!r} for user {self.scope.tenant!r}")
         return info
@@ -332,7 +332,7 @@ class Loci:
     ) -> list[SearchHit]:
         """Search the event log (archived events included), optionally one session."""
         if session is not None:
-            check_name("session", session)
+            check_stored_name("session", session)
         return self.search(query, limit, kinds=("event",),
                            filters=SearchFilters(session=session))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from loci.models import Scope
 from loci.store.sqlite.base import SQLiteBase
 from loci.store.sqlite.rows import FULL_TEXT, KINDS
-from loci.store.transfer import SCOPED_TABLES
+from loci.store.transfer import SCOPED_TABLES, key_tables
 
 
 class SQLiteErasure(SQLiteBase):
@@ -29,7 +29,7 @@ class SQLiteErasure(SQLiteBase):
         with self._write() as db:
             db.execute("DELETE FROM fts_stats WHERE scope IN "
                        "(SELECT no FROM scopes WHERE tenant = ?)", (tenant,))
-            for table in (*SCOPED_TABLES, "api_keys", "scopes"):
+            for table in (*SCOPED_TABLES, *key_tables(tenant), "scopes"):
                 erased += db.execute(f"DELETE FROM {table} WHERE tenant = ?",
                                      (tenant,)).rowcount
         for scope in scopes:
