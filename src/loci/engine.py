@@ -345,7 +345,8 @@ class Loci:
     def wait_indexed(self, timeout: float | None = None) -> bool:
         """Block until what was written so far has its vectors (writes return before
         that: keyword search finds new items at once, vector search once the
-        background indexer embedded them); False if ``timeout`` seconds passed first."""
+        background indexer embedded them), this process's writes and the rows other
+        processes left waiting; False if ``timeout`` seconds passed first."""
         return self.indexer is None or self.indexer.wait_indexed(timeout)
 
     def _index_later(self) -> None:
