@@ -137,6 +137,11 @@ class Runtime:
         root = self.settings.memory_root if self.settings.memory_mirror else None
         return erase_user(self.store, check_stored_name("user", user), root, self.live_events)
 
+    def finish_erasure(self) -> bool:
+        """Finish purging what an interrupted erasure deleted from the store's files;
+        whether one was owed."""
+        return self.store.finish_erasure()
+
     def apply_retention(self, days: float | None = None,
                         action: str | None = None) -> RetentionReport:
         """Erase or archive the sessions untouched for ``days`` (default: the

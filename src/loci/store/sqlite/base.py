@@ -12,6 +12,7 @@ lock."""
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import sqlite3
 import threading
@@ -41,6 +42,8 @@ _FTS_SIZES = "SELECT " + ", ".join(f"(SELECT max({ft.key}) FROM {ft.table})"
 
 
 log = logging.getLogger("loci.store")
+#: The ``meta`` key of a scrub an erasure still owes (see ``_mark_for_scrub``).
+SCRUB_PENDING = "scrub_pending"  # in store.base.OWN_META
 #: Tables whose rows get their vector after they were written (the background indexer).
 GROWN_ROWS = frozenset({"events", "documents"})
 
@@ -183,13 +186,42 @@ class SQLiteBase(IndexedVectors):
         name = hashlib.sha256(f"{kind}\0{scope.tenant}\0{scope.agent}".encode()).hexdigest()
         return self._ann_dir / f"{kind}-{name[:24]}.usearch"
 
+    def _mark_for_scrub(self, db: sqlite3.Connection, tables: Iterable[str],
+                        scope: Scope | None = None, kinds: Iterable[str] = ()) -> None:
+        """Record, in the deleting transaction, what ``_scrub`` must still purge: a
+        process killed between the delete's commit and the end of the scrub left the
+        rows gone and their text in the file, and nothing to find them by. The next
+        ``finish_erasure`` (any later erasure does it) scrubs what is recorded."""
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (SCRUB_PENDING,)).fetchone()
+        pending = json.loads(row[0]) if row else {"tables": [], "scopes": []}
+        pending["tables"] = sorted({*pending["tables"], *tables})
+        if scope is not None:
+            pending["scopes"].append([scope.tenant, scope.agent, sorted(kinds)])
+        db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO "
+                   "UPDATE SET value = excluded.value", (SCRUB_PENDING, json.dumps(pending)))
+
+    def finish_erasure(self) -> bool:
+        """Finish the scrub an interrupted erasure recorded (vector graphs of its
+        scopes, full-text segments, free pages, the log); whether there was one."""
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (SCRUB_PENDING,))
+        if not rows:
+            return False
+        pending = json.loads(rows[0][0])
+        for tenant, agent, kinds in pending["scopes"]:
+            self._forget_vectors(Scope(tenant, agent), kinds)
+        self._scrub(pending["tables"])
+        return True
+
     def _scrub(self, tables: Iterable[str]) -> None:
         """Purge deleted rows from the full-text indexes of ``tables`` and from the
         journal. FTS5 keeps a deleted row's words in its index segments until they are
         merged, and the WAL keeps old pages until a checkpoint; with ``secure_delete``
-        the pages freed are zeroed."""
+        the pages freed are zeroed. The record of a pending scrub goes once it is done,
+        unless another erasure changed it meanwhile."""
         tables = list(tables)
         with self._lock:
+            marker = self._db.execute("SELECT value FROM meta WHERE key = ?",
+                                      (SCRUB_PENDING,)).fetchone()
             with self._transaction():
                 for table in tables:
                     fts = FTS_TABLES[table]
@@ -199,18 +231,25 @@ class SQLiteBase(IndexedVectors):
                 # grown row within its page without zeroing the old copy: a deleted
                 # row's text could outlive it there. VACUUM rewrites every page.
                 self._db.execute("VACUUM")
-            self._truncate_log()
+            emptied = self._truncate_log()
+            if marker is not None and emptied:  # its page holds no erased text
+                with self._transaction():
+                    self._db.execute("DELETE FROM meta WHERE key = ? AND value = ?",
+                                     (SCRUB_PENDING, marker[0]))
 
-    def _truncate_log(self, timeout: float = 5.0) -> None:
-        """Copy the whole log into the database and empty it. The background
-        checkpointer may hold the one checkpoint slot for a moment (the pragma then
-        answers busy at once): try again while it does."""
+    def _truncate_log(self, timeout: float = 5.0) -> bool:
+        """Copy the whole log into the database and empty it; whether it was. The
+        background checkpointer may hold the one checkpoint slot for a moment (the
+        pragma then answers busy at once): try again while it does. A reader of
+        another process may hold the log longer: the pending scrub stays recorded."""
         deadline = time.monotonic() + timeout
         while self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
             if time.monotonic() > deadline:
-                log.warning("the write-ahead log is still in use: it is emptied later")
-                return
+                log.warning("the write-ahead log is still in use: it is emptied by the "
+                            "next erasure")
+                return False
             time.sleep(0.01)
+        return True
 
     @contextmanager
     def _reading(self, db: sqlite3.Connection | None = None

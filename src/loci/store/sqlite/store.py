@@ -123,6 +123,10 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return str(rows[0][0]) if rows else None
 
+    def delete_meta(self, key: str) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM meta WHERE key = ?", (key,))
+
     def set_meta(self, key: str, value: str) -> None:
         with self._write() as db:
             db.execute(
