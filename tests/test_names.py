@@ -78,3 +78,13 @@ def test_rows_under_a_refused_name_stay_erasable(
         assert loci.runtime.agents(name) == []
         operator_keys = [k for k in loci.runtime.api_keys() if k.tenant == OPERATOR]
         assert [k.revoked for k in operator_keys] == [False]
+
+
+def test_labels_that_are_no_names_keep_their_slashes(home: Path) -> None:
+    """A model ("openai/gpt-4o" through OpenRouter) and a state key are labels: the
+    name rule is not theirs."""
+    with Loci.open() as loci:
+        record = loci.usage.record("s1", {"prompt_tokens": 3, "completion_tokens": 1},
+                                   model="openai/gpt-4o")
+        assert record.model == "openai/gpt-4o"
+        assert loci.state_set("repo/branch", "main").key == "repo/branch"

@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from loci.checks import check_name, check_stored_name, check_text, check_window
+from loci.checks import check_label, check_name, check_stored_name, check_text, check_window
 from loci.compaction.compactor import CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService
@@ -356,7 +356,7 @@ class Loci:
     # -- state --------------------------------------------------------------------
     def state_set(self, key: str, value: str) -> StateItem:
         value = check_text("state value", value if isinstance(value, str) else str(value))
-        return self.store.set_state(self.scope, check_name("key", key), value, self.clock())
+        return self.store.set_state(self.scope, check_label("key", key), value, self.clock())
 
     def state_get(self, key: str) -> StateItem:
         item = self.store.get_state(self.scope, check_text("key", key))
