@@ -1,5 +1,6 @@
 """One name rule wherever a name enters: no user, agent or session name is reserved
-(``*``, the operator's tenant) or a path (``/``, ``\\``, ``.``, ``..``), so no name
+(``*``, the operator's tenant) or a path (``/``, ``\\``, ``.``, ``..``; a session's
+``/``-separated parts are no path steps), so no name
 obtains operator rights; rows older versions stored under such names stay erasable and
 exportable, and erasing them never revokes an operator key."""
 
@@ -16,6 +17,8 @@ from loci.cli.app import main
 from loci.errors import ValidationError
 
 REFUSED = [OPERATOR, ".", "..", "a/b", "../maya", "a\\b", "/"]
+#: Sessions may be "/"-separated parts ("team/alpha"), but no part may be a path step.
+SESSIONS_REFUSED = [OPERATOR, ".", "..", "../maya", "a\\b", "/", "a//b", "team/..", "a/"]
 
 
 @pytest.mark.parametrize("name", REFUSED)
@@ -26,7 +29,14 @@ def test_the_rule_refuses_reserved_names_and_paths(name: str) -> None:
 
 def test_plain_names_pass() -> None:
     for name in ("maya", "a..b", "Zoë", "user@example.com", "s-1:2"):
-        assert check_name("session", name) == name
+        assert check_name("user", name) == name
+    assert check_name("session", "team/alpha") == "team/alpha"
+
+
+@pytest.mark.parametrize("name", SESSIONS_REFUSED)
+def test_session_parts_are_no_path_steps(name: str) -> None:
+    with pytest.raises(ValidationError, match="invalid session"):
+        check_name("session", name)
 
 
 @pytest.mark.parametrize("name", REFUSED)
@@ -35,8 +45,9 @@ def test_the_library_refuses_them_as_user_agent_and_session(home: Path, name: st
         with pytest.raises(ValidationError):
             Loci.open(**scope)
     with Loci.open() as loci:
-        with pytest.raises(ValidationError):
-            loci.add(name, "user", "hi")
+        if name in SESSIONS_REFUSED:
+            with pytest.raises(ValidationError):
+                loci.add(name, "user", "hi")
         with pytest.raises(ValidationError):
             loci.runtime.create_key(name)
 

@@ -8,7 +8,8 @@ store accepts, a read can serve.
   ``MAX_VALUES`` values;
 - names (users, agents, sessions) follow one rule wherever they enter: they become parts
   of file names (the memory mirror), so they are limited in bytes and are never a path
-  (no ``/`` or ``\\``, not ``.`` or ``..``); and ``*`` is reserved (``OPERATOR``, the
+  (a user or agent holds no ``/`` or ``\\`` and is not ``.`` or ``..``; a session's
+  ``/``-separated parts are none of them); and ``*`` is reserved (``OPERATOR``, the
   tenant of an operator key), so no name given as a user can mean "any user";
 - names already stored under the rule of older versions (``check_stored_name``) can
   still be exported and erased.
@@ -80,13 +81,19 @@ def check_label(kind: str, value: Any) -> str:
 
 
 def check_name(kind: str, value: Any) -> str:
-    """User, agent and session names: a label (``check_label``) that is no path and not
-    reserved (``RESERVED_NAMES``)."""
+    """User, agent and session names: a label (``check_label``) that is not reserved
+    (``RESERVED_NAMES``) and no path: a user or an agent is one component of a file
+    path (no ``/`` or ``\\``); a session may be ``/``-separated parts (``team/alpha``),
+    none of them empty, ``.`` or ``..``."""
     check_label(kind, value)
     if value in RESERVED_NAMES:
         raise ValidationError(f"invalid {kind} {value!r}: the name is reserved")
-    if "/" in value or "\\" in value:
+    parts = value.split("/")
+    if "\\" in value or (kind != "session" and len(parts) > 1):
         raise ValidationError(f"invalid {kind} {value!r}: a name holds no '/' or '\\'")
+    if any(part in ("", ".", "..") for part in parts):
+        raise ValidationError(f"invalid {kind} {value!r}: a session's parts between '/' "
+                              "may not be empty, '.' or '..'")
     return str(value)
 
 

@@ -1,6 +1,7 @@
 """The one name rule at the server's doors: ``X-Loci-User``/``X-Loci-Agent`` headers
 and the proxy's session (header or ``user`` field) are refused, before the upstream
-is called, when they are reserved (``*``) or a path; an operator key is the only way
+is called, when they are reserved (``*``) or a path (a session may hold ``/`` between
+parts that are no path steps); an operator key is the only way
 to act for another user."""
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from tests.server.conftest import LOCAL, LiveServer, make_key
 from tests.server.fake_upstream import Upstream, client, proxy_app
 
 BAD = ["*", "..", "a/b", "../../etc"]
+#: A session may hold "/" ("team/alpha"), not a path step.
+BAD_SESSIONS = ["*", "..", "../../etc", "a//b"]
 
 
 @pytest.mark.parametrize("name", BAD)
@@ -32,17 +35,18 @@ def test_scope_headers_refuse_reserved_names_and_paths(home: Path, name: str) ->
         assert as_operator.status_code in (403, 422)
 
 
-@pytest.mark.parametrize("name", BAD)
+@pytest.mark.parametrize(("name", "session"), list(zip(BAD, BAD_SESSIONS, strict=True)))
 def test_the_proxy_refuses_them_before_calling_the_upstream(
-        home: Path, upstream: Upstream, live_server: LiveServer, name: str) -> None:
+        home: Path, upstream: Upstream, live_server: LiveServer, name: str,
+        session: str) -> None:
     base = live_server(proxy_app(home, upstream))
     with client(base) as oai:
         with pytest.raises(openai.UnprocessableEntityError):
-            oai.chat.completions.create(model="m", user=name, messages=[
+            oai.chat.completions.create(model="m", user=session, messages=[
                 {"role": "user", "content": "hi"}])
         with pytest.raises(openai.UnprocessableEntityError):
             oai.chat.completions.create(
-                model="m", extra_headers={"X-Loci-Session": name},
+                model="m", extra_headers={"X-Loci-Session": session},
                 messages=[{"role": "user", "content": "hi"}])
         with pytest.raises(openai.UnprocessableEntityError):
             oai.chat.completions.create(
