@@ -11,6 +11,7 @@ lock."""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import logging
@@ -48,6 +49,16 @@ SCRUB_PENDING = "scrub_pending"  # in store.base.OWN_META
 GROWN_ROWS = frozenset({"events", "documents"})
 
 
+def trim_heap() -> None:
+    """Return the C heap's free memory to the system (glibc's ``malloc_trim``): freed
+    chunks otherwise stay in the process's resident set. Elsewhere, nothing."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    libc.malloc_trim(0)
+
+
 class Readers:
     """Read-only connections to one file, lent to one thread at a time and kept for
     the next read (a thread holds one only for a statement or a snapshot)."""
@@ -74,6 +85,19 @@ class Readers:
                     db.close()
                 else:
                     self._idle.append(db)
+
+    def shrink(self) -> None:
+        """Free the page caches of the connections not lent out."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for db in idle:
+            db.execute("PRAGMA shrink_memory")
+        with self._lock:
+            if self._closed:
+                for db in idle:
+                    db.close()
+            else:
+                self._idle.extend(idle)
 
     def close(self) -> None:
         with self._lock:
@@ -185,6 +209,21 @@ class SQLiteBase(IndexedVectors):
             return None
         name = hashlib.sha256(f"{kind}\0{scope.tenant}\0{scope.agent}".encode()).hexdigest()
         return self._ann_dir / f"{kind}-{name[:24]}.usearch"
+
+    def _release_memory(self) -> None:
+        """After a quiet spell (``Checkpointer``): give back what the page caches hold
+        (up to 64 MB for the writer and 16 MB a reader, filled by the pages that writes
+        touch and reads find in the log) and the free pages of the C heap, so a server
+        that served a burst does not keep its peak while idle. A busy writer keeps its
+        cache."""
+        if self._lock.acquire(blocking=False):
+            try:
+                self._db.execute("PRAGMA shrink_memory")
+            finally:
+                self._lock.release()
+        if self._readers is not None:
+            self._readers.shrink()
+        trim_heap()
 
     def _mark_for_scrub(self, db: sqlite3.Connection, tables: Iterable[str],
                         scope: Scope | None = None, kinds: Iterable[str] = ()) -> None:

@@ -107,7 +107,8 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
         self._fts_due = {}
         self._scope_bases = {}
         self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
-        self._checkpointer = None if path == ":memory:" else Checkpointer(path)
+        self._checkpointer = None if path == ":memory:" else Checkpointer(
+            path, on_idle=self._release_memory)
 
     def close(self) -> None:
         if self._checkpointer is not None:
