@@ -6,6 +6,7 @@ exportable, and erasing them never revokes an operator key."""
 
 from __future__ import annotations
 
+import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -99,3 +100,23 @@ def test_labels_that_are_no_names_keep_their_slashes(home: Path) -> None:
                                    model="openai/gpt-4o")
         assert record.model == "openai/gpt-4o"
         assert loci.state_set("repo/branch", "main").key == "repo/branch"
+
+
+def test_an_archive_cannot_bring_a_reserved_name_in(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    archive = home / "maya.zip"
+    with Loci.open(user="maya") as loci:
+        loci.add("s1", "user", "hello")
+        archive.write_bytes(loci.runtime.export_user("maya"))
+        loci.runtime.erase_user("maya")
+    forged = home / "forged.zip"
+    with zipfile.ZipFile(archive) as source, zipfile.ZipFile(forged, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename.endswith(".json"):
+                data = data.replace(b'"maya"', b'"*"')
+            target.writestr(item, data)
+    assert main(["user", "import", str(forged)]) == 2
+    assert "reserved" in capsys.readouterr().err
+    with Loci.open() as loci:
+        assert loci.runtime.agents(OPERATOR) == []
