@@ -95,6 +95,25 @@ def test_rows_left_without_vectors_are_embedded_by_the_next_process(home: Path) 
         assert loci.store.count_unembedded("memory") == 0
 
 
+def test_a_fresh_process_waits_for_rows_another_process_left(home: Path) -> None:
+    db = home / "left.db"
+    # Another process writes with embeddings off: every row waits for a vector.
+    subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        from loci import Loci, load_settings
+        with Loci(load_settings(store="sqlite:///{db}", memory_mirror=False,
+                                embedding_provider="none")) as loci:
+            loci.add_events("s1", [{{"role": "user", "content": f"turn {{i}}"}}
+                                   for i in range(300)])
+            loci.remember("a fact left without its vector")
+        """)], check=True, env={**os.environ}, timeout=120)
+    settings = load_settings(store=f"sqlite:///{db}", memory_mirror=False)
+    with Loci(settings) as loci:  # no write, no search: nothing has asked for a pass
+        assert loci.store.count_unembedded("event") == 300
+        assert loci.wait_indexed(timeout=60)
+        assert loci.store.count_unembedded("event") == 0
+        assert loci.store.count_unembedded("memory") == 0
+
+
 def test_a_writer_killed_mid_stream_loses_nothing_it_acknowledged(home: Path) -> None:
     db = home / "killed.db"
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""

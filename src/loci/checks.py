@@ -6,7 +6,13 @@ store accepts, a read can serve.
 - JSON values (metadata, tool arguments) must be JSON: string keys, finite numbers,
   integers within 64 bits, at most ``MAX_DEPTH`` levels (the encoder stops at 254) and
   ``MAX_VALUES`` values;
-- names become parts of file names (the memory mirror), so they are limited in bytes.
+- names (users, agents, sessions) follow one rule wherever they enter: they become parts
+  of file names (the memory mirror), so they are limited in bytes and are never a path
+  (a user or agent holds no ``/`` or ``\\`` and is not ``.`` or ``..``; a session's
+  ``/``-separated parts are none of them); and ``*`` is reserved (``OPERATOR``, the
+  tenant of an operator key), so no name given as a user can mean "any user";
+- names already stored under the rule of older versions (``check_stored_name``) can
+  still be exported and erased.
 """
 
 from __future__ import annotations
@@ -32,6 +38,11 @@ MIN_WINDOW = 512
 MAX_NAME_BYTES = 200
 _INT64 = 2 ** 63
 _NAME = re.compile(r"^[^\x00-\x1f\x7f]+$")
+#: The tenant of an operator key: any user, named by the request. No name may be it.
+OPERATOR = "*"
+#: Names that can never be a user's, agent's or session's: the operator's, and those a
+#: file path reads as a directory.
+RESERVED_NAMES = frozenset({OPERATOR, ".", ".."})
 
 
 def check_text(field: str, value: Any) -> str:
@@ -55,9 +66,9 @@ def control_character(text: str) -> str | None:
     return None
 
 
-def check_name(kind: str, value: Any) -> str:
-    """Session, user, agent and state-key names: printable, at most ``MAX_NAME_BYTES``
-    bytes of UTF-8, not only spaces."""
+def check_label(kind: str, value: Any) -> str:
+    """A label that is no name (a state key, a model): printable, at most
+    ``MAX_NAME_BYTES`` bytes of UTF-8, not only spaces."""
     if isinstance(value, str):
         try:
             size = len(value.encode("utf-8"))
@@ -67,6 +78,29 @@ def check_name(kind: str, value: Any) -> str:
             return value
     raise ValidationError(f"invalid {kind} {value!r}: use 1-{MAX_NAME_BYTES} bytes of "
                           "printable text")
+
+
+def check_name(kind: str, value: Any) -> str:
+    """User, agent and session names: a label (``check_label``) that is not reserved
+    (``RESERVED_NAMES``) and no path: a user or an agent is one component of a file
+    path (no ``/`` or ``\\``); a session may be ``/``-separated parts (``team/alpha``),
+    none of them empty, ``.`` or ``..``."""
+    check_label(kind, value)
+    if value in RESERVED_NAMES:
+        raise ValidationError(f"invalid {kind} {value!r}: the name is reserved")
+    parts = value.split("/")
+    if "\\" in value or (kind != "session" and len(parts) > 1):
+        raise ValidationError(f"invalid {kind} {value!r}: a name holds no '/' or '\\'")
+    if any(part in ("", ".", "..") for part in parts):
+        raise ValidationError(f"invalid {kind} {value!r}: a session's parts between '/' "
+                              "may not be empty, '.' or '..'")
+    return str(value)
+
+
+def check_stored_name(kind: str, value: Any) -> str:
+    """A user name as older versions accepted it (``check_label``): rows stored under
+    one that ``check_name`` now refuses can still be found, exported and erased."""
+    return check_label(kind, value)
 
 
 def check_json(field: str, value: Any) -> Any:

@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from loci.checks import check_name, check_text, check_window
+from loci.checks import check_label, check_name, check_stored_name, check_text, check_window
 from loci.compaction.compactor import CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService
@@ -175,7 +175,7 @@ class Loci:
         return self.store.list_events(self.scope, session, include_archived=include_archived)
 
     def session(self, session: str) -> SessionInfo:
-        info = self.store.session_info(self.scope, check_name("session", session))
+        info = self.store.session_info(self.scope, check_stored_name("session", session))
         if info is None:
             raise NotFoundError(f"no session {session!r} for user {self.scope.tenant!r}")
         return info
@@ -338,7 +338,7 @@ class Loci:
     ) -> list[SearchHit]:
         """Search the event log (archived events included), optionally one session."""
         if session is not None:
-            check_name("session", session)
+            check_stored_name("session", session)
         return self.search(query, limit, kinds=("event",),
                            filters=SearchFilters(session=session))
 
@@ -351,7 +351,8 @@ class Loci:
     def wait_indexed(self, timeout: float | None = None) -> bool:
         """Block until what was written so far has its vectors (writes return before
         that: keyword search finds new items at once, vector search once the
-        background indexer embedded them); False if ``timeout`` seconds passed first."""
+        background indexer embedded them), this process's writes and the rows other
+        processes left waiting; False if ``timeout`` seconds passed first."""
         return self.indexer is None or self.indexer.wait_indexed(timeout)
 
     def _index_later(self) -> None:
@@ -361,7 +362,7 @@ class Loci:
     # -- state --------------------------------------------------------------------
     def state_set(self, key: str, value: str) -> StateItem:
         value = check_text("state value", value if isinstance(value, str) else str(value))
-        return self.store.set_state(self.scope, check_name("key", key), value, self.clock())
+        return self.store.set_state(self.scope, check_label("key", key), value, self.clock())
 
     def state_get(self, key: str) -> StateItem:
         item = self.store.get_state(self.scope, check_text("key", key))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from loci.checks import OPERATOR
 from loci.compaction.masking import artifact_path
 from loci.context.history import LiveEvents
 from loci.errors import ValidationError
@@ -47,11 +48,19 @@ class RetentionReport:
 
 @dataclass(frozen=True)
 class UserErasure:
-    """What erasing a user removed: the agents (scopes) and rows of every table."""
+    """What erasing a user removed: the agents (scopes), rows of every table (``keys``
+    of them API keys) and memory files; whether the store's files were purged of the
+    erased text (``purged``: SQLite's are; PostgreSQL keeps dead rows until it
+    vacuums them); ``resumed`` when the rows were already gone, deleted by an erasure
+    that was interrupted, and this one finished purging them."""
 
     user: str
     agents: tuple[str, ...]
     rows: int
+    keys: int = 0
+    files: int = 0
+    purged: bool = False
+    resumed: bool = False
 
 
 class SessionEraser:
@@ -97,18 +106,35 @@ def scopes_of(store: Store, user: str) -> list[Scope]:
 def erase_user(store: Store, user: str, mirror_root: Path | None,
                live: LiveEvents) -> UserErasure:
     """Erase everything of ``user``: every agent's rows, index entries and vector files
-    (``Store.erase_tenant``), and their memories' markdown files under ``mirror_root``."""
+    (``Store.erase_tenant``), and their memories' markdown files under ``mirror_root``.
+    With nothing of ``user`` left, it finishes an interrupted erasure's purge, if one
+    is owed (a rerun of an erasure that was killed completes it)."""
     scopes = scopes_of(store, user)
+    keys = len(store.list_api_keys(user)) if user != OPERATOR else 0
+    if not scopes and not keys:
+        resumed = store.finish_erasure()
+        return UserErasure(user, (), 0, purged=resumed and store.scrubs_files,
+                           resumed=resumed)
+    files = 0
     if mirror_root is not None:
         for scope in scopes:
-            try:
-                mirror = Mirror(mirror_root, scope)
-            except ValidationError:
-                continue  # a name no mirror file could have been written under
-            mirror.remove_all(m.id for m in store.list_memories(scope))
+            files += _remove_files(store, mirror_root, scope)
     rows = store.erase_tenant(user)
     live.drop(user)
-    return UserErasure(user, tuple(s.agent for s in scopes), rows)
+    return UserErasure(user, tuple(s.agent for s in scopes), rows, keys, files,
+                       store.scrubs_files)
+
+
+def _remove_files(store: Store, root: Path, scope: Scope) -> int:
+    """Remove the memory files of ``scope`` under ``root``; how many there were."""
+    try:
+        mirror = Mirror(root, scope)
+    except ValidationError:
+        return 0  # a name no mirror file could have been written under
+    ids = [m.id for m in store.list_memories(scope)]
+    present = sum(1 for i in ids if mirror.path(i).exists())
+    mirror.remove_all(ids)
+    return present
 
 
 def apply_retention(store: Store, cutoff: datetime, action: str,

@@ -119,8 +119,11 @@ class Indexer:
         self.worker.notify()
 
     def wait_indexed(self, timeout: float | None = None) -> bool:
-        """Block until the worker has embedded what waited when called (False on
-        timeout)."""
+        """Block until the worker has embedded what waited when called, whoever wrote
+        it: this process's writes, and rows another process left without vectors (a
+        fresh process has asked for no pass yet; one is asked for here). False on
+        timeout."""
+        self.recover()
         return self.worker.wait(timeout)
 
     def close(self) -> None:

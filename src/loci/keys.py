@@ -14,13 +14,13 @@ import hashlib
 import secrets
 from datetime import datetime
 
+from loci.checks import OPERATOR
 from loci.errors import NotFoundError
 from loci.models import ApiKey
 from loci.store import Store
 
 PREFIX = "loci_"
-#: The tenant of an operator key: any user, named by the request.
-OPERATOR = "*"
+__all__ = ["OPERATOR", "PREFIX", "check_key", "create_key", "hash_key", "revoke_key"]
 
 
 def hash_key(key: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any, get_type_hints
 
+from loci.checks import check_name
 from loci.erasure import scopes_of
 from loci.errors import ConflictError, ValidationError
 from loci.eventlog import dump_jsonl
@@ -75,7 +76,11 @@ def import_user(store: Store, archive_bytes: bytes) -> list[Scope]:
                       for n in range(len(manifest["agents"]))]
     except (zipfile.BadZipFile, KeyError, ValueError, TypeError) as exc:
         raise ValidationError(f"cannot read the archive: {exc}") from exc
-    user = manifest["user"]
+    user = check_name("user", manifest["user"])
+    for data in scopes:  # names enter the store here too: the one rule applies
+        check_name("agent", data.scope.agent)
+        for session in {e.session for e in data.events}:
+            check_name("session", session)
     if scopes_of(store, user):
         raise ConflictError(f"the store already holds data of user {user!r}: erase it first")
     for data in scopes:

@@ -14,7 +14,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from loci.checks import check_name
+from loci.checks import check_name, check_stored_name
 from loci.compaction.service import chat_model_from
 from loci.context.history import LiveEvents
 from loci.embeddings import IN_PROCESS, make_embedder
@@ -111,7 +111,11 @@ class Runtime:
         return create_key(self.store, tenant, self.clock(), label)
 
     def api_keys(self, user: str | None = None) -> list[ApiKey]:
-        """Key records (never the keys), of one user or of all."""
+        """Key records (never the keys), of one user or of all. The operator is no
+        user: the keys of a user named ``OPERATOR`` (rows older versions stored) are
+        none, so erasing that name shows and revokes no operator key."""
+        if user == OPERATOR:
+            return []
         return self.store.list_api_keys(user)
 
     def check_key(self, key: str) -> ApiKey | None:
@@ -131,7 +135,12 @@ class Runtime:
         history and markdown files, state, documents with their versions, API keys, index
         entries and vector files. Nothing of another user changes."""
         root = self.settings.memory_root if self.settings.memory_mirror else None
-        return erase_user(self.store, check_name("user", user), root, self.live_events)
+        return erase_user(self.store, check_stored_name("user", user), root, self.live_events)
+
+    def finish_erasure(self) -> bool:
+        """Finish purging what an interrupted erasure deleted from the store's files;
+        whether one was owed."""
+        return self.store.finish_erasure()
 
     def apply_retention(self, days: float | None = None,
                         action: str | None = None) -> RetentionReport:
@@ -150,7 +159,7 @@ class Runtime:
 
     def export_user(self, user: str) -> bytes:
         """Everything of ``user`` as one zip archive (see ``loci.portability``)."""
-        return export_user(self.store, check_name("user", user), self.clock())
+        return export_user(self.store, check_stored_name("user", user), self.clock())
 
     def import_user(self, archive: bytes) -> list[Scope]:
         """Write an exported user into this store (which must hold nothing of theirs);

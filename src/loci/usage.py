@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from loci.checks import check_name
+from loci.checks import check_label, check_name, check_stored_name
 from loci.context.compiled import CompiledContext
 from loci.context.compiler import memo_counter
 from loci.errors import ValidationError
@@ -113,7 +113,7 @@ class UsageLedger:
         compiled for it; ``client_text`` the text the caller sent besides (its own
         system prompt), which a client without Loci would have sent too."""
         check_name("session", session)
-        check_name("model", model)
+        check_label("model", model)
         if face not in FACES:
             raise ValidationError(f"face must be one of {', '.join(FACES)}")
         if latency_ms is not None and not 0 <= latency_ms < 1e9:
@@ -139,7 +139,7 @@ class UsageLedger:
         """The recorded calls, oldest first: of this agent (or all the user's agents), of
         one session, in a time range (``since`` included, ``until`` not)."""
         if session is not None:
-            check_name("session", session)
+            check_stored_name("session", session)
         agent = None if all_agents else self.scope.agent
         return self.store.list_usage(self.scope.tenant, agent, session, since, until)
 

@@ -213,12 +213,18 @@ def test_session_rm_lists_then_erases_and_user_erase(
     assert "Erase all of this?" in err
     assert run(capsys, "log", "s1")[1].count("\n") == 2
     code, out, _ = run(capsys, "session", "rm", "s1", "--yes")
-    assert code == 0 and "erased 2 events, 1 memories and 0 documents of s1" in out
+    assert code == 0 and "erased session s1: 2 events, 1 memories and 0 documents" in out
     assert run(capsys, "memories")[1].strip() == ""
     assert run(capsys, "session", "rm", "s1", "--yes")[0] == 2  # no such session
     run(capsys, "add", "s9", "user", "Alice's turn.", "--user", "alice")
     code, out, _ = run(capsys, "user", "erase", "alice", "--yes", "--json")
     assert code == 0 and json.loads(out)["agents"] == ["default"]
+    run(capsys, "add", "s9", "user", "Bob's turn.", "--user", "bob")
+    run(capsys, "keys", "create", "--user", "bob")
+    code, out, _ = run(capsys, "user", "erase", "bob", "--yes")
+    # What happened, as it happened: the key is among the rows, the text is purged.
+    assert code == 0 and out.startswith("erased user bob: agents default; ")
+    assert "(1 of them API keys, now revoked)" in out and "purged" in out
     assert run(capsys, "sessions", "--user", "alice")[1] == ""
     assert "s2" in run(capsys, "sessions")[1]  # the default user is untouched
     assert run(capsys, "user", "erase", "nobody", "--yes")[0] == 2

@@ -110,7 +110,7 @@ def test_a_server_on_another_host_never_runs_open(home: Path) -> None:
 
 def test_a_body_that_never_comes_gets_408(live_server: LiveServer, home: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("loci.server.app.BODY_SECONDS", 0.5)
+    monkeypatch.setattr("loci.server.admission.BODY_SECONDS", 0.5)
     url = start(live_server, home)
     host, port = url.removeprefix("http://").split(":")
     for framing in (b"Content-Length: 100\r\n", b"Transfer-Encoding: chunked\r\n"):

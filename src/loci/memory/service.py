@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from loci.checks import check_name, check_text, clean_tags
+from loci.checks import check_label, check_text, clean_tags
 from loci.errors import NotFoundError, ValidationError
 from loci.indexing import Indexer
 from loci.memory.dedup import Match, find_duplicate
@@ -187,7 +187,7 @@ class MemoryService:
         parsed = parse_reply(text)
         saved = [self.save(tag.body, tag.key, source=source) for tag in parsed.memories]
         now = self.clock()
-        states = [self.store.set_state(self.scope, check_name("key", tag.key),
+        states = [self.store.set_state(self.scope, check_label("key", tag.key),
                                        check_text("state value", tag.body), now)
                   for tag in parsed.states]
         return ReplyResult(parsed.clean, saved, states)

@@ -13,10 +13,10 @@ import anyio
 from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loci import LociError, Store, __version__
 from loci.server import errors
+from loci.server.admission import BodyLimit, KeyGate
 from loci.server.api_dashboard import router as dashboard_router
 from loci.server.api_erasure import router as erasure_router
 from loci.server.api_knowledge import router as knowledge_router
@@ -38,90 +38,6 @@ from loci.timeutil import Clock, utc_now
 log = logging.getLogger(__name__)
 #: Seconds between two runs of the ``[retention]`` settings.
 RETENTION_INTERVAL = 24 * 3600
-#: Seconds a request may take between two parts of its body.
-BODY_SECONDS = 30.0
-
-
-class BodyLimit:
-    """Answers 413 to bodies over ``limit`` bytes, declared or streamed, before any
-    route reads them."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = dict(scope.get("headers", []))
-        declared = headers.get(b"content-length")
-        if declared is not None:
-            if declared.isdigit() and int(declared) > self.limit:
-                await self._reject(send)
-                return
-            await self._timed(scope, receive, send)
-            return
-        if b"transfer-encoding" not in headers:  # no length, not chunked: no body
-            await self.app(scope, receive, send)
-            return
-        # Chunked: read the body here, up to the limit, and replay it, so that a route
-        # never sees half a body.
-        messages: list[Message] = []
-        size, more = 0, True
-        while more:
-            try:
-                with anyio.fail_after(BODY_SECONDS):
-                    message = await receive()
-            except TimeoutError:
-                await self._too_slow(send)
-                return
-            messages.append(message)
-            size += len(message.get("body", b""))
-            if size > self.limit:
-                await self._reject(send)
-                return
-            more = message["type"] == "http.request" and message.get("more_body", False)
-
-        async def replay() -> Message:
-            return messages.pop(0) if messages else await receive()
-
-        await self.app(scope, replay, send)
-
-    async def _timed(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The app, with ``BODY_SECONDS`` at most between two parts of the body: a
-        client that announces more than it sends gets 408 instead of a wait for ever."""
-        pending, started = True, False
-
-        async def timed_receive() -> Message:
-            nonlocal pending
-            if not pending:  # the body is in: later calls wait for a disconnect
-                return await receive()
-            with anyio.fail_after(BODY_SECONDS):
-                message = await receive()
-            pending = message["type"] == "http.request" and message.get("more_body", False)
-            return message
-
-        async def watched_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, timed_receive, watched_send)
-        except TimeoutError:
-            if started:
-                raise
-            await self._too_slow(send)
-
-    async def _too_slow(self, send: Send) -> None:
-        await errors.send_error(send, 408, "RequestTimeout", "the request body did not "
-                                f"arrive within {BODY_SECONDS:g} s")
-
-    async def _reject(self, send: Send) -> None:
-        await errors.send_error(send, 413, "PayloadTooLarge", f"request body over "
-                                f"{self.limit} bytes (raise [server] max_body in loci.toml)")
-
-
 #: FastAPI's OpenTelemetry hooks, off: Loci sends nothing anywhere, even where the
 #: environment configures exporters (``FASTAPI_OTEL_AUTO_CONFIGURE``).
 NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False,
@@ -195,6 +111,9 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     # Last: the dashboard's mount at "/" would shadow any route added after it.
     mount_dashboard(app)
     app.add_middleware(BodyLimit, limit=hub.settings.server.max_body)
+    # Outside the body limit: a request that must carry a key is refused before any
+    # of its body is read.
+    app.add_middleware(KeyGate)
     app.add_middleware(Guard, keys_required=hub.keys_required,
                        allowed_hosts=hub.settings.server.allowed_hosts,
                        allowed_origins=hub.settings.server.allowed_origins)

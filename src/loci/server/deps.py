@@ -24,10 +24,18 @@ def hub_of(request: Request) -> Hub:
     return hub
 
 
+#: Where ``admission.KeyGate`` keeps the principal it authenticated in the ASGI scope.
+PRINCIPAL = "loci.principal"
+
+
 def principal_of(request: Request, *, bearer_optional: bool = False) -> Principal:
     """Who sent ``request``: its key as a bearer token or, as Anthropic's clients send
     it, ``x-api-key``. With ``bearer_optional``, a key is ignored while the server is in
-    open mode (SDK clients always send one, whatever it holds)."""
+    open mode (SDK clients always send one, whatever it holds). A request the key gate
+    authenticated before reading its body is not authenticated again."""
+    known: Principal | None = request.scope.get(PRINCIPAL)
+    if known is not None:
+        return known
     hub, headers = hub_of(request), request.headers
     key = headers.get("x-api-key")  # how Anthropic's clients send a key
     authorization = headers.get("authorization") or (f"Bearer {key}" if key else None)

@@ -24,11 +24,13 @@ def error_response(status: int, kind: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status)
 
 
-async def send_error(send: Send, status: int, kind: str, message: str) -> None:
-    """Answer with the error shape from ASGI middleware, before any route runs."""
+async def send_error(send: Send, status: int, kind: str, message: str,
+                     headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Answer with the error shape from ASGI middleware, before any route runs
+    (``headers`` added: ``connection: close`` for a request whose body is unread)."""
     response = error_response(status, kind, message)
     await send({"type": "http.response.start", "status": status,
-                "headers": response.raw_headers})
+                "headers": response.raw_headers + (headers or [])})
     await send({"type": "http.response.body", "body": response.body})
 
 

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
-from loci.errors import ConfigError
+from loci.errors import ConfigError, StoreError
 from loci.store.base import NO_FILTERS, NewCompaction, ScopeData, SearchFilters, Store
 
 __all__ = ["NO_FILTERS", "NewCompaction", "ScopeData", "SearchFilters", "Store", "open_store"]
 
 
-def open_store(url: str, *, vector_memory_mb: int | None = None) -> Store:
+def open_store(url: str, *, vector_memory_mb: int | None = None,
+               migrating: bool = False) -> Store:
     """Open (creating and migrating if needed) the store at ``url``. The vectors it
     keeps in memory for search take at most ``vector_memory_mb`` (None: no limit;
-    ``[search] vector_memory_mb`` of the settings)."""
+    ``[search] vector_memory_mb`` of the settings). A store that ``loci migrate`` is
+    still copying (or was interrupted copying) is refused, unless ``migrating``: it
+    would answer with part of its data."""
+    store = _open(url, vector_memory_mb)
+    source = None if migrating else store.copying_from()
+    if source is not None:
+        store.close()
+        raise StoreError(
+            f"the store {url} is an unfinished copy of {source}: `loci migrate` was "
+            f"interrupted or is still running; run `loci migrate --from {source} --to "
+            f"{url}` again to finish it")
+    return store
+
+
+def _open(url: str, vector_memory_mb: int | None) -> Store:
     if url.startswith("sqlite:"):
         from loci.store.sqlite import SQLiteStore
 

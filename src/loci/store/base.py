@@ -37,6 +37,12 @@ from loci.models import (
     UsageRecord,
 )
 
+#: The ``meta`` key a ``loci migrate`` target holds, naming its source, until the copy
+#: is complete (``Store.mark_copy``).
+MIGRATING_FROM = "migrating_from"
+#: ``meta`` keys of a store's own bookkeeping, which a copy never takes from its source.
+OWN_META = frozenset({MIGRATING_FROM, "scrub_pending"})
+
 
 @dataclass(frozen=True)
 class SearchFilters:
@@ -165,6 +171,9 @@ class Store(ABC):
     def claim_meta(self, key: str, value: str) -> str:
         """The value stored under ``key``, storing ``value`` first if there is none
         (atomic: of processes claiming at once, every one reads the first's value)."""
+
+    @abstractmethod
+    def delete_meta(self, key: str) -> None: ...
 
     # -- events -------------------------------------------------------------------
     @abstractmethod
@@ -413,7 +422,33 @@ class Store(ABC):
         history, state, documents with their versions, compactions, API keys, index
         entries and vector files; the number of rows erased. Other tenants are untouched."""
 
+    #: Whether an erasure purges the erased text from the store's own files (SQLite:
+    #: full-text segments, free pages, the log), rather than leaving dead rows to the
+    #: database's vacuum (PostgreSQL).
+    scrubs_files: bool = False
+
+    def finish_erasure(self) -> bool:
+        """Finish what an erasure interrupted after its rows were deleted left to purge
+        from the store's files (a backend that keeps nothing of deleted rows in its own
+        files has nothing to finish); whether there was something."""
+        return False
+
     # -- whole-store copies (``loci migrate``) --------------------------------------
+    #: ``meta`` keys of the store's own bookkeeping, which a copy never takes.
+    own_meta = OWN_META
+
+    def copying_from(self) -> str | None:
+        """The source of an unfinished ``loci migrate`` into this store, if any."""
+        return self.get_meta(MIGRATING_FROM)
+
+    def mark_copy(self, source: str | None) -> None:
+        """Mark this store an unfinished copy of ``source``, before anything is copied;
+        with None, once everything is, mark it complete."""
+        if source is None:
+            self.delete_meta(MIGRATING_FROM)
+        else:
+            self.set_meta(MIGRATING_FROM, source)
+
     @abstractmethod
     def list_scopes(self) -> list[Scope]:
         """Every scope that holds anything, sorted."""
@@ -430,6 +465,13 @@ class Store(ABC):
         """Write an exported scope into this store, keeping every id, flag, version and
         vector. The store must not hold that scope yet (event and compaction ids are
         global)."""
+
+    def set_vectors_of(self, data: ScopeData) -> None:
+        """Write again the vectors of a scope imported before (a resumed copy: the
+        rows come in one transaction, their vectors after it)."""
+        for kind, (ids, vectors) in data.vectors.items():
+            if ids:
+                self.set_embeddings(data.scope, kind, ids, vectors)
 
     @abstractmethod
     def export_api_keys(self) -> list[tuple[ApiKey, str]]:

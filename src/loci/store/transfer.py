@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any, Protocol
 
+from loci.checks import OPERATOR
 from loci.models import ApiKey, Event, Scope
 from loci.search import conversation
 from loci.store import usage
@@ -29,6 +30,13 @@ Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 
 SCOPED_TABLES = ("events", "memories", "memory_versions", "state", "documents",
                  "document_versions", "compactions", "usage")
+
+
+def key_tables(tenant: str) -> tuple[str, ...]:
+    """The key table erasing ``tenant`` empties, unless ``tenant`` is the operator's:
+    erasing rows stored under that name (older versions accepted it as a user's) never
+    revokes the operator keys."""
+    return () if tenant == OPERATOR else ("api_keys",)
 
 
 class Executor(Protocol):

@@ -6,6 +6,8 @@ for it. The store turns it off and this thread checkpoints instead, on its own
 connection: a ``PASSIVE`` checkpoint copies what it can from the log into the database
 without blocking the writers or the readers, at most every ``INTERVAL`` seconds while
 writes come in. The log restarts from its beginning once a checkpoint has caught up.
+Once no write came for ``IDLE_SECONDS``, it calls the store's ``on_idle`` (which gives
+back the page caches' memory), once per quiet spell.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ import atexit
 import logging
 import sqlite3
 import threading
+from collections.abc import Callable
 
 log = logging.getLogger("loci.store")
 
 #: Seconds between checkpoints while writes come in.
 INTERVAL = 0.5
+#: Seconds without writes after which the store gives back memory it can (``on_idle``).
+IDLE_SECONDS = 10.0
 _RUNNING: set[Checkpointer] = set()
 
 
@@ -31,8 +36,9 @@ def _stop_all() -> None:
 class Checkpointer:
     """A thread that checkpoints ``path``'s log after writes (``poke``)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, on_idle: Callable[[], None] = lambda: None) -> None:
         self._path = path
+        self._on_idle = on_idle
         self._written = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -65,7 +71,9 @@ class Checkpointer:
         db.execute("PRAGMA secure_delete=ON")  # as the store's own connection
         try:
             while not self._stop.is_set():
-                self._written.wait()
+                if not self._written.wait(IDLE_SECONDS):
+                    self._idle()
+                    self._written.wait()
                 self._written.clear()
                 if self._stop.wait(INTERVAL):
                     return
@@ -75,3 +83,11 @@ class Checkpointer:
                     log.debug("checkpoint skipped: %s", exc)
         finally:
             db.close()
+
+    def _idle(self) -> None:
+        if self._stop.is_set():
+            return
+        try:
+            self._on_idle()
+        except Exception:  # memory not given back is no reason to stop checkpointing
+            log.exception("giving back memory failed")

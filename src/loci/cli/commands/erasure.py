@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from loci import UserErasure
 from loci.cli.app import cli, json_option, print_json, scoped
 from loci.cli.commands.knowledge import session
 from loci.engine import Loci
@@ -25,6 +26,10 @@ def session_rm(loci: Loci, session_id: str, keep_derived: bool, yes: bool,
     --keep-derived) the memories and documents derived from it. Lists them first."""
     plan = loci.erase_session(session_id, keep_derived=keep_derived, dry_run=True)
     if not plan.events and not plan.memories and not plan.documents:
+        if loci.runtime.finish_erasure():
+            click.echo(f"no session {session_id!r} is left; an erasure that was "
+                       "interrupted had deleted rows, and their text is now purged")
+            return
         raise click.UsageError(f"no session {session_id!r} for this user and agent")
     if not as_json:
         click.echo(f"session {session_id}: {plan.events} events")
@@ -37,9 +42,11 @@ def session_rm(loci: Loci, session_id: str, keep_derived: bool, yes: bool,
     done = loci.erase_session(session_id, keep_derived=keep_derived)
     if as_json:
         print_json(done)
-    else:
-        click.echo(f"erased {done.events} events, {len(done.memories)} memories and "
-                   f"{len(done.documents)} documents of {session_id}")
+        return
+    kept = " (the memories and documents derived from it kept)" if keep_derived else ""
+    click.echo(f"erased session {session_id}: {done.events} events, "
+               f"{len(done.memories)} memories and {len(done.documents)} documents"
+               f"{kept}")
 
 
 def one_memory(loci: Loci, memory_id: str) -> str:
@@ -63,16 +70,32 @@ def user_erase(loci: Loci, name: str, yes: bool, as_json: bool) -> None:
     agents = loci.runtime.agents(name)
     keys = loci.runtime.api_keys(name)
     if not agents and not keys:
-        raise click.UsageError(f"no user {name!r} in this store")
-    if not yes:
-        click.echo(f"user {name}: agents {', '.join(agents) or '-'}; {len(keys)} API keys",
-                   err=True)
-        click.confirm("Erase all of it? It cannot be undone", abort=True, err=True)
-    done = loci.runtime.erase_user(name)
+        done = loci.runtime.erase_user(name)  # finishes an interrupted erasure, if any
+        if not done.resumed:
+            raise click.UsageError(f"no user {name!r} in this store")
+    else:
+        if not yes:
+            click.echo(f"user {name}: agents {', '.join(agents) or '-'}; "
+                       f"{len(keys)} API keys", err=True)
+            click.confirm("Erase all of it? It cannot be undone", abort=True, err=True)
+        done = loci.runtime.erase_user(name)
     if as_json:
         print_json(done)
     else:
-        click.echo(f"erased user {name}: {len(done.agents)} agents, {done.rows} rows")
+        click.echo(describe(done))
+
+
+def describe(done: UserErasure) -> str:
+    """What erasing a user did, as it happened."""
+    if done.resumed:
+        return (f"user {done.user}: nothing was left; an erasure that was interrupted "
+                "had deleted their rows, and their text is now purged from the store")
+    agents = ", ".join(done.agents) or "-"
+    purged = ("the erased text purged from the database file" if done.purged else
+              "the database drops the deleted rows when it next vacuums")
+    return (f"erased user {done.user}: agents {agents}; {done.rows} rows "
+            f"({done.keys} of them API keys, now revoked); {done.files} memory files "
+            f"removed; {purged}")
 
 
 @user.command(name="export")

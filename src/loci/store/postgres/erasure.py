@@ -9,7 +9,7 @@ from __future__ import annotations
 from loci.models import Scope
 from loci.store.postgres.base import PostgresBase
 from loci.store.postgres.rows import KINDS
-from loci.store.transfer import SCOPED_TABLES
+from loci.store.transfer import SCOPED_TABLES, key_tables
 
 
 class PostgresErasure(PostgresBase):
@@ -30,7 +30,7 @@ class PostgresErasure(PostgresBase):
         scopes = [s for s in self.list_scopes() if s.tenant == tenant]
         erased = 0
         with self._write() as cur:
-            for table in (*SCOPED_TABLES, "api_keys"):
+            for table in (*SCOPED_TABLES, *key_tables(tenant)):
                 cur.execute(f"DELETE FROM {table} WHERE tenant = %s", (tenant,))
                 erased += cur.rowcount
             # The deletes' triggers wrote negative counts: the tenant's name goes too.

@@ -84,6 +84,10 @@ class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, Postgres
         rows = self._query("SELECT value FROM meta WHERE key = %s", (key,))
         return str(rows[0][0]) if rows else None
 
+    def delete_meta(self, key: str) -> None:
+        with self._write() as cur:
+            cur.execute("DELETE FROM meta WHERE key = %s", (key,))
+
     def set_meta(self, key: str, value: str) -> None:
         check_text(key, value)
         with self._write() as cur:

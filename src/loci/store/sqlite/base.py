@@ -11,7 +11,9 @@ lock."""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import json
 import logging
 import sqlite3
 import threading
@@ -41,8 +43,20 @@ _FTS_SIZES = "SELECT " + ", ".join(f"(SELECT max({ft.key}) FROM {ft.table})"
 
 
 log = logging.getLogger("loci.store")
+#: The ``meta`` key of a scrub an erasure still owes (see ``_mark_for_scrub``).
+SCRUB_PENDING = "scrub_pending"  # in store.base.OWN_META
 #: Tables whose rows get their vector after they were written (the background indexer).
 GROWN_ROWS = frozenset({"events", "documents"})
+
+
+def trim_heap() -> None:
+    """Return the C heap's free memory to the system (glibc's ``malloc_trim``): freed
+    chunks otherwise stay in the process's resident set. Elsewhere, nothing."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    libc.malloc_trim(0)
 
 
 class Readers:
@@ -71,6 +85,19 @@ class Readers:
                     db.close()
                 else:
                     self._idle.append(db)
+
+    def shrink(self) -> None:
+        """Free the page caches of the connections not lent out."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for db in idle:
+            db.execute("PRAGMA shrink_memory")
+        with self._lock:
+            if self._closed:
+                for db in idle:
+                    db.close()
+            else:
+                self._idle.extend(idle)
 
     def close(self) -> None:
         with self._lock:
@@ -183,13 +210,57 @@ class SQLiteBase(IndexedVectors):
         name = hashlib.sha256(f"{kind}\0{scope.tenant}\0{scope.agent}".encode()).hexdigest()
         return self._ann_dir / f"{kind}-{name[:24]}.usearch"
 
+    def _release_memory(self) -> None:
+        """After a quiet spell (``Checkpointer``): give back what the page caches hold
+        (up to 64 MB for the writer and 16 MB a reader, filled by the pages that writes
+        touch and reads find in the log) and the free pages of the C heap, so a server
+        that served a burst does not keep its peak while idle. A busy writer keeps its
+        cache."""
+        if self._lock.acquire(blocking=False):
+            try:
+                self._db.execute("PRAGMA shrink_memory")
+            finally:
+                self._lock.release()
+        if self._readers is not None:
+            self._readers.shrink()
+        trim_heap()
+
+    def _mark_for_scrub(self, db: sqlite3.Connection, tables: Iterable[str],
+                        scope: Scope | None = None, kinds: Iterable[str] = ()) -> None:
+        """Record, in the deleting transaction, what ``_scrub`` must still purge: a
+        process killed between the delete's commit and the end of the scrub left the
+        rows gone and their text in the file, and nothing to find them by. The next
+        ``finish_erasure`` (any later erasure does it) scrubs what is recorded."""
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (SCRUB_PENDING,)).fetchone()
+        pending = json.loads(row[0]) if row else {"tables": [], "scopes": []}
+        pending["tables"] = sorted({*pending["tables"], *tables})
+        if scope is not None:
+            pending["scopes"].append([scope.tenant, scope.agent, sorted(kinds)])
+        db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO "
+                   "UPDATE SET value = excluded.value", (SCRUB_PENDING, json.dumps(pending)))
+
+    def finish_erasure(self) -> bool:
+        """Finish the scrub an interrupted erasure recorded (vector graphs of its
+        scopes, full-text segments, free pages, the log); whether there was one."""
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (SCRUB_PENDING,))
+        if not rows:
+            return False
+        pending = json.loads(rows[0][0])
+        for tenant, agent, kinds in pending["scopes"]:
+            self._forget_vectors(Scope(tenant, agent), kinds)
+        self._scrub(pending["tables"])
+        return True
+
     def _scrub(self, tables: Iterable[str]) -> None:
         """Purge deleted rows from the full-text indexes of ``tables`` and from the
         journal. FTS5 keeps a deleted row's words in its index segments until they are
         merged, and the WAL keeps old pages until a checkpoint; with ``secure_delete``
-        the pages freed are zeroed."""
+        the pages freed are zeroed. The record of a pending scrub goes once it is done,
+        unless another erasure changed it meanwhile."""
         tables = list(tables)
         with self._lock:
+            marker = self._db.execute("SELECT value FROM meta WHERE key = ?",
+                                      (SCRUB_PENDING,)).fetchone()
             with self._transaction():
                 for table in tables:
                     fts = FTS_TABLES[table]
@@ -199,18 +270,25 @@ class SQLiteBase(IndexedVectors):
                 # grown row within its page without zeroing the old copy: a deleted
                 # row's text could outlive it there. VACUUM rewrites every page.
                 self._db.execute("VACUUM")
-            self._truncate_log()
+            emptied = self._truncate_log()
+            if marker is not None and emptied:  # its page holds no erased text
+                with self._transaction():
+                    self._db.execute("DELETE FROM meta WHERE key = ? AND value = ?",
+                                     (SCRUB_PENDING, marker[0]))
 
-    def _truncate_log(self, timeout: float = 5.0) -> None:
-        """Copy the whole log into the database and empty it. The background
-        checkpointer may hold the one checkpoint slot for a moment (the pragma then
-        answers busy at once): try again while it does."""
+    def _truncate_log(self, timeout: float = 5.0) -> bool:
+        """Copy the whole log into the database and empty it; whether it was. The
+        background checkpointer may hold the one checkpoint slot for a moment (the
+        pragma then answers busy at once): try again while it does. A reader of
+        another process may hold the log longer: the pending scrub stays recorded."""
         deadline = time.monotonic() + timeout
         while self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]:
             if time.monotonic() > deadline:
-                log.warning("the write-ahead log is still in use: it is emptied later")
-                return
+                log.warning("the write-ahead log is still in use: it is emptied by the "
+                            "next erasure")
+                return False
             time.sleep(0.01)
+        return True
 
     @contextmanager
     def _reading(self, db: sqlite3.Connection | None = None

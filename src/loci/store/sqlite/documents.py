@@ -100,9 +100,10 @@ class SQLiteDocuments(SQLiteBase):
             )
             db.execute("DELETE FROM document_versions WHERE tenant = ? AND agent = ? "
                        "AND path = ?", (scope.tenant, scope.agent, path))
+            if cursor.rowcount:
+                self._mark_for_scrub(db, ["documents"], scope, ["document"])
         if cursor.rowcount:
-            self._forget_vectors(scope, ["document"])
-            self._scrub(["documents"])
+            self.finish_erasure()
         return cursor.rowcount > 0
 
     def redact_document_version(self, scope: Scope, path: str, version: int,
@@ -113,9 +114,10 @@ class SQLiteDocuments(SQLiteBase):
                 "WHERE tenant = ? AND agent = ? AND path = ? AND version = ?",
                 (dump_json(dict(metadata)), scope.tenant, scope.agent, path, version),
             ).rowcount
-        # The version's words may still be in the full-text segments (from when it was
-        # current) and its pages in the journal.
-        self._scrub(["documents"])
+            # The version's words may still be in the full-text segments (from when it
+            # was current) and its pages in the journal.
+            self._mark_for_scrub(db, ["documents"])
+        self.finish_erasure()
         return changed > 0
 
     def document_history(self, scope: Scope, path: str) -> list[DocumentVersion]:

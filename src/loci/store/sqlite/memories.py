@@ -99,9 +99,9 @@ class SQLiteMemories(SQLiteBase):
             if cursor.rowcount:
                 db.execute("DELETE FROM memory_versions WHERE memory_id = ? AND tenant = ? "
                            "AND agent = ?", (memory_id, scope.tenant, scope.agent))
+                self._mark_for_scrub(db, ["memories"], scope, ["memory"])
         if cursor.rowcount:
-            self._forget_vectors(scope, ["memory"])
-            self._scrub(["memories"])
+            self.finish_erasure()
         return cursor.rowcount > 0
 
     def supersede_memory(self, scope: Scope, memory: Memory, reason: str, now: datetime) -> int:

@@ -107,7 +107,8 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
         self._fts_due = {}
         self._scope_bases = {}
         self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
-        self._checkpointer = None if path == ":memory:" else Checkpointer(path)
+        self._checkpointer = None if path == ":memory:" else Checkpointer(
+            path, on_idle=self._release_memory)
 
     def close(self) -> None:
         if self._checkpointer is not None:
@@ -122,6 +123,10 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
     def get_meta(self, key: str) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return str(rows[0][0]) if rows else None
+
+    def delete_meta(self, key: str) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM meta WHERE key = ?", (key,))
 
     def set_meta(self, key: str, value: str) -> None:
         with self._write() as db:
