@@ -9,6 +9,14 @@ that point is cleaned with the same parser that ``Loci.add_reply`` uses
 (``memory.tags.parse_reply``) and the new part of the clean text is released, so the
 client receives, piece by piece, exactly the text that is recorded. Text without
 brackets streams with no delay; text after an unclosed ``[`` waits for its ``]``.
+
+The filter is linear in the reply: it parses only the **tail** after the last *cut*, a
+point that no tag, code span or whitespace rule of the parser reaches across, so the
+clean text before it is final (a 1 MB reply re-parsed whole on every delta took
+minutes). A cut is a point inside plain text, outside code spans, that is either just
+after a newline (inside an unclosed code fence the fence's opening line is kept as the
+tail's context) or between two non-blank characters of a line without backticks or
+tildes before it, the second not a ``[``.
 """
 
 from __future__ import annotations
@@ -17,27 +25,56 @@ import json
 import re
 from typing import Any
 
-from loci.memory.tags import parse_reply
+from loci.memory.tags import ParsedReply, Tag, parse_reply
 
 _OPEN = re.compile(r"\[\s*(memory|state)\s*:[^\]\n]*\]", re.IGNORECASE)
 _CLOSE = {"memory": re.compile(r"\[\s*/\s*memory\s*\]", re.IGNORECASE),
           "state": re.compile(r"\[\s*/\s*state\s*\]", re.IGNORECASE)}
+_FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})", re.MULTILINE)
+#: A plain-text segment's tail past which a cut is looked for (the cut need not be the
+#: last possible one: the tail stays short either way).
+_LOOK_BACK = 256
 
 
 class TagFilter:
     """Feed raw text in, get clean text out; ``finish`` releases the rest."""
 
     def __init__(self) -> None:
-        self.raw = ""
+        self._pieces: list[str] = []
         self.sent = ""
+        #: The clean text of the raw text before the cut (final), and whether it held
+        #: a tag (the parser then strips the whole reply's trailing whitespace).
+        self._head, self._tagged = "", False
+        #: The raw text after the cut, and what it is parsed after: "" or the opening
+        #: line of the code fence the cut is inside.
+        self._tail, self._context = "", ""
+        #: Characters parsed, for tests of the filter's cost.
+        self.parsed = 0
+
+    @property
+    def raw(self) -> str:
+        return "".join(self._pieces)
 
     def feed(self, text: str) -> str:
-        self.raw += text
-        return self._release(parse_reply(self.raw[: self._safe_end()]).clean)
+        self._pieces.append(text)
+        self._tail += text
+        end = _safe_end(self._tail)
+        parsed = self._parse(end)
+        # Trailing whitespace waits: a tag after it may take it away.
+        released = self._release((self._head + self._clean(parsed)).rstrip())
+        self._cut(parsed, end)
+        return released
 
     def finish(self, clean: str) -> str:
         """The rest of ``clean`` (the recorded reply, cleaned by ``add_reply``)."""
         return self._release(clean)
+
+    def _parse(self, end: int) -> ParsedReply:
+        self.parsed += len(self._context) + end
+        return parse_reply(self._context + self._tail[:end])
+
+    def _clean(self, parsed: ParsedReply) -> str:
+        return parsed.clean[len(self._context):]
 
     def _release(self, clean: str) -> str:
         # Removing a tag never changes text before it, so the clean text of a longer
@@ -47,19 +84,81 @@ class TagFilter:
         new, self.sent = clean[len(self.sent):], clean
         return new
 
-    def _safe_end(self) -> int:
-        raw = self.raw
-        end = len(raw)
-        last_open = raw.rfind("[")
-        if last_open != -1 and "]" not in raw[last_open:]:
-            end = last_open
-        for match in _OPEN.finditer(raw, 0, end):
-            if not _CLOSE[match.group(1).lower()].search(raw, match.end()):
-                end = match.start()
-                break
-        while end and raw[end - 1].isspace():
-            end -= 1
-        return end
+    def _cut(self, parsed: ParsedReply, end: int) -> None:
+        """Move the cut as far into the tail as it may go."""
+        text = self._context + self._tail[:end]
+        at = _cut_point(text, parsed)
+        if at is None or at <= len(self._context):
+            return
+        before = parse_reply(text[:at])
+        # The text before a cut ends in plain text: with a plain segment after it the
+        # parser keeps that text's trailing whitespace, as it will in the whole reply.
+        head = ParsedReply((*before.segments, "x")).clean[len(self._context):-1]
+        self.parsed += at
+        self._head += head
+        self._tagged = self._tagged or bool(before.tags)
+        self._tail = self._tail[at - len(self._context):]
+        self._context = _open_fence(text[:at])
+
+
+def _safe_end(raw: str) -> int:
+    end = len(raw)
+    last_open = raw.rfind("[")
+    if last_open != -1 and "]" not in raw[last_open:]:
+        end = last_open
+    for match in _OPEN.finditer(raw, 0, end):
+        if not _CLOSE[match.group(1).lower()].search(raw, match.end()):
+            end = match.start()
+            break
+    while end and raw[end - 1].isspace():
+        end -= 1
+    return end
+
+
+def _cut_point(text: str, parsed: ParsedReply) -> int | None:
+    """A late cut in ``text``'s last plain segment (on its last line, or just after that
+    line's newline), or None."""
+    if not parsed.segments or isinstance(parsed.segments[-1], Tag):
+        return None
+    start = len(text) - len(parsed.segments[-1])
+    line = text.rfind("\n") + 1
+    # Code spans and fences start with a backtick or a tilde: no cut at or past one on
+    # the line (a newline ends every span; an open fence is carried as context).
+    ticks = [i - 1 for i in (text.find("`", line), text.find("~", line)) if i != -1]
+    high = min([len(text) - 1, *ticks])
+    low = max(start + 1, line + 1, len(text) - _LOOK_BACK)
+    while high >= low:
+        # Nor between a "[" and its "]": the parser skips what an opening tag spans.
+        bracket = text.rfind("[", start, high + 1)
+        closed = text.find("]", bracket, high + 1) if bracket != -1 else start
+        if closed != -1:
+            for at in range(high, max(low, closed + 1) - 1, -1):
+                if not (text[at - 1].isspace() or text[at].isspace()):
+                    return at
+        high = bracket - 1 if bracket != -1 else -1
+    if start < line < len(text) and _closed_brackets(text, start, line):
+        return line
+    return None
+
+
+def _closed_brackets(text: str, start: int, at: int) -> bool:
+    bracket = text.rfind("[", start, at)
+    return bracket == -1 or text.find("]", bracket, at) != -1
+
+
+def _open_fence(text: str) -> str:
+    """The opening line of the code fence still open at the end of ``text``, or ""."""
+    opening: re.Match[str] | None = None
+    for match in _FENCE_LINE.finditer(text):
+        marker = match.group(1)
+        if opening is None:
+            opening = match
+        elif marker[0] == opening.group(1)[0] and len(marker) >= len(opening.group(1)):
+            opening = None
+    if opening is None:
+        return ""
+    line_end = text.find("\n", opening.start())
+    return text[opening.start(): line_end + 1] if line_end != -1 else ""
 
 
 def sse(data: dict[str, Any] | str) -> bytes:
