@@ -7,9 +7,10 @@ upstream does with it (``Case.upstream``: a reply, or a :class:`Fault`). The req
 starts valid and gets up to two mutations: a value of the wrong type at any field,
 a field removed or added, huge strings, 10k messages, deep nesting, unpaired tool calls
 and results, unknown block types, bad base64, lone surrogates, NaN, Infinity and 1e400,
-bad session headers. Every case's new message carries ``NEWMSG<n>`` and every reply of
-its upstream ``UPREPLY<n>`` or ``upcall_<n>``, so what a failed turn left behind can be
-found in the store.
+bad session headers. Every case's new user message carries ``NEWMSG<n>`` and every reply
+of its upstream ``UPREPLY<n>`` or ``upcall_<n>``, so what a failed turn left behind can
+be found in the store (the history a client sends before its tool results is marked
+``ASKED<n>``: a new session imports it before the call, as the client's own input).
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ class Generator:
             messages += [{"role": "user", "content": "earlier question"},
                          {"role": "assistant", "content": "earlier answer"}]
         if rng.random() < 0.3:
-            messages += [{"role": "user", "content": f"NEWMSG{n} look it up"},
+            messages += [{"role": "user", "content": f"ASKED{n} look it up"},
                          {"role": "assistant", "content": None, "tool_calls": [
                              {"id": f"cl{n}", "type": "function", "function": {
                                  "name": "lookup", "arguments": '{"q": "a"}'}}]},
@@ -212,7 +213,7 @@ class Generator:
             messages += [{"role": "user", "content": "earlier question"},
                          {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}]
         if rng.random() < 0.3:
-            messages += [{"role": "user", "content": f"NEWMSG{n} look it up"},
+            messages += [{"role": "user", "content": f"ASKED{n} look it up"},
                          {"role": "assistant", "content": [
                              {"type": "tool_use", "id": f"cl{n}", "name": "lookup",
                               "input": {"q": "a"}}]},
@@ -248,7 +249,7 @@ class Generator:
         if rng.random() < 0.3:
             items = f"NEWMSG{n} hello"
         elif rng.random() < 0.3:
-            items = [{"type": "message", "role": "user", "content": f"NEWMSG{n} look"},
+            items = [{"type": "message", "role": "user", "content": f"ASKED{n} look"},
                      {"type": "function_call", "call_id": f"cl{n}", "name": "lookup",
                       "arguments": '{"q": "a"}'},
                      {"type": "function_call_output", "call_id": f"cl{n}",
@@ -281,7 +282,7 @@ class Generator:
         kind = rng.choice(("replace", "replace", "replace", "replace", "remove", "add",
                            "many", "header", "unpair"))
         if kind == "header":
-            value = rng.choice(("", " ", "a" * 300, "../x", "*", "é", "a/b"))
+            value = rng.choice(("", "a b", "a" * 300, "../x", "*", "é", "a/b", "\x7f"))
             headers["X-Loci-Session"] = value
             if not value:
                 del headers["X-Loci-Session"]

@@ -7,15 +7,16 @@ surrogates, fields of the wrong type).
 Every case must get: no 500 and no traceback in the server's log; an error in its face's
 own shape, which never shows a piece of the upstream key; a stream that ends with its
 API's end or error event; an answer within 5 s; and when the turn failed, nothing of it
-stored: no usage row, no event holding its new message, its upstream's reply or calls
-(the client's own tool results are recorded before the call, once per id: the context
-shows them).
+stored: no usage row, no event holding its new message, its upstream's reply or calls.
+(The client's own input is recorded before the call, as ``loci.turns`` says: a new
+session's imported history and the results of tool calls, each call's once; the
+compiled context shows them.)
 
-The CI run takes ``LOCI_PROXY_FUZZ_CASES`` cases (default 300); the full run is
+The CI run takes ``PROXY_FUZZ_CASES`` cases (default 300); the full run is
 
-    LOCI_PROXY_FUZZ_CASES=1500 pytest tests/server/test_proxy_fuzz.py -q -s
+    PROXY_FUZZ_CASES=1500 pytest tests/server/test_proxy_fuzz.py -q -s
 
-``LOCI_PROXY_FUZZ_SEED`` picks another (repeatable) set of cases.
+``PROXY_FUZZ_SEED`` picks another (repeatable) set of cases.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ from loci.server import create_app
 from tests.server.conftest import serving
 from tests.server.proxy_fuzz_cases import UPSTREAM_KEY, Case, Generator, fault, reply
 
-CASES = int(os.environ.get("LOCI_PROXY_FUZZ_CASES", "300"))
-SEED = int(os.environ.get("LOCI_PROXY_FUZZ_SEED", "47"))
+CASES = int(os.environ.get("PROXY_FUZZ_CASES", "300"))
+SEED = int(os.environ.get("PROXY_FUZZ_SEED", "47"))
 #: No request may take longer against an upstream that answers at once.
 SLOW_SECONDS = 5.0
 _ENDS = {"chat": "[DONE]", "messages": "message_stop", "responses": "response.completed"}
@@ -177,7 +178,7 @@ def check(proxy: Proxy, case: Case, client: httpx.Client, problems: Counter[str]
             problem("broken stream", text[-300:])
         failed = outcome in ("broken", "error")
     if failed:
-        after_event, after_usage = proxy.stored()
+        _, after_usage = proxy.stored()
         if after_usage != before_usage:
             problem("usage stored on failure", f"{status} {text}")
         if left := proxy.left_behind(case, before_event):

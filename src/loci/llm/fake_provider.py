@@ -65,7 +65,9 @@ def split(reply: Reply, anthropic: bool = False) -> tuple[str, list[dict[str, An
 
 def output_tokens(reply: Reply) -> int:
     text, calls = split(reply)
-    return _COUNTER.count(text + (canonical(calls) if calls else ""))
+    text += canonical(calls) if calls else ""
+    # A reply may hold a lone surrogate (a broken provider, in tests): counted as "?".
+    return _COUNTER.count(text.encode("utf-8", "replace").decode())
 
 
 def openai_events(reply: Reply, usage: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -39,12 +39,14 @@ import logging
 import secrets
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, field_validator
+from pydantic import ValidationError as SchemaError
 
 from loci.engine import Loci
 from loci.errors import LociError, ValidationError
@@ -52,8 +54,17 @@ from loci.llm.answers import Completion
 from loci.models import Usage
 from loci.server import proxy_memory
 from loci.server.deps import hub_of, principal_of
+from loci.server.proxy_requests import CHAT_MESSAGES, CHAT_TOOLS, ChatParams, checked, first_problem
 from loci.server.proxy_stream import TagFilter, chunk, sse
-from loci.server.proxy_types import Delta, Upstream, UpstreamRequest, chat_usage
+from loci.server.proxy_types import (
+    Delta,
+    Upstream,
+    UpstreamRequest,
+    chat_usage,
+    sound_calls,
+    sound_completion,
+    sound_text,
+)
 from loci.server.proxy_upstream import OWN_FIELDS, make_upstream, provider_edits
 from loci.turns import merge_fragments, record_answer, take_in
 
@@ -71,19 +82,40 @@ async def get_proxy_engine(request: Request) -> Loci:
 Engine = Annotated[Loci, Depends(get_proxy_engine)]
 
 
-class ChatRequest(BaseModel):
-    """An OpenAI chat-completions request; fields Loci does not use pass through."""
-
-    model_config = ConfigDict(extra="allow")
+class ChatRequest(ChatParams):
+    """An OpenAI chat-completions request (``proxy_requests``); fields Loci does not use
+    pass through."""
 
     model: str = Field(min_length=1)
     messages: list[dict[str, Any]] = Field(min_length=1)
-    stream: bool = False
     user: str | None = None
+    tools: list[dict[str, Any]] | None = None
+
+    @field_validator("messages")
+    @classmethod
+    def _messages(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], checked(CHAT_MESSAGES, value, "messages"))
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        return None if value is None else cast(list[dict[str, Any]],
+                                               checked(CHAT_TOOLS, value, "tools"))
 
     def params(self) -> dict[str, Any]:
-        extra = self.model_extra or {}
-        return {k: v for k, v in extra.items() if k not in OWN_FIELDS and v is not None}
+        given = self.model_dump(exclude_unset=True, exclude=set(OWN_FIELDS))
+        return {k: v for k, v in given.items() if v is not None}
+
+
+def chat_request(model: str, messages: list[dict[str, Any]], params: dict[str, Any]
+                 ) -> ChatRequest:
+    """The chat request another face's request means (its own fields never among the
+    parameters); a translation the chat shape refuses is the client's error."""
+    fields = {k: v for k, v in params.items() if k not in OWN_FIELDS}
+    try:
+        return ChatRequest.model_validate({**fields, "model": model, "messages": messages})
+    except SchemaError as exc:
+        raise ValidationError(f"the request{first_problem(exc)}") from None
 
 
 @router.get("/models")
@@ -106,14 +138,25 @@ def chat_completions(
                               "or the request's 'user' field")
     if body.params().get("n", 1) != 1:
         raise ValidationError("the proxy returns one choice: leave n at 1")
-    turn = ProxyTurn(loci, session, body)
-    upstream = make_upstream(loci.settings)
-    if not body.stream:
-        try:
+    with upstream_for(loci, body.stream) as upstream:
+        turn = ProxyTurn(loci, session, body)
+        if not body.stream:
             return turn.complete(upstream)
-        finally:
-            upstream.close()
-    return event_stream(turn.stream(upstream, started(upstream, turn)))
+        return event_stream(turn.stream(upstream, started(upstream, turn)))
+
+
+@contextmanager
+def upstream_for(loci: Loci, stream: bool) -> Iterator[Upstream]:
+    """The configured upstream (none: a 503 before anything is recorded), closed when
+    the request is done with it: at once, or, streamed, by the stream it then feeds."""
+    upstream = make_upstream(loci.settings)
+    try:
+        yield upstream
+    except BaseException:
+        upstream.close()
+        raise
+    if not stream:
+        upstream.close()
 
 
 def started(upstream: Upstream, turn: ProxyTurn) -> Iterator[Delta]:
@@ -175,8 +218,10 @@ class ProxyTurn:
         return answer
 
     def call(self, upstream: Upstream) -> Completion:
+        """The upstream's answer, checked before its usage is recorded: a malformed one
+        leaves no trace."""
         self.began = time.perf_counter()
-        answer = upstream.complete(self.request)
+        answer = sound_completion(upstream.complete(self.request))
         self.meter(answer.usage)
         return answer
 
@@ -239,7 +284,8 @@ class ProxyTurn:
         if rest := relay.end():
             yield sse(chunk(self.base, {"content": rest}))
         yield sse(chunk(self.base, {}, relay.finish))
-        if (self.body.model_extra or {}).get("stream_options", {}).get("include_usage"):
+        options = self.body.stream_options
+        if options is not None and options.include_usage:
             yield sse({**self.base, "object": "chat.completion.chunk", "choices": [],
                        "usage": chat_usage(self.spent)})
         yield sse("[DONE]")
@@ -293,12 +339,14 @@ class Relay:
         self.blocks += delta.blocks or ()
         self.finish = delta.finish_reason or self.finish
         self.usage = delta.usage or self.usage
-        return self.tags.feed(delta.content) if delta.content else ""
+        return self.tags.feed(sound_text(delta.content)) if delta.content else ""
 
     def end(self) -> str:
-        """Record the turn; the clean text not shown yet."""
-        self.turn.meter(self.usage)
+        """Record the turn (once its calls are known to be whole); the clean text not
+        shown yet."""
         self.calls = merge_fragments(self.fragments) or None
+        sound_calls(self.calls)
+        self.turn.meter(self.usage)
         clean = self.turn.record(self.tags.raw, self.calls, self.blocks or None)
         self.clean = self.earlier + clean
         return self.tags.finish(clean)
