@@ -55,7 +55,7 @@ from loci.models import Usage
 from loci.server import proxy_memory
 from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_requests import CHAT_MESSAGES, CHAT_TOOLS, ChatParams, checked, first_problem
-from loci.server.proxy_stream import TagFilter, chunk, sse
+from loci.server.proxy_stream import TagFilter, batched, chunk, sse
 from loci.server.proxy_types import (
     Delta,
     Upstream,
@@ -174,7 +174,7 @@ def started(upstream: Upstream, turn: ProxyTurn) -> Iterator[Delta]:
 
 
 def event_stream(events: Iterator[bytes]) -> StreamingResponse:
-    return StreamingResponse(events, media_type="text/event-stream",
+    return StreamingResponse(batched(events), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})
 
 
