@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -215,3 +216,41 @@ def test_no_piece_of_the_upstream_key_reaches_the_client(proxy: Proxy, stream: b
     streamed = proxy.post("/v1/chat/completions", {**CHAT, "stream": True})
     assert "x" * 20 in streamed.text and "sk-UPS" not in streamed.text
     assert proxy.stored() == (0, 0)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_upstream_that_does_not_answer_in_time_is_an_error(
+        home: Path, live_server: LiveServer, stream: bool) -> None:
+    def late(body: dict[str, Any]) -> Reply:
+        time.sleep(3)
+        return "late"
+
+    with FakeProvider(reply=late) as provider:
+        app = create_app(load_settings(
+            store=f"sqlite:///{home / 'p.db'}", proxy_provider="openai",
+            proxy_base_url=f"{provider.url}/v1", proxy_api_key=KEY, proxy_timeout=0.5))
+        base, began = live_server(app), time.perf_counter()
+        answer = httpx.post(base + "/v1/chat/completions", json={**CHAT, "stream": stream},
+                            headers=HEADERS, timeout=10)
+        assert answer.status_code == 502 and "within 0.5s" in answer.text
+        assert time.perf_counter() - began < 2.5
+
+
+def test_a_trickling_stream_ends_at_the_deadline(home: Path, live_server: LiveServer
+                                                 ) -> None:
+    """Every event comes in time, the whole stream does not: it ends with an error
+    event at ``[proxy] timeout``, and nothing is stored."""
+    chunk = {"choices": [{"index": 0, "delta": {"content": "slow "}, "finish_reason": None}]}
+    body = "".join(f"data: {json.dumps(chunk)}\n\n" for _ in range(40)) + "data: [DONE]"
+    fault = Fault(200, body.encode(), "text/event-stream", pause=0.1)
+    with FakeProvider(fault=lambda path, body: fault) as provider:
+        app = create_app(load_settings(
+            store=f"sqlite:///{home / 'p.db'}", proxy_provider="openai",
+            proxy_base_url=f"{provider.url}/v1", proxy_api_key=KEY, proxy_timeout=1.0))
+        base, began = live_server(app), time.perf_counter()
+        answer = httpx.post(base + "/v1/chat/completions", json={**CHAT, "stream": True},
+                            headers=HEADERS, timeout=10)
+        assert "did not finish its answer within 1s" in answer.text.rsplit("\n\n", 2)[-2]
+        assert time.perf_counter() - began < 3
+        with sqlite3.connect(home / "p.db") as db:
+            assert db.execute("SELECT count(*) FROM events").fetchone()[0] == 0

@@ -50,6 +50,8 @@ class Fault:
     status: int
     body: bytes
     content_type: str = "application/json"
+    #: Seconds between the body's events (blank-line separated): a trickling stream.
+    pause: float = 0.0
 _COUNTER = token_counter("gpt-4o")
 
 
@@ -326,7 +328,10 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             self.send_response(fault.status)
             self.send_header("content-type", fault.content_type)
             self.end_headers()
-            self.wfile.write(fault.body)
+            for event in fault.body.split(b"\n\n") if fault.pause else [fault.body]:
+                self.wfile.write(event + b"\n\n" if fault.pause else event)
+                self.wfile.flush()
+                time.sleep(fault.pause)
             self.close_connection = True
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:

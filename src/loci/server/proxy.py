@@ -49,7 +49,7 @@ from pydantic import Field, field_validator
 from pydantic import ValidationError as SchemaError
 
 from loci.engine import Loci
-from loci.errors import LociError, ValidationError
+from loci.errors import LociError, ProviderError, ValidationError
 from loci.llm.answers import Completion
 from loci.models import Usage
 from loci.server import proxy_memory
@@ -164,6 +164,7 @@ def started(upstream: Upstream, turn: ProxyTurn) -> Iterator[Delta]:
     that an upstream that is down or refuses the call is still an HTTP 502, not a broken
     200 stream."""
     turn.began = time.perf_counter()
+    turn.deadline = time.monotonic() + turn.loci.settings.proxy.timeout
     try:
         deltas = upstream.stream(turn.request)
         first = next(deltas, Delta())
@@ -187,6 +188,8 @@ class ProxyTurn:
         #: The usage of every upstream call made for the client's request so far, and
         #: when the last one was sent (``time.perf_counter``).
         self.spent, self.began = Usage(), 0.0
+        #: When the streamed answer being relayed must have ended (``time.monotonic``).
+        self.deadline = float("inf")
         self.intake = take_in(loci, session, body.messages)
         self.message = self.intake.message  # None once recorded
         self.edits = provider_edits(loci.settings, body.params())
@@ -335,6 +338,9 @@ class Relay:
 
     def feed(self, delta: Delta) -> str:
         """The text of ``delta`` that can be shown now ("" if none)."""
+        if time.monotonic() > self.turn.deadline:  # trickling: each read in time, not all
+            raise ProviderError(f"the upstream did not finish its answer within "
+                                f"{self.turn.loci.settings.proxy.timeout:g}s ([proxy] timeout)")
         self.fragments += delta.tool_calls or ()
         self.blocks += delta.blocks or ()
         self.finish = delta.finish_reason or self.finish
