@@ -58,7 +58,7 @@ def streamed(pieces: list[str], tags: TagFilter | QuadraticFilter) -> tuple[list
     return out, "".join(out) + tags.finish(clean)
 
 
-def test_the_client_gets_the_recorded_text_as_the_old_filter_released_it() -> None:
+def test_the_client_gets_what_the_old_filter_released_at_linear_cost() -> None:
     rng = random.Random(48)
     for _ in range(3000):
         text = "".join(rng.choice(TOKENS) for _ in range(rng.randint(1, 40)))
@@ -69,6 +69,11 @@ def test_the_client_gets_the_recorded_text_as_the_old_filter_released_it() -> No
         assert new == old, pieces
         if "`" not in text:  # a later backtick may make a released tag code (both filters)
             assert whole == parse_reply(text).clean, pieces
+    text = "".join(rng.choice(TOKENS) for _ in range(20_000))
+    tags = TagFilter()  # a long one of the same tokens: each character parsed a few times
+    for i in range(0, len(text), 4):
+        tags.feed(text[i:i + 4])
+    assert tags.parsed < 40 * len(text), tags.parsed
 
 
 def test_a_megabyte_costs_a_linear_parse() -> None:
@@ -88,3 +93,15 @@ def test_a_megabyte_costs_a_linear_parse() -> None:
     unstreamed = time.perf_counter()
     parse_reply(text)
     assert took < 60 * (time.perf_counter() - unstreamed) + 5, took
+
+
+def test_text_held_back_costs_no_parse_per_delta() -> None:
+    """After an opening tag without its closing tag (or a "[" without its "]"), nothing
+    can be released until it comes: 1 MB after one is not parsed again on every delta."""
+    for opening in ("[MEMORY:fact] the syntax, explained. ", "a [ bracket "):
+        text = opening + "more words about it [note] and so on\n" * 27_000
+        tags = TagFilter()
+        out = "".join(tags.feed(text[i:i + 32]) for i in range(0, len(text), 32))
+        clean = parse_reply(text).clean
+        assert out + tags.finish(clean) == clean
+        assert tags.parsed < 40 * len(text), tags.parsed

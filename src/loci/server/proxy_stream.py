@@ -39,6 +39,8 @@ _FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})", re.MULTILINE)
 #: A plain-text segment's tail past which a cut is looked for (the cut need not be the
 #: last possible one: the tail stays short either way).
 _LOOK_BACK = 256
+#: Characters a closing tag is looked for in, back from the latest piece's end.
+_CLOSE_REACH = 64
 #: Events a stream's thread may make ahead of what the client was sent: enough to fill
 #: a write, few enough that a client that leaves stops the turn soon after.
 AHEAD = 256
@@ -59,6 +61,12 @@ class TagFilter:
         #: The raw text after the cut, and what it is parsed after: "" or the opening
         #: line of the code fence the cut is inside.
         self._tail, self._context = "", ""
+        #: Why the end of the tail is held back ("[": a bracket without its "]",
+        #: "memory" or "state": an opening tag without its closing tag), the text fed
+        #: since while nothing could change that, and the last characters fed.
+        self._hold: str | None = None
+        self._waiting: list[str] = []
+        self._recent = ""
         #: Characters parsed, for tests of the filter's cost.
         self.parsed = 0
 
@@ -72,12 +80,28 @@ class TagFilter:
 
     def feed(self, text: str) -> str:
         self._pieces.append(text)
-        self._tail += text
-        end = _safe_end(self._tail)
+        if self._still_held(text):  # nothing can be released: no parse
+            self._waiting.append(text)
+            return ""
+        self._tail += "".join(self._waiting) + text
+        self._waiting.clear()
+        end, self._hold = _safe_end(self._tail)
         parsed = self._parse(end)
         released = self._release_rest(self._unconfirmed + self._clean(parsed))
         self._cut(parsed, end)
         return released
+
+    def _still_held(self, text: str) -> bool:
+        """Whether ``text`` leaves the text held back as it was: a ``[`` still without
+        its ``]`` (no bracket came), or an opening tag still without its closing tag
+        (none in the last characters with ``text``; one longer than that is found at
+        the end)."""
+        recent, self._recent = self._recent, (self._recent + text)[-_CLOSE_REACH:]
+        if self._hold is None:
+            return False
+        if self._hold == "[":
+            return "[" not in text and "]" not in text
+        return "]" not in text or not _CLOSE[self._hold].search(recent + text)
 
     def finish(self, clean: str) -> str:
         """The rest of ``clean`` (the recorded reply, cleaned by ``add_reply``)."""
@@ -125,18 +149,21 @@ class TagFilter:
         self._context = _open_fence(text[:at])
 
 
-def _safe_end(raw: str) -> int:
-    end = len(raw)
+def _safe_end(raw: str) -> tuple[int, str | None]:
+    """Where the text that may still become a tag starts, and why ("[", "memory",
+    "state"; None: only trailing whitespace is held)."""
+    end, hold = len(raw), None
     last_open = raw.rfind("[")
     if last_open != -1 and "]" not in raw[last_open:]:
-        end = last_open
+        end, hold = last_open, "["
     for match in _OPEN.finditer(raw, 0, end):
-        if not _CLOSE[match.group(1).lower()].search(raw, match.end()):
-            end = match.start()
+        kind = match.group(1).lower()
+        if not _CLOSE[kind].search(raw, match.end()):
+            end, hold = match.start(), kind
             break
     while end and raw[end - 1].isspace():
         end -= 1
-    return end
+    return end, hold
 
 
 def _cut_point(text: str, parsed: ParsedReply) -> int | None:
