@@ -28,8 +28,13 @@ One call, for the caller's tenant and agent (the REST authentication rules):
 5. The client gets the clean answer in OpenAI's shape. Streams are filtered by
    :class:`~loci.server.proxy_stream.TagFilter`, so tags never reach the client.
 
-An upstream failure is HTTP 502 with the upstream's message (mid-stream: an error
-event, as OpenAI sends); no upstream configured is 503.
+A request is checked at the edge (``proxy_requests``: 422 naming the field, before the
+session is touched). An upstream failure is HTTP 502 with the upstream's message
+(mid-stream: an error event, as OpenAI sends), and so is an answer no API gives (a tool
+call without an id or a function name, text with a lone surrogate, a stream cut short:
+``proxy_types.sound_completion``): checked before its usage or anything of the turn is
+recorded. No upstream configured is 503; ``[proxy] timeout`` bounds each upstream call,
+a streamed one in all.
 """
 
 from __future__ import annotations
