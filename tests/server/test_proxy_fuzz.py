@@ -12,7 +12,8 @@ stored: no usage row, no event holding its new message, its upstream's reply or 
 session's imported history and the results of tool calls, each call's once; the
 compiled context shows them.)
 
-The CI run takes ``PROXY_FUZZ_CASES`` cases (default 300); the full run is
+The CI run takes ``PROXY_FUZZ_CASES`` cases (default 150, about a minute); the full run
+(issue 47's target: at least 1,500 cases) is
 
     PROXY_FUZZ_CASES=1500 pytest tests/server/test_proxy_fuzz.py -q -s
 
@@ -40,7 +41,7 @@ from loci.server import create_app
 from tests.server.conftest import serving
 from tests.server.proxy_fuzz_cases import UPSTREAM_KEY, Case, Generator, fault, reply
 
-CASES = int(os.environ.get("PROXY_FUZZ_CASES", "300"))
+CASES = int(os.environ.get("PROXY_FUZZ_CASES", "150"))
 SEED = int(os.environ.get("PROXY_FUZZ_SEED", "47"))
 #: No request may take longer against an upstream that answers at once.
 SLOW_SECONDS = 5.0

@@ -39,6 +39,8 @@ _FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})", re.MULTILINE)
 #: A plain-text segment's tail past which a cut is looked for (the cut need not be the
 #: last possible one: the tail stays short either way).
 _LOOK_BACK = 256
+#: What may start a tag or a code span: a tail without any is plain text.
+_SPECIAL = re.compile(r"[\[\]`~]")
 #: Characters a closing tag is looked for in, back from the latest piece's end.
 _CLOSE_REACH = 64
 #: Events a stream's thread may make ahead of what the client was sent: enough to fill
@@ -85,10 +87,31 @@ class TagFilter:
             return ""
         self._tail += "".join(self._waiting) + text
         self._waiting.clear()
+        if self._hold is None and not _SPECIAL.search(self._tail):
+            return self._plain()
         end, self._hold = _safe_end(self._tail)
         parsed = self._parse(end)
         released = self._release_rest(self._unconfirmed + self._clean(parsed))
         self._cut(parsed, end)
+        return released
+
+    def _plain(self) -> str:
+        """``feed`` for a tail without brackets, backticks or tildes (most deltas): it
+        is its own clean text, and the cut goes as far into it as a cut may."""
+        tail = self._tail
+        end = len(tail.rstrip())
+        self.parsed += end
+        released = self._release_rest(self._unconfirmed + tail[:end])
+        at = end - 1
+        while at > 0 and (tail[at - 1].isspace() or tail[at].isspace()) and \
+                end - at < _LOOK_BACK:
+            at -= 1
+        if at <= 0 or tail[at - 1].isspace() or tail[at].isspace():
+            at = tail.rfind("\n", 0, end) + 1  # just after a newline, or none
+        if at > 0:
+            self._head.append(tail[:at])
+            self._unconfirmed += tail[:at]
+            self._tail = tail[at:]
         return released
 
     def _still_held(self, text: str) -> bool:
