@@ -15,7 +15,8 @@ Two parts, before and after in the same run:
   loopback, the fake provider as upstream answering the reply at once, streamed and
   not; "before" swaps in the quadratic filter and Starlette's own iteration of the
   event stream (a thread hop per event), as the proxy had them; only for sizes the
-  budget allows.
+  budget allows. Beside them, the fake provider's stream read and parsed directly
+  (no proxy): a streamed answer's floor, one event per 4 characters.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from tests.server.conftest import serving
 
 from common import machine
 from loci import load_settings
+from loci.llm._http import parse_sse
 from loci.llm.fake_provider import FakeProvider
 from loci.memory.tags import parse_reply
 from loci.server import create_app, proxy
@@ -125,6 +127,20 @@ def proxy_seconds(text: str, stream: bool, before: bool) -> float:
         proxy.TagFilter, proxy.batched = saved  # type: ignore[misc]
 
 
+def upstream_seconds(text: str) -> float:
+    """The fake provider's stream of ``text`` read and parsed directly, without the
+    proxy: what any streamed answer costs before the proxy does anything."""
+    with FakeProvider(reply=lambda body: text) as provider, httpx.Client(timeout=3600) as c:
+        began = time.perf_counter()
+        with c.stream("POST", f"{provider.url}/v1/chat/completions", json={
+                "model": "bench", "stream": True,
+                "messages": [{"role": "user", "content": "x"}]}) as answer:
+            for event in parse_sse(answer.iter_lines()):
+                if event.data != "[DONE]":
+                    json.loads(event.data)
+        return time.perf_counter() - began
+
+
 def run(sizes: list[int], budget: float) -> dict[str, Any]:
     rows: dict[str, Any] = {"machine": machine(), "filter": [], "proxy": []}
     for size in sizes:
@@ -138,7 +154,8 @@ def run(sizes: list[int], budget: float) -> dict[str, Any]:
                                "before_projected": projected, "after_s": new})
         row: dict[str, Any] = {"chars": size,
                                "unstreamed_s": proxy_seconds(text, False, False),
-                               "streamed_s": proxy_seconds(text, True, False)}
+                               "streamed_s": proxy_seconds(text, True, False),
+                               "upstream_stream_s": upstream_seconds(text)}
         if not projected and old < budget / 4:
             row["streamed_before_s"] = proxy_seconds(text, True, True)
         rows["proxy"].append(row)
@@ -152,12 +169,14 @@ def report(rows: dict[str, Any]) -> None:
         mark = " (projected)" if r["before_projected"] else ""
         print(f"  {r['chars']:>9,} chars | {r['parse_once_s']:.3f} s | "
               f"{r['before_s']:.1f} s{mark} | {r['after_s']:.2f} s")
-    print("proxy | unstreamed | streamed after | streamed before | after / unstreamed")
+    print("proxy | unstreamed | streamed after | streamed before | upstream's stream "
+          "alone | after / unstreamed | after / upstream's stream")
     for r in rows["proxy"]:
         before = f"{r['streamed_before_s']:.2f} s" if "streamed_before_s" in r else "-"
         print(f"  {r['chars']:>9,} chars | {r['unstreamed_s']:.2f} s | "
-              f"{r['streamed_s']:.2f} s | {before} | "
-              f"{r['streamed_s'] / r['unstreamed_s']:.1f}x")
+              f"{r['streamed_s']:.2f} s | {before} | {r['upstream_stream_s']:.2f} s | "
+              f"{r['streamed_s'] / r['unstreamed_s']:.1f}x | "
+              f"{r['streamed_s'] / r['upstream_stream_s']:.1f}x")
 
 
 def main() -> None:

@@ -152,7 +152,8 @@ def leaks_key(text: str) -> bool:
 
 
 def check(proxy: Proxy, case: Case, client: httpx.Client, problems: Counter[str],
-          examples: dict[str, str]) -> None:
+          examples: dict[str, str]) -> tuple[int, float]:
+    """Send ``case`` and count what went wrong; (its status, its seconds)."""
     def problem(kind: str, detail: str = "") -> None:
         problems[kind] += 1
         examples.setdefault(kind, f"{case.describe()} -> {detail[:300]}")
@@ -185,6 +186,7 @@ def check(proxy: Proxy, case: Case, client: httpx.Client, problems: Counter[str]
             problem("usage stored on failure", f"{status} {text}")
         if left := proxy.left_behind(case, before_event):
             problem("events stored on failure", f"{status} {text[:200]} {left[:2]}")
+    return status, took
 
 
 def test_the_proxy_holds(proxy: Proxy) -> None:
@@ -196,13 +198,17 @@ def test_the_proxy_holds(proxy: Proxy) -> None:
                logging.getLogger("uvicorn.error")]
     for logger in loggers:
         logger.addHandler(catcher)
+    statuses: Counter[str] = Counter()
+    slowest = (0.0, -1)
     started = time.perf_counter()
     try:
         with httpx.Client(timeout=30) as client:
             for n in range(CASES):
                 case = generator.case(n)
                 seen = len(catcher.records)
-                check(proxy, case, client, problems, examples)
+                status, took = check(proxy, case, client, problems, examples)
+                statuses[f"{case.face} {status}"] += 1
+                slowest = max(slowest, (took, case.n))
                 if len(catcher.records) > seen:
                     problems["traceback"] += len(catcher.records) - seen
                     record = catcher.records[seen]
@@ -214,7 +220,8 @@ def test_the_proxy_holds(proxy: Proxy) -> None:
     took = time.perf_counter() - started
     summary = (f"proxy fuzz: {CASES} cases (seed {SEED}) in {took:.0f}s; problems: "
                f"{dict(problems) or 'none'}")
-    print("\n" + summary)
+    print(f"\n{summary}\n  slowest: {slowest[0]:.2f}s (case {slowest[1]}); answers: "
+          f"{dict(sorted(statuses.items()))}")
     for kind, example in examples.items():
         print(f"  {kind}: {example}")
     assert not problems, summary + "\n" + "\n".join(f"{k}: {v}" for k, v in examples.items())

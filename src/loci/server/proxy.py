@@ -332,6 +332,7 @@ class Relay:
             if not proxy_memory.only_calls_to(name, calls):
                 yield from held
                 return
+            sound_calls(calls)  # before the round's usage or calls are recorded
             self.turn.meter(next((d.usage for d in reversed(held) if d.usage), None))
             clean = self.turn.run_memory(self.tags.raw, calls, self.blocks or None)
             rest = self.tags.finish(clean)
