@@ -51,14 +51,15 @@ def provider_options(
 
 
 def error_detail(response: httpx.Response) -> str:
-    """An HTTP provider's own error message if it sent one, else the start of the body."""
+    """An HTTP provider's own error message if it sent one, else its body, whole: the
+    caller redacts credentials from it before cutting it to length."""
     try:
         body = response.json()
     except ValueError:
-        return response.text[:200].strip() or response.reason_phrase
+        return response.text.strip() or response.reason_phrase
     if isinstance(body, dict):
         error = body.get("error", body)
         if isinstance(error, dict) and "message" in error:
-            return str(error["message"])[:200]
-        return str(error)[:200]
-    return str(body)[:200]
+            return str(error["message"])
+        return str(error)
+    return str(body)

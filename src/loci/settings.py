@@ -190,6 +190,15 @@ class ProxySettings:
     #: Run the model's calls of Anthropic's memory tool (when the client declares it)
     #: against the user's knowledge base, instead of returning them to the client.
     memory_tool: bool = False
+    #: Seconds an upstream call may take: each wait for its next bytes, and a streamed
+    #: answer in all. Past it the client gets an error saying so (a 502; mid-stream the
+    #: API's error event), not a hang.
+    timeout: float = 600.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.timeout <= 86_400:
+            raise ConfigError(f"[proxy] timeout must be in (0, 86400] seconds "
+                              f"(got {self.timeout})")
 
 
 @dataclass(frozen=True)

@@ -156,15 +156,18 @@ def record_answer(log: SessionLog, session: str, message: str | None, reply: str
     """Append the user's ``message`` (if the call brought one), the ``reply`` with its
     tags saved and stripped, and its tool calls; the turn's first event keeps the
     provider's ``blocks``."""
+    kept = {PROVIDER_BLOCKS: list(blocks)} if blocks else {}
+    replying = bool(reply.strip()) or not tool_calls
+    # Everything checked before the first write: a turn is recorded whole or not at all.
+    check_text("reply", reply)
+    calls = call_events(tool_calls or [], None if replying else kept)
     if message is not None:
         log.add(session, "user", message)
-    kept = {PROVIDER_BLOCKS: list(blocks)} if blocks else {}
     result = ReplyResult(reply, [], [])
-    if reply.strip() or not tool_calls:
+    if replying:
         _, result = log.add_reply(session, reply, **metadata, **kept)
-        kept = {}
-    if tool_calls:
-        log.add_events(session, call_events(tool_calls, kept))
+    if calls:
+        log.add_events(session, calls)
     return result
 
 

@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 
 import pytest
 import uvicorn
@@ -25,35 +26,38 @@ LiveServer = Callable[[ASGIApp], str]
 LOCAL = "http://127.0.0.1"
 
 
-@pytest.fixture
-def live_server() -> Iterator[LiveServer]:
-    running: list[tuple[uvicorn.Server, threading.Thread, socket.socket]] = []
-
-    def start(app: ASGIApp) -> str:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        # As `loci serve` runs it (its HTTP protocol and limits included).
-        config = uvicorn.Config(app, lifespan="on", ws="none", **UVICORN_OPTIONS)
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
-                                  name=f"live-server-{port}", daemon=True)
-        thread.start()
-        running.append((server, thread, sock))
+@contextmanager
+def serving(app: ASGIApp) -> Iterator[str]:
+    """``app`` served by uvicorn (as ``loci serve`` runs it) on a free loopback port in a
+    thread, for as long as the block lasts; yields its base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    # As `loci serve` runs it (its HTTP protocol and limits included).
+    config = uvicorn.Config(app, lifespan="on", ws="none", **UVICORN_OPTIONS)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                              name=f"live-server-{port}", daemon=True)
+    thread.start()
+    try:
         deadline = time.monotonic() + 10
         while not server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the test server did not start")
             time.sleep(0.01)
-        return f"http://127.0.0.1:{port}"
-
-    yield start
-    for server, thread, sock in running:
+        yield f"http://127.0.0.1:{port}"
+    finally:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
         assert not thread.is_alive(), "a test server did not stop"
+
+
+@pytest.fixture
+def live_server() -> Iterator[LiveServer]:
+    with ExitStack() as running:
+        yield lambda app: running.enter_context(serving(app))
 
 
 def make_key(hub: Hub, tenant: str) -> str:

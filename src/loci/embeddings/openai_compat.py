@@ -60,6 +60,7 @@ class OpenAICompatibleEmbedder:
         self.timeout = timeout
         self._dim = dim
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._api_key = api_key
         self._client = httpx.Client(timeout=timeout, headers=headers)
 
     @property
@@ -118,8 +119,11 @@ class OpenAICompatibleEmbedder:
                     if response.status_code >= 500
                     else "check embedding.model and the request"
                 )
+            detail = error_detail(response)
+            if self._api_key:  # an echo of the key, redacted before the text is cut
+                detail = detail.replace(self._api_key, "***")
             raise ProviderError(
-                f"{where} answered HTTP {response.status_code}: {error_detail(response)}; {hint}"
+                f"{where} answered HTTP {response.status_code}: {detail[:200]}; {hint}"
             )
         try:
             return response.json()

@@ -3,7 +3,8 @@ one translation of every transport or server failure into a
 :class:`~loci.errors.ProviderError` whose message says what to check.
 
 The API key never appears in a message: it is only ever sent as a header, and any
-echo of it in a server's error text is redacted.
+echo of it in a server's error text is redacted, before the text is cut to length (cut
+first, a key that straddles the cut would leave its head behind).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class ChatTransport:
             return response.json()
         except ValueError as exc:
             raise ProviderError(
-                f"{self.where} did not answer JSON ({self._redact(response.text[:80])!r}): "
+                f"{self.where} did not answer JSON ({self.redact(response.text, 80)!r}): "
                 "is llm.base_url the right API (OpenAI-compatible URLs usually end in /v1)?"
             ) from exc
 
@@ -84,7 +85,7 @@ class ChatTransport:
             if "json" in kind and "event-stream" not in kind:
                 response.read()
                 self.fail_stream(f"answered JSON instead of an event stream: "
-                                 f"{self._redact(response.text[:120])!r}")
+                                 f"{self.redact(response.text, 120)!r}")
             yield from parse_sse(response.iter_lines())
 
     def decode(self, data: str) -> Any:
@@ -92,7 +93,7 @@ class ChatTransport:
         try:
             return json.loads(data)
         except ValueError:
-            self.fail_stream(f"sent a malformed event ({self._redact(data[:80])!r})")
+            self.fail_stream(f"sent a malformed event ({self.redact(data, 80)!r})")
 
     def fail_stream(self, problem: str) -> NoReturn:
         raise ProviderError(
@@ -112,7 +113,7 @@ class ChatTransport:
         except httpx.HTTPError as exc:
             raise ProviderError(
                 f"cannot reach {self.where} ({exc.__class__.__name__}: "
-                f"{self._redact(str(exc))}): check llm.base_url and that the server is running"
+                f"{self.redact(str(exc))}): check llm.base_url and that the server is running"
             ) from exc
 
     def _check_status(self, response: httpx.Response) -> None:
@@ -123,13 +124,14 @@ class ChatTransport:
             "the server failed or is overloaded; retry later or check its logs"
             if status >= 500 else "check llm.model and the request"
         )
-        detail = self._redact(error_detail(response))
+        detail = self.redact(error_detail(response), 200)
         raise ProviderError(f"{self.where} answered HTTP {status}: {detail}; {hint}")
 
-    def _redact(self, text: str) -> str:
+    def redact(self, text: str, limit: int | None = None) -> str:
+        """``text`` without the credentials, then cut to ``limit`` characters."""
         for secret in self._secrets:
             text = text.replace(secret, "***")
-        return text
+        return text if limit is None else text[:limit]
 
     def close(self) -> None:
         self._client.close()

@@ -113,12 +113,13 @@ class AnthropicChat:
             if kind == "error":
                 error = data.get("error")
                 detail = error.get("message") if isinstance(error, dict) else error
-                raise ProviderError(
-                    f"{self._http.where} reported an error mid-stream: {detail}; retry later"
-                )
+                raise ProviderError(f"{self._http.where} reported an error mid-stream: "
+                                    f"{self._http.redact(str(detail))}; retry later")
             if kind == "message_stop":
                 return
             yield kind, data
+        # Cut short: what came is not the whole answer.
+        self._http.fail_stream("ended its stream before message_stop")
 
     def _body(
         self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None, *, stream: bool

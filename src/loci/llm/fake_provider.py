@@ -18,6 +18,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -39,6 +40,18 @@ from loci.tokens import token_counter
 
 #: Text, OpenAI-shaped tool calls, or an assistant message (``content``, ``tool_calls``).
 Reply = str | list[dict[str, Any]] | dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """An answer no provider should give, sent as it is (tests of how Loci takes a
+    broken upstream): a status, a raw body (an error, broken JSON, a stream cut short)."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    #: Seconds between the body's events (blank-line separated): a trickling stream.
+    pause: float = 0.0
 _COUNTER = token_counter("gpt-4o")
 
 
@@ -54,7 +67,9 @@ def split(reply: Reply, anthropic: bool = False) -> tuple[str, list[dict[str, An
 
 def output_tokens(reply: Reply) -> int:
     text, calls = split(reply)
-    return _COUNTER.count(text + (canonical(calls) if calls else ""))
+    text += canonical(calls) if calls else ""
+    # A reply may hold a lone surrogate (a broken provider, in tests): counted as "?".
+    return _COUNTER.count(text.encode("utf-8", "replace").decode())
 
 
 def openai_events(reply: Reply, usage: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -181,8 +196,11 @@ class FakeProvider:
     decides when cached prefixes expire (a benchmark may simulate time)."""
 
     def __init__(self, reply: Callable[[dict[str, Any]], Reply] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 fault: Callable[[str, dict[str, Any]], Fault | None] | None = None) -> None:
         self.reply = reply or (lambda body: "ok")
+        #: What to answer instead of a reply, if anything (path, body → a Fault).
+        self.fault = fault or (lambda path, body: None)
         self.openai, self.anthropic = OpenAIPrefixCache(clock), AnthropicCache(clock)
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
@@ -259,6 +277,9 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             if not self.path.endswith(("/chat/completions", "/messages", "/responses")):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
+            if (fault := provider.fault(self.path, body)) is not None:
+                self._raw(fault)
+                return
             if self.path.endswith("/responses"):
                 self._responses(body)
                 return
@@ -301,6 +322,16 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(f"{name}data: {json.dumps(event)}\n\n".encode())
             if not named:
                 self.wfile.write(b"data: [DONE]\n\n")
+            self.close_connection = True
+
+        def _raw(self, fault: Fault) -> None:
+            self.send_response(fault.status)
+            self.send_header("content-type", fault.content_type)
+            self.end_headers()
+            for event in fault.body.split(b"\n\n") if fault.pause else [fault.body]:
+                self.wfile.write(event + b"\n\n" if fault.pause else event)
+                self.wfile.flush()
+                time.sleep(fault.pause)
             self.close_connection = True
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:

@@ -100,6 +100,7 @@ class OpenAICompatibleChat:
     def chat_stream(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         """POST a whole streaming request ``body`` and yield each chunk object (with a
         ``choices`` list) until ``data: [DONE]``; an error event raises."""
+        finished = False
         for event in self._http.stream_events(body):
             if event.data.strip() == "[DONE]":
                 return
@@ -109,10 +110,15 @@ class OpenAICompatibleChat:
             if "error" in chunk:
                 error = chunk["error"]
                 detail = error.get("message") if isinstance(error, dict) else error
-                raise ProviderError(f"{self._http.where} reported an error mid-stream: {detail}")
+                raise ProviderError(f"{self._http.where} reported an error mid-stream: "
+                                    f"{self._http.redact(str(detail))}")
             if not isinstance(chunk.get("choices"), list):
                 self._http.fail_stream("sent a chunk without 'choices'")
+            finished = finished or any(isinstance(c, dict) and c.get("finish_reason")
+                                       for c in chunk["choices"])
             yield chunk
+        if not finished:  # cut short: what came is not the whole answer
+            self._http.fail_stream("ended its stream before the answer's end")
 
     def _body(
         self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None, *, stream: bool
@@ -165,7 +171,9 @@ class OpenAIResponses:
         return payload
 
     def send_stream(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-        """Each event object of the streamed answer; a failure event raises."""
+        """Each event object of the streamed answer; a failure event raises, and so
+        does a stream that ends before the response does."""
+        ended = False
         for event in self._http.stream_events(body):
             data = self._http.decode(event.data)
             if not isinstance(data, dict):
@@ -175,8 +183,12 @@ class OpenAIResponses:
                 error = response.get("error") if isinstance(response, dict) else data
                 detail = error.get("message") if isinstance(error, dict) else error
                 raise ProviderError(f"{self._http.where} reported an error mid-stream: "
-                                    f"{detail or data}")
+                                    f"{self._http.redact(str(detail or data))}")
+            if data.get("type") in ("response.completed", "response.incomplete"):
+                ended = True
             yield data
+        if not ended:  # cut short: what came is not the whole answer
+            self._http.fail_stream("ended its stream before the response's end")
 
     def close(self) -> None:
         self._http.close()

@@ -1,4 +1,6 @@
-"""One error shape for every route: ``{"error": {"type": ..., "message": ...}}``.
+"""One error shape for every route: ``{"error": {"type": ..., "message": ...}}``, and
+Anthropic's for its face (``/v1/messages``: ``{"type": "error", "error": {"type":
+"invalid_request_error", "message": ...}}``), which its clients read.
 
 Loci's own errors carry their HTTP status (``LociError.http_status``); FastAPI's
 validation errors become 422 with the first problem spelled out; unknown routes 404.
@@ -34,28 +36,46 @@ async def send_error(send: Send, status: int, kind: str, message: str,
     await send({"type": "http.response.body", "body": response.body})
 
 
-async def _loci_error(_: Request, exc: Exception) -> JSONResponse:
+#: Anthropic's error types by status.
+_ANTHROPIC_TYPES = {401: "authentication_error", 403: "permission_error",
+                    404: "not_found_error", 413: "request_too_large",
+                    429: "rate_limit_error", 503: "overloaded_error"}
+
+
+def face_error(request: Request, status: int, kind: str, message: str) -> JSONResponse:
+    """The error in the shape of the API the route speaks."""
+    if request.url.path.startswith("/v1/messages"):
+        anthropic = _ANTHROPIC_TYPES.get(status) or (
+            "api_error" if status >= 500 else "invalid_request_error")
+        return JSONResponse({"type": "error", "error": {"type": anthropic,
+                                                        "message": message}},
+                            status_code=status)
+    return error_response(status, kind, message)
+
+
+async def _loci_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, LociError)
-    return error_response(exc.http_status, type(exc).__name__, str(exc))
+    return face_error(request, exc.http_status, type(exc).__name__, str(exc))
 
 
-async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     problems = []
     for error in exc.errors()[:5]:
         where = ".".join(str(part) for part in error.get("loc", ()))
         problems.append(f"{where}: {error.get('msg', 'invalid')}")
-    return error_response(422, "ValidationError", "; ".join(problems) or "invalid request")
+    return face_error(request, 422, "ValidationError",
+                      "; ".join(problems) or "invalid request")
 
 
-async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
-    return error_response(exc.status_code, "HTTPError", str(exc.detail))
+    return face_error(request, exc.status_code, "HTTPError", str(exc.detail))
 
 
-async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unexpected error", exc_info=exc)
-    return error_response(500, "InternalError", "internal error; see the server log")
+    return face_error(request, 500, "InternalError", "internal error; see the server log")
 
 
 def install(app: FastAPI) -> None:

@@ -28,8 +28,13 @@ One call, for the caller's tenant and agent (the REST authentication rules):
 5. The client gets the clean answer in OpenAI's shape. Streams are filtered by
    :class:`~loci.server.proxy_stream.TagFilter`, so tags never reach the client.
 
-An upstream failure is HTTP 502 with the upstream's message (mid-stream: an error
-event, as OpenAI sends); no upstream configured is 503.
+A request is checked at the edge (``proxy_requests``: 422 naming the field, before the
+session is touched). An upstream failure is HTTP 502 with the upstream's message
+(mid-stream: an error event, as OpenAI sends), and so is an answer no API gives (a tool
+call without an id or a function name, text with a lone surrogate, a stream cut short:
+``proxy_types.sound_completion``): checked before its usage or anything of the turn is
+recorded. No upstream configured is 503; ``[proxy] timeout`` bounds each upstream call,
+a streamed one in all.
 """
 
 from __future__ import annotations
@@ -39,21 +44,32 @@ import logging
 import secrets
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, field_validator
+from pydantic import ValidationError as SchemaError
 
 from loci.engine import Loci
-from loci.errors import LociError, ValidationError
+from loci.errors import LociError, ProviderError, ValidationError
 from loci.llm.answers import Completion
 from loci.models import Usage
 from loci.server import proxy_memory
 from loci.server.deps import hub_of, principal_of
-from loci.server.proxy_stream import TagFilter, chunk, sse
-from loci.server.proxy_types import Delta, Upstream, UpstreamRequest, chat_usage
+from loci.server.proxy_requests import CHAT_MESSAGES, CHAT_TOOLS, ChatParams, checked, first_problem
+from loci.server.proxy_stream import TagFilter, batched, chunk, sse
+from loci.server.proxy_types import (
+    Delta,
+    Upstream,
+    UpstreamRequest,
+    chat_usage,
+    sound_calls,
+    sound_completion,
+    sound_text,
+)
 from loci.server.proxy_upstream import OWN_FIELDS, make_upstream, provider_edits
 from loci.turns import merge_fragments, record_answer, take_in
 
@@ -71,19 +87,40 @@ async def get_proxy_engine(request: Request) -> Loci:
 Engine = Annotated[Loci, Depends(get_proxy_engine)]
 
 
-class ChatRequest(BaseModel):
-    """An OpenAI chat-completions request; fields Loci does not use pass through."""
-
-    model_config = ConfigDict(extra="allow")
+class ChatRequest(ChatParams):
+    """An OpenAI chat-completions request (``proxy_requests``); fields Loci does not use
+    pass through."""
 
     model: str = Field(min_length=1)
     messages: list[dict[str, Any]] = Field(min_length=1)
-    stream: bool = False
     user: str | None = None
+    tools: list[dict[str, Any]] | None = None
+
+    @field_validator("messages")
+    @classmethod
+    def _messages(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], checked(CHAT_MESSAGES, value, "messages"))
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        return None if value is None else cast(list[dict[str, Any]],
+                                               checked(CHAT_TOOLS, value, "tools"))
 
     def params(self) -> dict[str, Any]:
-        extra = self.model_extra or {}
-        return {k: v for k, v in extra.items() if k not in OWN_FIELDS and v is not None}
+        given = self.model_dump(exclude_unset=True, exclude=set(OWN_FIELDS))
+        return {k: v for k, v in given.items() if v is not None}
+
+
+def chat_request(model: str, messages: list[dict[str, Any]], params: dict[str, Any]
+                 ) -> ChatRequest:
+    """The chat request another face's request means (its own fields never among the
+    parameters); a translation the chat shape refuses is the client's error."""
+    fields = {k: v for k, v in params.items() if k not in OWN_FIELDS}
+    try:
+        return ChatRequest.model_validate({**fields, "model": model, "messages": messages})
+    except SchemaError as exc:
+        raise ValidationError(f"the request{first_problem(exc)}") from None
 
 
 @router.get("/models")
@@ -106,14 +143,25 @@ def chat_completions(
                               "or the request's 'user' field")
     if body.params().get("n", 1) != 1:
         raise ValidationError("the proxy returns one choice: leave n at 1")
-    turn = ProxyTurn(loci, session, body)
-    upstream = make_upstream(loci.settings)
-    if not body.stream:
-        try:
+    with upstream_for(loci, body.stream) as upstream:
+        turn = ProxyTurn(loci, session, body)
+        if not body.stream:
             return turn.complete(upstream)
-        finally:
-            upstream.close()
-    return event_stream(turn.stream(upstream, started(upstream, turn)))
+        return event_stream(turn.stream(upstream, started(upstream, turn)))
+
+
+@contextmanager
+def upstream_for(loci: Loci, stream: bool) -> Iterator[Upstream]:
+    """The configured upstream (none: a 503 before anything is recorded), closed when
+    the request is done with it: at once, or, streamed, by the stream it then feeds."""
+    upstream = make_upstream(loci.settings)
+    try:
+        yield upstream
+    except BaseException:
+        upstream.close()
+        raise
+    if not stream:
+        upstream.close()
 
 
 def started(upstream: Upstream, turn: ProxyTurn) -> Iterator[Delta]:
@@ -121,6 +169,7 @@ def started(upstream: Upstream, turn: ProxyTurn) -> Iterator[Delta]:
     that an upstream that is down or refuses the call is still an HTTP 502, not a broken
     200 stream."""
     turn.began = time.perf_counter()
+    turn.deadline = time.monotonic() + turn.loci.settings.proxy.timeout
     try:
         deltas = upstream.stream(turn.request)
         first = next(deltas, Delta())
@@ -131,7 +180,7 @@ def started(upstream: Upstream, turn: ProxyTurn) -> Iterator[Delta]:
 
 
 def event_stream(events: Iterator[bytes]) -> StreamingResponse:
-    return StreamingResponse(events, media_type="text/event-stream",
+    return StreamingResponse(batched(events), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})
 
 
@@ -144,6 +193,8 @@ class ProxyTurn:
         #: The usage of every upstream call made for the client's request so far, and
         #: when the last one was sent (``time.perf_counter``).
         self.spent, self.began = Usage(), 0.0
+        #: When the streamed answer being relayed must have ended (``time.monotonic``).
+        self.deadline = float("inf")
         self.intake = take_in(loci, session, body.messages)
         self.message = self.intake.message  # None once recorded
         self.edits = provider_edits(loci.settings, body.params())
@@ -175,8 +226,10 @@ class ProxyTurn:
         return answer
 
     def call(self, upstream: Upstream) -> Completion:
+        """The upstream's answer, checked before its usage is recorded: a malformed one
+        leaves no trace."""
         self.began = time.perf_counter()
-        answer = upstream.complete(self.request)
+        answer = sound_completion(upstream.complete(self.request))
         self.meter(answer.usage)
         return answer
 
@@ -239,7 +292,8 @@ class ProxyTurn:
         if rest := relay.end():
             yield sse(chunk(self.base, {"content": rest}))
         yield sse(chunk(self.base, {}, relay.finish))
-        if (self.body.model_extra or {}).get("stream_options", {}).get("include_usage"):
+        options = self.body.stream_options
+        if options is not None and options.include_usage:
             yield sse({**self.base, "object": "chat.completion.chunk", "choices": [],
                        "usage": chat_usage(self.spent)})
         yield sse("[DONE]")
@@ -278,6 +332,7 @@ class Relay:
             if not proxy_memory.only_calls_to(name, calls):
                 yield from held
                 return
+            sound_calls(calls)  # before the round's usage or calls are recorded
             self.turn.meter(next((d.usage for d in reversed(held) if d.usage), None))
             clean = self.turn.run_memory(self.tags.raw, calls, self.blocks or None)
             rest = self.tags.finish(clean)
@@ -289,16 +344,21 @@ class Relay:
 
     def feed(self, delta: Delta) -> str:
         """The text of ``delta`` that can be shown now ("" if none)."""
+        if time.monotonic() > self.turn.deadline:  # trickling: each read in time, not all
+            raise ProviderError(f"the upstream did not finish its answer within "
+                                f"{self.turn.loci.settings.proxy.timeout:g}s ([proxy] timeout)")
         self.fragments += delta.tool_calls or ()
         self.blocks += delta.blocks or ()
         self.finish = delta.finish_reason or self.finish
         self.usage = delta.usage or self.usage
-        return self.tags.feed(delta.content) if delta.content else ""
+        return self.tags.feed(sound_text(delta.content)) if delta.content else ""
 
     def end(self) -> str:
-        """Record the turn; the clean text not shown yet."""
-        self.turn.meter(self.usage)
+        """Record the turn (once its calls are known to be whole); the clean text not
+        shown yet."""
         self.calls = merge_fragments(self.fragments) or None
+        sound_calls(self.calls)
+        self.turn.meter(self.usage)
         clean = self.turn.record(self.tags.raw, self.calls, self.blocks or None)
         self.clean = self.earlier + clean
         return self.tags.finish(clean)

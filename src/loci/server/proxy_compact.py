@@ -18,25 +18,30 @@ import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, field_validator
 
 from loci.errors import ValidationError
 from loci.server.proxy import Engine
+from loci.server.proxy_requests import RESPONSES_ITEMS, FaceRequest, checked
 from loci.server.proxy_responses import ResponsesRequest
 from loci.turns import import_history
 
 router = APIRouter(tags=["proxy"])
 
 
-class CompactRequest(BaseModel):
-    """A ``responses.compact`` request; fields Loci does not use are accepted."""
-
-    model_config = ConfigDict(extra="allow")
+class CompactRequest(FaceRequest):
+    """A ``responses.compact`` request (``proxy_requests``); fields Loci does not use
+    are accepted."""
 
     model: str = Field(min_length=1)
     input: str | list[dict[str, Any]] | None = None
     instructions: str | None = None
     user: str | None = None
+
+    @field_validator("input")
+    @classmethod
+    def _input(cls, value: Any) -> Any:
+        return checked(RESPONSES_ITEMS, value, "input") if isinstance(value, list) else value
 
 
 @router.post("/responses/compact", response_model=None)
@@ -49,8 +54,8 @@ def compact(
     if not session:
         raise ValidationError("name the session: send the header 'X-Loci-Session: <name>'")
     if body.input:
-        chat = ResponsesRequest(model=body.model, input=body.input,
-                                max_output_tokens=None).as_chat()
+        chat = ResponsesRequest.model_validate({"model": body.model,
+                                                "input": body.input}).as_chat()
         import_history(loci, session, chat.messages)
     result = loci.compact(session, model=body.model)
     record = result.record.id if result.record is not None else None

@@ -24,21 +24,38 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, StrictBool, TypeAdapter, field_validator
 
 from loci.errors import LociError, ValidationError
 from loci.llm.answers import Completion
 from loci.llm.messages import from_anthropic, system_content
 from loci.llm.wire import message_text
 from loci.models import Usage
-from loci.server.proxy import ChatRequest, Engine, ProxyTurn, Relay, event_stream, started
+from loci.server.proxy import (
+    ChatRequest,
+    Engine,
+    ProxyTurn,
+    Relay,
+    chat_request,
+    event_stream,
+    started,
+    upstream_for,
+)
 from loci.server.proxy_anthropic import ANTHROPIC_TOOL
+from loci.server.proxy_requests import (
+    ANTHROPIC_MESSAGES,
+    ANTHROPIC_TOOLS,
+    AnthropicMetadata,
+    AnthropicTextBlock,
+    AnthropicToolChoice,
+    FaceRequest,
+    checked,
+)
 from loci.server.proxy_types import Delta, Upstream
-from loci.server.proxy_upstream import make_upstream
 
 router = APIRouter(tags=["proxy"])
 #: OpenAI finish reasons as Messages stop reasons.
@@ -46,27 +63,46 @@ _STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 #: Request fields read here, not passed on as parameters.
 _OWN = frozenset({"model", "messages", "system", "stream", "metadata", "tools",
                   "tool_choice", "max_tokens", "stop_sequences"})
+_SYSTEM: TypeAdapter[list[AnthropicTextBlock]] = TypeAdapter(list[AnthropicTextBlock])
 
 
-class MessagesRequest(BaseModel):
-    """An Anthropic Messages request; sampling fields Loci does not use pass through."""
-
-    model_config = ConfigDict(extra="allow")
+class MessagesRequest(FaceRequest):
+    """An Anthropic Messages request (``proxy_requests``); sampling fields Loci does not
+    use pass through."""
 
     model: str = Field(min_length=1)
     #: Required by ``/messages``, not by ``/messages/count_tokens``.
     max_tokens: int | None = Field(None, ge=1)
     messages: list[dict[str, Any]] = Field(min_length=1)
     system: str | list[dict[str, Any]] | None = None
-    stream: bool = False
-    metadata: dict[str, Any] | None = None
+    stream: StrictBool = False
+    metadata: AnthropicMetadata | None = None
     tools: list[dict[str, Any]] | None = None
-    tool_choice: dict[str, Any] | None = None
+    tool_choice: AnthropicToolChoice | None = None
     stop_sequences: list[str] | None = None
+    temperature: float | None = Field(None, ge=0, le=1)
+    top_p: float | None = Field(None, ge=0, le=1)
+    top_k: int | None = Field(None, ge=0)
+
+    @field_validator("messages")
+    @classmethod
+    def _messages(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return cast(list[dict[str, Any]], checked(ANTHROPIC_MESSAGES, value, "messages"))
+
+    @field_validator("system")
+    @classmethod
+    def _system(cls, value: Any) -> Any:
+        return value if not isinstance(value, list) else checked(_SYSTEM, value, "system")
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        return None if value is None else cast(list[dict[str, Any]],
+                                               checked(ANTHROPIC_TOOLS, value, "tools"))
 
     def session(self, header: str | None) -> str:
-        user = (self.metadata or {}).get("user_id")
-        session = header or (user if isinstance(user, str) else None)
+        user = self.metadata.user_id if self.metadata else None
+        session = header or user
         if not session:
             raise ValidationError("name the session: send the header 'X-Loci-Session: "
                                   "<name>' or metadata.user_id")
@@ -78,16 +114,18 @@ class MessagesRequest(BaseModel):
                     if self.system else [])
         for message in self.messages:
             messages += from_anthropic(message)
-        params: dict[str, Any] = {k: v for k, v in (self.model_extra or {}).items()
-                                  if k not in _OWN and v is not None}
+        given = self.model_dump(exclude_unset=True, exclude=set(_OWN))
+        params: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
         if self.max_tokens:
             params["max_tokens"] = self.max_tokens
         if self.stop_sequences:
             params["stop"] = self.stop_sequences
         if self.tools:
             params["tools"] = [_chat_tool(tool) for tool in self.tools]
-            params.update(_chat_tool_choice(self.tool_choice))
-        return ChatRequest(model=self.model, messages=messages, **params)
+            choice = self.tool_choice.model_dump(exclude_none=True) if self.tool_choice \
+                else None
+            params.update(_chat_tool_choice(choice))
+        return chat_request(self.model, messages, params)
 
 
 @router.post("/messages", response_model=None)
@@ -99,19 +137,16 @@ def messages(
     """Anthropic's Messages API, with Loci's context in and memory out."""
     if body.max_tokens is None:
         raise ValidationError("max_tokens is required")
-    turn = ProxyTurn(loci, body.session(x_loci_session), body.as_chat(), beta=anthropic_beta,
-                face="messages")
-    upstream = make_upstream(loci.settings)
+    session, chat = body.session(x_loci_session), body.as_chat()
     reply_id = f"msg_loci_{secrets.token_hex(12)}"
-    if not body.stream:
-        try:
+    with upstream_for(loci, body.stream) as upstream:
+        turn = ProxyTurn(loci, session, chat, beta=anthropic_beta, face="messages")
+        if not body.stream:
             answer = turn.answer(upstream)
             clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
             return _message(reply_id, body.model, clean, answer, turn.spent)
-        finally:
-            upstream.close()
-    deltas = started(upstream, turn)
-    return event_stream(_stream(turn, upstream, deltas, reply_id, body.model))
+        deltas = started(upstream, turn)
+        return event_stream(_stream(turn, upstream, deltas, reply_id, body.model))
 
 
 @router.post("/messages/count_tokens", response_model=None)

@@ -22,19 +22,28 @@ import json
 import secrets
 import time
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
 from loci.llm.messages import add_responses_item
 from loci.models import Usage
-from loci.server.proxy import ChatRequest, Engine, ProxyTurn, Relay, event_stream, started
+from loci.server.proxy import (
+    ChatRequest,
+    Engine,
+    ProxyTurn,
+    Relay,
+    chat_request,
+    event_stream,
+    started,
+    upstream_for,
+)
+from loci.server.proxy_requests import RESPONSES_ITEMS, RESPONSES_TOOLS, FaceRequest, checked
 from loci.server.proxy_types import Delta, Upstream
-from loci.server.proxy_upstream import make_upstream
 
 router = APIRouter(tags=["proxy"])
 #: How far back the log is searched for the calls a client's outputs answer.
@@ -45,20 +54,40 @@ _OWN = frozenset({"model", "input", "instructions", "stream", "user", "tools",
                   "metadata", "parallel_tool_calls", "text", "include", "truncation"})
 
 
-class ResponsesRequest(BaseModel):
-    """An OpenAI Responses request; sampling fields Loci does not use pass through."""
-
-    model_config = ConfigDict(extra="allow")
+class ResponsesRequest(FaceRequest):
+    """An OpenAI Responses request (``proxy_requests``); sampling fields Loci does not
+    use pass through."""
 
     model: str = Field(min_length=1)
     input: str | list[dict[str, Any]]
     instructions: str | None = None
-    stream: bool = False
+    stream: StrictBool = False
     user: str | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
+    parallel_tool_calls: StrictBool | None = None
     max_output_tokens: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, ge=0, le=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_messages(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "messages" in data:
+            raise ValueError("messages: the Responses API takes its messages as 'input'")
+        return data
+
+    @field_validator("input")
+    @classmethod
+    def _input(cls, value: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+        return value if isinstance(value, str) else cast(
+            list[dict[str, Any]], checked(RESPONSES_ITEMS, value, "input"))
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        return None if value is None else cast(list[dict[str, Any]],
+                                               checked(RESPONSES_TOOLS, value, "tools"))
 
     def as_chat(self) -> ChatRequest:
         """The chat-completions request this one means."""
@@ -71,8 +100,8 @@ class ResponsesRequest(BaseModel):
             add_responses_item(messages, item)
         if not messages or messages[-1].get("role") == "system":
             raise ValidationError("input holds no message")
-        params: dict[str, Any] = {k: v for k, v in (self.model_extra or {}).items()
-                                  if k not in _OWN and v is not None}
+        given = self.model_dump(exclude_unset=True, exclude=set(_OWN))
+        params: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
         if self.max_output_tokens:
             params["max_tokens"] = self.max_output_tokens
         if self.tools:
@@ -81,7 +110,7 @@ class ResponsesRequest(BaseModel):
                 params["tool_choice"] = _chat_tool_choice(self.tool_choice)
             if self.parallel_tool_calls is not None:
                 params["parallel_tool_calls"] = self.parallel_tool_calls
-        return ChatRequest(model=self.model, messages=messages, **params)
+        return chat_request(self.model, messages, params)
 
 
 @router.post("/responses", response_model=None)
@@ -94,18 +123,16 @@ def responses(
     if not session:
         raise ValidationError("name the session: send the header 'X-Loci-Session: "
                               "<name>' or the request's 'user' field")
-    turn = ProxyTurn(loci, session, _with_recorded_calls(loci, session, body.as_chat()),
-                face="responses")
-    upstream = make_upstream(loci.settings)
+    chat = body.as_chat()
     shell = _Shell(body.model)
-    if not body.stream:
-        try:
+    with upstream_for(loci, body.stream) as upstream:
+        turn = ProxyTurn(loci, session, _with_recorded_calls(loci, session, chat),
+                         face="responses")
+        if not body.stream:
             answer = turn.answer(upstream)
             clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
             return shell.done(clean, answer.tool_calls, turn.spent)
-        finally:
-            upstream.close()
-    return event_stream(_stream(turn, upstream, started(upstream, turn), shell))
+        return event_stream(_stream(turn, upstream, started(upstream, turn), shell))
 
 
 def _with_recorded_calls(loci: Loci, session: str, chat: ChatRequest) -> ChatRequest:

@@ -31,8 +31,6 @@ OWN_FIELDS = frozenset({"model", "messages", "stream", "user"})
 #: Messages API parameters (from the Messages face) and Responses ones (from the
 #: Responses face) that the Chat Completions API does not know.
 _ANTHROPIC_ONLY = frozenset({"thinking", "top_k", "context_management", "reasoning"})
-#: Seconds to wait for the upstream: long answers take long.
-UPSTREAM_TIMEOUT = 600.0
 
 
 class NoUpstreamError(ConfigError):
@@ -61,15 +59,15 @@ def make_upstream(settings: Settings) -> Upstream:
     api_key = settings.proxy.api_key or settings.llm.api_key or None
     # The providers want a default model; the proxy always sends the client's.
     model = settings.llm.model or settings.model
+    timeout = settings.proxy.timeout
     if provider in ("openai", "openai-compatible"):
         return OpenAIUpstream(OpenAICompatibleChat(
-            model, base_url or OPENAI_URL, api_key, timeout=UPSTREAM_TIMEOUT))
+            model, base_url or OPENAI_URL, api_key, timeout=timeout))
     if provider == "anthropic":
         return AnthropicUpstream(AnthropicChat(
-            model, base_url or ANTHROPIC_URL, api_key, timeout=UPSTREAM_TIMEOUT))
+            model, base_url or ANTHROPIC_URL, api_key, timeout=timeout))
     if provider == "openai-responses":
-        return ResponsesUpstream(OpenAIResponses(base_url or OPENAI_URL, api_key,
-                                                 UPSTREAM_TIMEOUT))
+        return ResponsesUpstream(OpenAIResponses(base_url or OPENAI_URL, api_key, timeout))
     raise NoUpstreamError(
         "the proxy has no upstream model: set [proxy] provider = \"openai\" (any "
         "OpenAI-compatible base_url), \"openai-responses\" (OpenAI's Responses API) or "
