@@ -15,7 +15,7 @@ compiled context shows them.)
 The CI run takes ``PROXY_FUZZ_CASES`` cases (default 150, about a minute); the full run
 (issue 47's target: at least 1,500 cases) is
 
-    PROXY_FUZZ_CASES=1500 pytest tests/server/test_proxy_fuzz.py -q -s
+    PROXY_FUZZ_CASES=1500 PROXY_FUZZ_SLOW=5 pytest tests/server/test_proxy_fuzz.py -q -s
 
 ``PROXY_FUZZ_SEED`` picks another (repeatable) set of cases.
 """
@@ -43,8 +43,10 @@ from tests.server.proxy_fuzz_cases import UPSTREAM_KEY, Case, Generator, fault, 
 
 CASES = int(os.environ.get("PROXY_FUZZ_CASES", "150"))
 SEED = int(os.environ.get("PROXY_FUZZ_SEED", "47"))
-#: No request may take longer against an upstream that answers at once.
-SLOW_SECONDS = 5.0
+#: No request may take longer against an upstream that answers at once (the issue's
+#: target is 5 s, checked with PROXY_FUZZ_SLOW=5 in the documented run; CI shares a
+#: loaded 2-core machine, so its default only catches hangs).
+SLOW_SECONDS = float(os.environ.get("PROXY_FUZZ_SLOW", "15"))
 _ENDS = {"chat": "[DONE]", "messages": "message_stop", "responses": "response.completed"}
 
 

@@ -311,8 +311,7 @@ class ExtractiveSummarizer:
         ranked = sorted(items, key=lambda i: (-(i.score - COST_WEIGHT * costs[id(i)]), i.order))
         for item in ranked:
             key = item.key
-            bag = frozenset(key.split())
-            if not key or key in keys or any(_near(bag, other) for other in word_sets):
+            if not key or key in keys:
                 continue
             cost = costs[id(item)]
             if item.section not in sections:
@@ -320,6 +319,9 @@ class ExtractiveSummarizer:
             if item.day and item.day not in dated:
                 cost += self.count(f"[{item.day}] ")  # one per day, if said in one stretch
             if spent + cost > budget:
+                continue  # before the near-duplicate scan: most items of a long span end here
+            bag = frozenset(key.split())
+            if any(_near(bag, other) for other in word_sets):
                 continue
             spent += cost
             chosen.append(item)
