@@ -7,6 +7,8 @@ import os
 import platform
 import random
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -62,3 +64,21 @@ def time_calls(fn: Callable[[], object], repeat: int) -> list[float]:
 
 def machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def serve(port: int, options: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A ``loci serve`` process on ``port`` with ``options``, once its health answers."""
+    import httpx
+
+    process = subprocess.Popen([sys.executable, "-m", "loci", "serve", "--port", str(port),
+                                *options], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/health").status_code == 200:
+                return process
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.kill()
+    raise SystemExit("the server did not start")

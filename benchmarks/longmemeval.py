@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from common import machine
-from conversation_memory import _WORD, compiled_text, content_words, coverage, stem
+from conversation_memory import _WORD, compiled_text, content_words, coverage, stem, tail
 from loci import Loci
 from loci.search.query import STOPWORDS
 from loci.tokens import token_counter
@@ -111,18 +111,6 @@ def transcript(sessions: list[list[Turn]]) -> list[str]:
         lines.append(f"[{turns[0].when:%d %B %Y}]")
         lines.extend(f"{t.role}: {t.text}" for t in turns)
     return lines
-
-
-def tail(lines: list[str], tokens: int, count: Any) -> str:
-    kept: list[str] = []
-    used = 0
-    for line in reversed(lines):
-        cost = count(line) + 1
-        if used + cost > tokens:
-            break
-        kept.append(line)
-        used += cost
-    return "\n".join(reversed(kept))
 
 
 class BM25:

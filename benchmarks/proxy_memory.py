@@ -19,14 +19,13 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-from common import machine
+from common import machine, serve
 from loci.llm.fake_provider import FakeProvider
 from server_load import free_port
 
@@ -45,19 +44,7 @@ def start(home: Path, src: Path, port: int, upstream: str) -> subprocess.Popen[b
     env = {**os.environ, "LOCI_HOME": str(home), "PYTHONPATH": str(src),
            "LOCI_EMBEDDING_PROVIDER": "hash", "LOCI_PROXY_PROVIDER": "openai",
            "LOCI_PROXY_BASE_URL": f"{upstream}/v1", "LOCI_PROXY_API_KEY": "sk-fake"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "loci", "serve", "--port", str(port), "--store",
-         f"sqlite:///{home / 'loci.db'}"], env=env, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/health").status_code == 200:
-                return process
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("the server did not start")
+    return serve(port, ["--store", f"sqlite:///{home / 'loci.db'}"], env)
 
 
 def call(http: httpx.Client, n: int, sessions: int) -> None:

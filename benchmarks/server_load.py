@@ -31,11 +31,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, query, sentence
+from common import machine, query, sentence, serve
 from loci import Loci, Memory, load_settings
 from loci.store.sqlite import SQLiteStore
 
@@ -72,19 +71,7 @@ def start_server(db: Path, port: int, embedding: str, workers: int = 1
                  ) -> subprocess.Popen[bytes]:
     env = {**os.environ, "LOCI_HOME": str(db.parent), "LOCI_EMBEDDING_PROVIDER": embedding,
            "LOCI_MEMORY_MIRROR": "false"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "loci", "serve", "--port", str(port), "--store",
-         f"sqlite:///{db}", "--workers", str(workers)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/health").status_code == 200:
-                return process
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("the server did not start")
+    return serve(port, ["--store", f"sqlite:///{db}", "--workers", str(workers)], env)
 
 
 def process_tree_cpu(pid: int) -> float:

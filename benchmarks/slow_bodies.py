@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx
 
-from common import machine
+from common import machine, serve
 from server_load import free_port
 
 HEADERS = (b"POST /api/memories HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -42,18 +42,7 @@ def start(home: Path, src: Path, port: int) -> subprocess.Popen[bytes]:
                           "--store", store], env=env, capture_output=True, text=True,
                          check=True).stdout.strip()
     (home / "key").write_text(key)
-    process = subprocess.Popen([sys.executable, "-m", "loci", "serve", "--port", str(port),
-                                "--store", store], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/health").status_code == 200:
-                return process
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit("the server did not start")
+    return serve(port, ["--store", store], env)
 
 
 class Attack:
