@@ -106,3 +106,17 @@ def test_harness_markup_and_command_lines_are_not_facts(loci: Loci) -> None:
     assert "PostgreSQL for the project" in summary
     assert "task-notification" not in summary and "bc34d29" not in summary
     assert "deadline" not in summary and "Be brief" not in summary
+
+
+def test_an_extracted_fact_is_dated_when_it_was_said(loci: Loci) -> None:
+    lines = ['{"role": "user", "content": "We decided to use PostgreSQL for the project.", '
+             '"timestamp": "2025-11-02T09:30:00Z"}']
+    events = loci.import_jsonl(lines, "kickoff")
+    (saved,) = loci.extract_memories(events)
+    memory = saved.memory
+    assert memory.created_at == events[0].timestamp  # said then ...
+    assert memory.updated_at > memory.created_at  # ... confirmed now
+    assert memory.expires_at is not None and memory.expires_at > memory.updated_at
+    assert memory in loci.memories()  # not expired: its time to live counts from now
+    text = loci.compile(None, "hi").dynamic
+    assert "[MEMORY 2 November 2025] User: We decided to use PostgreSQL" in text

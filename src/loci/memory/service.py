@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from loci.checks import check_label, check_text, clean_tags
@@ -61,8 +62,10 @@ class MemoryService:
 
     def save(
         self, content: str, type: str = "project_context", tags: Sequence[str] = (),
-        source: str | None = None, *, dedupe: bool = True,
+        source: str | None = None, *, dedupe: bool = True, said_at: datetime | None = None,
     ) -> SaveResult:
+        """Save a fact (see the module's docstring). ``said_at``: when its source said it
+        (a new memory is dated then; its expiry counts from now, when it was confirmed)."""
         content, memory_type, tags = _validate(content, type, tags)
         now = self.clock()
         vectors = self.indexer.vectors_for([content]) if self.indexer else None
@@ -71,7 +74,8 @@ class MemoryService:
         if match is None:
             marker = self.mirror.claim() if self.mirror else None
             held = {"mirrors": [marker.id]} if marker else {}
-            memory = Memory(new_memory_id(), memory_type, content, tags, now, now,
+            said = min(said_at, now) if said_at is not None else now
+            memory = Memory(new_memory_id(), memory_type, content, tags, said, now,
                             expires, source, held)
             self.store.put_memories(self.scope, [memory], vectors)
             self._mirror(memory, None)
@@ -197,10 +201,12 @@ class MemoryService:
         """The lasting facts ``extractor`` finds in ``events``, saved with dedup (or,
         without ``save``, only proposed)."""
         results = []
+        said = {e.id: e.timestamp for e in events}
         for c in extractor.extract(events):
             source = f"event:{c.event_id}" if c.event_id is not None else "extraction"
             if save:
-                results.append(self.save(c.content, c.type, (c.rule,), source))
+                results.append(self.save(c.content, c.type, (c.rule,), source,
+                                         said_at=said.get(c.event_id or -1)))
             else:
                 now = self.clock()
                 draft = Memory("(unsaved)", c.type, c.content, (c.rule,), now, now, None, source)
