@@ -82,17 +82,69 @@ def trail_of(messages: list[dict[str, Any]]) -> Trail:
     trail = Trail()
     for index, message in enumerate(messages):
         for call in message.get("tool_calls") or ():
-            command = str(_arguments(call).get("command", ""))
+            args = _arguments(call)
+            command = str(args.get("command", ""))
             first = command.strip().splitlines()[0][:60] if command.strip() else ""
             trail.add("commands", first, index)
             for path in _PATH.findall(command):
                 trail.add("files", path, index)
             if _WRITES.search(command):
                 trail.add("edits", first, index)
+            _structured(trail, call["function"]["name"], args, index)
         if message["role"] == "tool":
             for line in _ERROR.findall(str(message.get("content") or "")):
                 trail.add("errors", line.strip()[:80], index)
     return trail
+
+
+def _structured(trail: Trail, tool: str, args: dict[str, Any], index: int) -> None:
+    """The files and edits of a tool called with structured input (Claude Code's Read,
+    Edit, MultiEdit, Write, Grep, Glob): an edit is held when the first line of the text
+    it wrote is (its first 60 characters)."""
+    path = args.get("file_path") or args.get("path")
+    if isinstance(path, str) and path.strip():
+        trail.add("files", path.strip(), index)
+    if tool not in _EDIT_TOOLS:
+        return
+    edits = args.get("edits") if isinstance(args.get("edits"), list) else [args]
+    for edit in edits:
+        text = edit.get("new_string") or edit.get("content") if isinstance(edit, dict) else None
+        lines = [line.strip() for line in str(text or "").splitlines() if line.strip()]
+        if lines:
+            trail.add("edits", lines[0][:60], index)
+
+
+_EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+
+
+def from_anthropic(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An Anthropic Messages list (content blocks) as the chat messages this benchmark
+    replays: tool_use blocks as ``tool_calls``, each tool_result as a ``tool`` message."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text",
+                                                             "text": str(content or "")}]
+        texts = [str(b.get("text") or "") for b in blocks if b.get("type") == "text"]
+        text = "\n".join(t for t in texts if t.strip())
+        if message["role"] == "assistant":
+            calls = [{"id": b["id"], "function": {"name": b["name"],
+                                                  "arguments": json.dumps(b.get("input") or {})}}
+                     for b in blocks if b.get("type") == "tool_use"]
+            out.append({"role": "assistant", "content": text, "tool_calls": calls}
+                       if calls else {"role": "assistant", "content": text})
+            continue
+        for block in blocks:
+            if block.get("type") == "tool_result":
+                result = block.get("content")
+                if isinstance(result, list):
+                    result = "\n".join(str(b.get("text") or "") for b in result
+                                       if isinstance(b, dict))
+                out.append({"role": "tool", "tool_call_id": block.get("tool_use_id"),
+                            "content": str(result or "")})
+        if text.strip():
+            out.append({"role": "user", "content": text})
+    return out
 
 
 def _arguments(call: dict[str, Any]) -> dict[str, Any]:
@@ -103,6 +155,17 @@ def _arguments(call: dict[str, Any]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def call_text(call: dict[str, Any]) -> str:
+    """A call as a reader sees it: its command, or its arguments' text unescaped (an
+    edit's strings as written, not as JSON)."""
+    args = _arguments(call)
+    if "command" in args:
+        return str(args["command"])
+    values = [*args.values(), *(v for e in args.get("edits") or () if isinstance(e, dict)
+                                for v in e.values())]
+    return "\n".join(v for v in values if isinstance(v, str)) or call["function"]["arguments"]
+
+
 def transcript_lines(messages: list[dict[str, Any]]) -> list[str]:
     lines = []
     for message in messages:
@@ -110,7 +173,7 @@ def transcript_lines(messages: list[dict[str, Any]]) -> list[str]:
             continue
         text = str(message.get("content") or "")
         for call in message.get("tool_calls") or ():
-            text += f"\n$ {_arguments(call).get('command', '')}"
+            text += f"\n$ {call_text(call)}"
         lines.append(f"{message['role']}: {text}")
     return lines
 
@@ -137,7 +200,7 @@ def context_text(messages: list[dict[str, Any]]) -> str:
         parts.append(str(message.get("content") or ""))
         for call in message.get("tool_calls") or ():
             parts.append(call["function"]["name"])
-            parts.append(str(_arguments(call).get("command", call["function"]["arguments"])))
+            parts.append(call_text(call))
     return squash("\n".join(parts))
 
 
@@ -265,6 +328,8 @@ def load(directory: Path, names: Iterable[str] | None) -> list[tuple[str, list[d
         with gzip.open(path, "rt") as handle:
             data = json.load(handle)
         messages = [m for m in data["messages"] if m["role"] != "exit"]
+        if any(isinstance(m.get("content"), list) for m in messages):
+            messages = from_anthropic(messages)  # a Claude Code session
         if messages[-1].get("tool_calls"):  # the submission, answered only by the exit
             messages.pop()
         out.append((name, messages))
