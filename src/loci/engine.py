@@ -18,11 +18,9 @@ from loci.checks import check_label, check_name, check_stored_name, check_text, 
 from loci.compaction.compactor import CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService
+from loci.context.assembly import Call, Sources, compile_call
 from loci.context.compiled import CompiledContext
-from loci.context.compiler import CompileRequest, ContextCompiler
 from loci.context.focus import Focus, save_focus
-from loci.context.layers import configure
-from loci.context.sources import BuildContext, agent_spec, skill_items
 from loci.context.workspace import Workspace
 from loci.erasure import SessionEraser, SessionErasure
 from loci.errors import NotFoundError, ValidationError
@@ -445,33 +443,13 @@ class Loci:
         window: int | None, *, flush: bool, guest: bool = False,
     ) -> CompiledContext:
         model = model or self.settings.model
-        given = window
-        window = self._compaction.window(model, window)
-        layers, sections = configure(self.settings.context.layers,
-                                     self.settings.context.budgets)
-        workspace = self.workspace()
-        ctx = BuildContext(
-            store=self.store, scope=self.scope, session=session, message=message,
-            now=self.clock(), user_name=self.settings.user_name or self.scope.tenant,
-            workspace=workspace, retriever=self.retriever,
-            agent=agent_spec(workspace, self.scope.agent),
-            skills=skill_items(workspace, message),
-            recall_limit=self.settings.recall_limit,
-            reflexion_threshold=self.settings.reflexion_threshold, flush=flush, guest=guest,
-        )
-        compactions = len(self.store.list_compactions(self.scope, session)) if session else 0
-        if session is not None:
-            ctx.events = self.runtime.live_events.get(self.store, self.scope, session,
-                                                      compactions)
-        request = CompileRequest(
-            model=model, window=window, budget=int(window * self.settings.context.target),
-            layers=layers, sections=sections, compactions=compactions,
-            provider_edits=self._compaction.edits(session, ctx.stored_state()) if session
-            else ())
-        counter = token_counter(model, self.settings.tokenizer)
-        compiled = ContextCompiler(counter).compile(ctx, request)
-        if given is None and known_window(model, self.settings.models) is None:
-            compiled.warnings.append(unknown_model(model, window))
+        sources = Sources(self.store, self.scope, self.settings, self.workspace(),
+                          self.retriever, self.runtime.live_events, self._compaction.edits)
+        size = self._compaction.window(model, window)
+        compiled = compile_call(sources, Call(session, message, model, size, flush, guest),
+                                self.clock())
+        if window is None and known_window(model, self.settings.models) is None:
+            compiled.warnings.append(unknown_model(model, size))
         return compiled
 
     # -- compaction ---------------------------------------------------------------
