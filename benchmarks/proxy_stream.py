@@ -1,7 +1,8 @@
 """A long answer streamed through the proxy against the same answer unstreamed (issue
 #48, item 2): the streaming tag filter's cost, and the whole request's.
 
-Usage: python benchmarks/proxy_stream.py [--sizes 65536,1048576] [--budget 120] [--json]
+Usage: python benchmarks/proxy_stream.py [--sizes 65536,1048576] [--budget 120]
+[--repeat 3] [--json]
 
 Two parts, before and after in the same run:
 
@@ -12,22 +13,30 @@ Two parts, before and after in the same run:
   filter stops at ``--budget`` seconds; its figure is then the time projected from the
   characters it got through (cost grows with the square of the length).
 - **proxy**: ``POST /v1/chat/completions`` through the real app served by uvicorn on
-  loopback, the fake provider as upstream answering the reply at once, streamed and
-  not; "before" swaps in the quadratic filter and Starlette's own iteration of the
-  event stream (a thread hop per event), as the proxy had them; only for sizes the
-  budget allows. Beside them, the fake provider's stream read and parsed directly
-  (no proxy): a streamed answer's floor, one event per 4 characters.
+  loopback, streamed and not. The upstream runs in a process of its own (a real
+  provider is never in the server's process) and answers bytes it encoded before the
+  clock starts: the fake provider's answer (``fake_provider.openai_events``, one event
+  per 4 characters, 262k events for 1 MB), written as fast as the socket takes it, so
+  the proxy's own cost is what is timed. "before" swaps in the quadratic filter and
+  Starlette's own iteration of the event stream (a thread hop per event), as the proxy
+  had them; only for sizes the budget allows. Beside them, the upstream's stream read
+  and parsed event by event directly (no proxy).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import re
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 import httpx
@@ -39,7 +48,7 @@ from tests.server.conftest import serving
 from common import machine
 from loci import load_settings
 from loci.llm._http import parse_sse
-from loci.llm.fake_provider import FakeProvider
+from loci.llm.fake_provider import openai_completion, openai_events
 from loci.memory.tags import parse_reply
 from loci.server import create_app, proxy
 from loci.server.proxy_stream import TagFilter
@@ -101,38 +110,79 @@ def filter_seconds(make: type[Any], text: str, budget: float) -> tuple[float, bo
     return time.perf_counter() - began, False
 
 
-def proxy_seconds(text: str, stream: bool, before: bool) -> float:
+def _replay(text: str, port: multiprocessing.SimpleQueue[int]) -> None:
+    """Serve ``text`` as the fake provider answers it, streamed or not, from bytes
+    encoded once (the upstream's process)."""
+    usage = {"prompt_tokens": 10, "completion_tokens": len(text) // 4,
+             "total_tokens": 10 + len(text) // 4}
+    streamed = b"".join(f"data: {json.dumps(event)}\n\n".encode()
+                        for event in openai_events(text, usage)) + b"data: [DONE]\n\n"
+    whole = json.dumps(openai_completion(text, usage)).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            stream = json.loads(self.rfile.read(int(self.headers["content-length"]))).get("stream")
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream" if stream
+                             else "application/json")
+            if not stream:
+                self.send_header("content-length", str(len(whole)))
+            self.end_headers()
+            self.wfile.write(streamed if stream else whole)
+            self.close_connection = True
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port.put(server.server_address[1])
+    server.serve_forever()
+
+
+@contextmanager
+def replaying(text: str) -> Iterator[str]:
+    """The base URL of an upstream answering ``text`` from a process of its own."""
+    spawn = multiprocessing.get_context("spawn")
+    port: multiprocessing.SimpleQueue[int] = spawn.SimpleQueue()
+    process = spawn.Process(target=_replay, args=(text, port), daemon=True)
+    process.start()
+    try:
+        yield f"http://127.0.0.1:{port.get()}"
+    finally:
+        process.kill()
+        process.join()
+
+
+def proxy_seconds(upstream: str, stream: bool, before: bool) -> float:
     home = Path(tempfile.mkdtemp())
     saved = proxy.TagFilter, proxy.batched
     if before:
         proxy.TagFilter = QuadraticFilter  # type: ignore[assignment,misc]
         proxy.batched = lambda events: events  # type: ignore[assignment,return-value]
     try:
-        with FakeProvider(reply=lambda body: text) as provider:
-            app = create_app(load_settings(
-                store=f"sqlite:///{home / 'b.db'}", home=str(home), workspace=str(home),
-                embedding_provider="hash", proxy_provider="openai", proxy_api_key="k",
-                proxy_base_url=f"{provider.url}/v1", models={"bench": 128_000}))
-            with serving(app) as base:
-                began = time.perf_counter()
-                answer = httpx.post(f"{base}/v1/chat/completions", timeout=3600, json={
-                    "model": "bench", "stream": stream,
-                    "messages": [{"role": "user", "content": "write at length"}]},
-                    headers={"X-Loci-Session": "bench"})
-                took = time.perf_counter() - began
-                assert answer.status_code == 200 and ("[DONE]" in answer.text[-20:]
-                                                      or not stream), answer.text[-300:]
-                return took
+        app = create_app(load_settings(
+            store=f"sqlite:///{home / 'b.db'}", home=str(home), workspace=str(home),
+            embedding_provider="hash", proxy_provider="openai", proxy_api_key="k",
+            proxy_base_url=f"{upstream}/v1", models={"bench": 128_000}), serving=True)
+        with serving(app) as base:
+            began = time.perf_counter()
+            answer = httpx.post(f"{base}/v1/chat/completions", timeout=3600, json={
+                "model": "bench", "stream": stream,
+                "messages": [{"role": "user", "content": "write at length"}]},
+                headers={"X-Loci-Session": "bench"})
+            took = time.perf_counter() - began
+            assert answer.status_code == 200 and ("[DONE]" in answer.text[-20:]
+                                                  or not stream), answer.text[-300:]
+            return took
     finally:
         proxy.TagFilter, proxy.batched = saved  # type: ignore[misc]
 
 
-def upstream_seconds(text: str) -> float:
-    """The fake provider's stream of ``text`` read and parsed directly, without the
-    proxy: what any streamed answer costs before the proxy does anything."""
-    with FakeProvider(reply=lambda body: text) as provider, httpx.Client(timeout=3600) as c:
+def upstream_seconds(upstream: str) -> float:
+    """The upstream's stream read and parsed event by event, without the proxy."""
+    with httpx.Client(timeout=3600) as c:
         began = time.perf_counter()
-        with c.stream("POST", f"{provider.url}/v1/chat/completions", json={
+        with c.stream("POST", f"{upstream}/v1/chat/completions", json={
                 "model": "bench", "stream": True,
                 "messages": [{"role": "user", "content": "x"}]}) as answer:
             for event in parse_sse(answer.iter_lines()):
@@ -141,7 +191,8 @@ def upstream_seconds(text: str) -> float:
         return time.perf_counter() - began
 
 
-def run(sizes: list[int], budget: float) -> dict[str, Any]:
+def run(sizes: list[int], budget: float, repeat: int) -> dict[str, Any]:
+    rounds = range(repeat)
     rows: dict[str, Any] = {"machine": machine(), "filter": [], "proxy": []}
     for size in sizes:
         text = reply(size)
@@ -152,12 +203,14 @@ def run(sizes: list[int], budget: float) -> dict[str, Any]:
         new, _ = filter_seconds(TagFilter, text, budget * 10)
         rows["filter"].append({"chars": size, "parse_once_s": once, "before_s": old,
                                "before_projected": projected, "after_s": new})
-        row: dict[str, Any] = {"chars": size,
-                               "unstreamed_s": proxy_seconds(text, False, False),
-                               "streamed_s": proxy_seconds(text, True, False),
-                               "upstream_stream_s": upstream_seconds(text)}
-        if not projected and old < budget / 4:
-            row["streamed_before_s"] = proxy_seconds(text, True, True)
+        with replaying(text) as upstream:
+            row: dict[str, Any] = {
+                "chars": size,
+                "unstreamed_s": median(proxy_seconds(upstream, False, False) for _ in rounds),
+                "streamed_s": median(proxy_seconds(upstream, True, False) for _ in rounds),
+                "upstream_stream_s": median(upstream_seconds(upstream) for _ in rounds)}
+            if not projected and old < budget / 4:
+                row["streamed_before_s"] = proxy_seconds(upstream, True, True)
         rows["proxy"].append(row)
     return rows
 
@@ -183,9 +236,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="65536,1048576")
     parser.add_argument("--budget", type=float, default=120.0)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="requests of each kind; their median is shown")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    rows = run([int(s) for s in args.sizes.split(",")], args.budget)
+    rows = run([int(s) for s in args.sizes.split(",")], args.budget, args.repeat)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

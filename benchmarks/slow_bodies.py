@@ -1,12 +1,14 @@
-"""Slow request bodies against a real `loci serve` that requires keys: can they lock
-out a client with a key?
+"""Slow request bodies (or headers) against a real `loci serve` that requires keys: can
+they lock out a client with a key?
 
 Usage: python benchmarks/slow_bodies.py [--clients 1000] [--interval 20] [--seconds 75]
-           [--before SRC]
+           [--headers] [--before SRC]
 
 ``--clients`` connections without a key each send a POST's headers, announce a
-100 kB body and send one byte of it every ``--interval`` seconds; a connection the
-server closes is opened again a second later (an attacker keeps trying). Meanwhile a
+100 kB body and send one byte of it every ``--interval`` seconds (``--headers``: send
+the first line of a request and then its headers one byte every ``--interval``
+seconds); a connection the server closes is opened again a second later (an attacker
+keeps trying). Meanwhile a
 client with a key sends a POST (a memory) and a GET (the memories) every half second:
 their status codes and latencies are the result, with the number of attack
 connections open at the end. ``--before SRC`` runs the same attack first against a
@@ -32,6 +34,9 @@ from server_load import free_port
 
 HEADERS = (b"POST /api/memories HTTP/1.1\r\nHost: 127.0.0.1\r\n"
            b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+#: What an attack connection sends first, and then a byte at a time: a body, or headers.
+SLOW_BODY = (HEADERS + b"{", b" ")
+SLOW_HEADERS = (b"GET /api/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", b"a")
 
 
 def start(home: Path, src: Path, port: int) -> subprocess.Popen[bytes]:
@@ -48,8 +53,10 @@ def start(home: Path, src: Path, port: int) -> subprocess.Popen[bytes]:
 class Attack:
     """``clients`` slow-body connections, reopened when the server closes them."""
 
-    def __init__(self, port: int, clients: int, interval: float) -> None:
+    def __init__(self, port: int, clients: int, interval: float,
+                 sends: tuple[bytes, bytes] = SLOW_BODY) -> None:
         self.port, self.clients, self.interval = port, clients, interval
+        self.sends = sends
         self.open = 0
         self.reopened = 0
         self.stop = asyncio.Event()
@@ -67,13 +74,13 @@ class Attack:
                 continue
             self.open += 1
             try:
-                writer.write(HEADERS + b"{")
+                writer.write(self.sends[0])
                 while not self.stop.is_set():
                     try:
                         if await asyncio.wait_for(reader.read(4096), self.interval) == b"":
                             break
                     except TimeoutError:
-                        writer.write(b" ")
+                        writer.write(self.sends[1])
                         await writer.drain()
                         continue
                     await reader.read()  # an answer: read to the close
@@ -118,7 +125,8 @@ async def probe(port: int, key: str, seconds: float, attack: Attack) -> dict[str
 
 
 async def measure(port: int, key: str, args: argparse.Namespace) -> dict[str, object]:
-    attack = Attack(port, args.clients, args.interval)
+    attack = Attack(port, args.clients, args.interval,
+                    SLOW_HEADERS if args.headers else SLOW_BODY)
     running = asyncio.create_task(attack.run())
     result = await probe(port, key, args.seconds, attack)
     await running
@@ -141,9 +149,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=1000)
     parser.add_argument("--interval", type=float, default=20.0)
     parser.add_argument("--seconds", type=float, default=75.0)
+    parser.add_argument("--headers", action="store_true",
+                        help="the attack sends its headers slowly, not its body")
     parser.add_argument("--before", type=Path, help="a source tree to measure first")
     args = parser.parse_args()
-    print(f"{machine()}; {args.clients} slow-body clients without a key, a byte every "
+    kind = "slow-header" if args.headers else "slow-body"
+    print(f"{machine()}; {args.clients} {kind} clients without a key, a byte every "
           f"{args.interval:g} s, probed for {args.seconds:g} s")
     here = Path(__file__).resolve().parent.parent / "src"
     for name, src in (("before", args.before), ("after", here)):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,6 +49,9 @@ class Upstream:
     url: str
     replies: list[Any] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: Seconds between two streamed events (an upstream that sends as it generates;
+    #: events sent at once reach the proxy in one read, and the client in one event).
+    pause: float = 0.0
 
     @property
     def last(self) -> dict[str, Any]:
@@ -129,6 +133,7 @@ def make_handler(state: Upstream) -> type[BaseHTTPRequestHandler]:
                 name = f"event: {event['type']}\n" if anthropic else ""
                 self.wfile.write(f"{name}data: {json.dumps(event)}\n\n".encode())
                 self.wfile.flush()
+                time.sleep(state.pause)
             if not anthropic:
                 self.wfile.write(b"data: [DONE]\n\n")
             self.close_connection = True

@@ -93,6 +93,7 @@ def test_a_new_session_imports_the_clients_history(home: Path, upstream: Upstrea
 def test_streaming_hides_tags_and_records_the_clean_reply(
         home: Path, upstream: Upstream, live_server: LiveServer) -> None:
     app = proxy_app(home, upstream)
+    upstream.pause = 0.01  # each event a read of its own
     upstream.replies.append("Noted, [STATE:pet] Io [/STATE] the cat. [MEMORY:sticky] Maya "
                             "has a cat named Io [/MEMORY] Anything else? [1]")
     with client(live_server(app)) as oai:

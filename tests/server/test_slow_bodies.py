@@ -7,6 +7,7 @@ against `loci serve`)."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections.abc import Iterator
@@ -79,3 +80,28 @@ def test_a_trickling_body_meets_an_overall_deadline(
                 continue
         assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
         assert 1.4 < time.monotonic() - started < 2.5
+
+
+def test_clients_that_send_headers_slowly_never_hold_a_slot(server: tuple[str, str]) -> None:
+    """30 connections, over the limit of 20, each in the middle of its headers: a
+    request with a key is still answered at once, room made by closing the connections
+    that waited longest for their headers; the others still hang."""
+    url, key = server
+    with ExitStack() as stack:
+        slow = [stack.enter_context(connect(url)) for _ in range(30)]
+        for sock in slow:
+            sock.sendall(b"GET /api/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a")
+        time.sleep(0.2)
+        for sock in slow:  # a byte more, as such a client trickles
+            sock.sendall(b"b")
+        started = time.monotonic()
+        normal = httpx.post(f"{url}/api/memories", json={"content": "the key is blue"},
+                            headers={"Authorization": f"Bearer {key}"})
+        assert normal.status_code == 201, normal.text
+        assert time.monotonic() - started < 1.0
+        closed = 0
+        for sock in slow:
+            sock.settimeout(0.3)
+            with contextlib.suppress(TimeoutError):  # still waiting: hangs on
+                closed += sock.recv(4096) == b""
+        assert 0 < closed < 30, closed

@@ -100,25 +100,42 @@ class OpenAICompatibleChat:
     def chat_stream(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         """POST a whole streaming request ``body`` and yield each chunk object (with a
         ``choices`` list) until ``data: [DONE]``; an error event raises."""
+        for chunks in self.chat_batches(body):
+            yield from chunks
+
+    def chat_batches(self, body: Mapping[str, Any]) -> Iterator[list[dict[str, Any]]]:
+        """``chat_stream``'s chunks, those of one network read together."""
         finished = False
-        for event in self._http.stream_events(body):
-            if event.data.strip() == "[DONE]":
+        for payloads in self._http.stream_data(body):
+            chunks, done = self._http.decode_all(payloads, "[DONE]")
+            for chunk in chunks:
+                choices = chunk.get("choices") if type(chunk) is dict else None
+                if type(choices) is list and len(choices) == 1 \
+                        and type(choices[0]) is dict and "error" not in chunk:
+                    finished = finished or bool(choices[0].get("finish_reason"))
+                else:  # not one choice: checked in full
+                    finished = self._ends(chunk) or finished
+            if chunks:
+                yield chunks
+            if done:
                 return
-            chunk = self._http.decode(event.data)
-            if not isinstance(chunk, dict):
-                self._http.fail_stream("sent an event that is not a JSON object")
-            if "error" in chunk:
-                error = chunk["error"]
-                detail = error.get("message") if isinstance(error, dict) else error
-                raise ProviderError(f"{self._http.where} reported an error mid-stream: "
-                                    f"{self._http.redact(str(detail))}")
-            if not isinstance(chunk.get("choices"), list):
-                self._http.fail_stream("sent a chunk without 'choices'")
-            finished = finished or any(isinstance(c, dict) and c.get("finish_reason")
-                                       for c in chunk["choices"])
-            yield chunk
         if not finished:  # cut short: what came is not the whole answer
             self._http.fail_stream("ended its stream before the answer's end")
+
+    def _ends(self, chunk: Any) -> bool:
+        """Whether a streamed ``chunk`` ends the answer; one that is not a chunk, or
+        that reports an error, raises."""
+        if not isinstance(chunk, dict):
+            self._http.fail_stream("sent an event that is not a JSON object")
+        if "error" in chunk:
+            error = chunk["error"]
+            detail = error.get("message") if isinstance(error, dict) else error
+            raise ProviderError(f"{self._http.where} reported an error mid-stream: "
+                                f"{self._http.redact(str(detail))}")
+        choices = chunk.get("choices")
+        if not isinstance(choices, list):
+            self._http.fail_stream("sent a chunk without 'choices'")
+        return any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
 
     def _body(
         self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None, *, stream: bool
@@ -173,22 +190,32 @@ class OpenAIResponses:
     def send_stream(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         """Each event object of the streamed answer; a failure event raises, and so
         does a stream that ends before the response does."""
+        for events in self.send_batches(body):
+            yield from events
+
+    def send_batches(self, body: Mapping[str, Any]) -> Iterator[list[dict[str, Any]]]:
+        """``send_stream``'s events, those of one network read together."""
         ended = False
-        for event in self._http.stream_events(body):
-            data = self._http.decode(event.data)
-            if not isinstance(data, dict):
-                self._http.fail_stream("sent an event that is not a JSON object")
-            if data.get("type") in ("response.failed", "error"):
-                response = data.get("response")
-                error = response.get("error") if isinstance(response, dict) else data
-                detail = error.get("message") if isinstance(error, dict) else error
-                raise ProviderError(f"{self._http.where} reported an error mid-stream: "
-                                    f"{self._http.redact(str(detail or data))}")
-            if data.get("type") in ("response.completed", "response.incomplete"):
-                ended = True
-            yield data
+        for payloads in self._http.stream_data(body):
+            batch, _ = self._http.decode_all(payloads)
+            for data in batch:
+                ended = self._ends(data) or ended
+            yield batch
         if not ended:  # cut short: what came is not the whole answer
             self._http.fail_stream("ended its stream before the response's end")
+
+    def _ends(self, data: Any) -> bool:
+        """Whether a streamed event ends the response; one that is not an event
+        object, or that reports a failure, raises."""
+        if not isinstance(data, dict):
+            self._http.fail_stream("sent an event that is not a JSON object")
+        if data.get("type") in ("response.failed", "error"):
+            response = data.get("response")
+            error = response.get("error") if isinstance(response, dict) else data
+            detail = error.get("message") if isinstance(error, dict) else error
+            raise ProviderError(f"{self._http.where} reported an error mid-stream: "
+                                f"{self._http.redact(str(detail or data))}")
+        return data.get("type") in ("response.completed", "response.incomplete")
 
     def close(self) -> None:
         self._http.close()

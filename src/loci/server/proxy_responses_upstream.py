@@ -22,6 +22,7 @@ from loci.errors import ValidationError
 from loci.llm.answers import Completion, responses_answer, responses_call
 from loci.llm.openai_compat import OpenAIResponses
 from loci.llm.wire import mapping
+from loci.server.proxy_stream import joined
 from loci.server.proxy_types import Delta, UpstreamRequest
 
 #: Chat parameters a Responses request takes as they are.
@@ -39,22 +40,14 @@ class ResponsesUpstream:
         return responses_answer(self.api.send(request_body(request, stream=False)))
 
     def stream(self, request: UpstreamRequest) -> Iterator[Delta]:
-        calls = 0
-        for data in self.api.send_stream(request_body(request, stream=True)):
-            kind = data.get("type")
-            if kind == "response.output_text.delta":
-                yield Delta(content=str(data.get("delta") or ""))
-            elif kind == "response.output_item.done":
-                item = mapping(data.get("item"))
-                if item.get("type") == "reasoning":
-                    yield Delta(blocks=[dict(item)])
-                elif item.get("type") == "function_call":
-                    yield Delta(tool_calls=[{**responses_call(item), "index": calls}])
-                    calls += 1
-            elif kind in ("response.completed", "response.incomplete"):
-                done = responses_answer(mapping(data.get("response")))
-                yield Delta(finish_reason="tool_calls" if calls else done.finish_reason,
-                            usage=done.usage)
+        calls = 0  # the answer's function calls so far
+        for events in self.api.send_batches(request_body(request, stream=True)):
+            deltas = []
+            for data in events:
+                if (delta := _delta(data, calls)) is not None:
+                    calls += len(delta.tool_calls or ())
+                    deltas.append(delta)
+            yield from joined(deltas)
 
     def close(self) -> None:
         self.api.close()
@@ -100,3 +93,22 @@ def _tool_choice(choice: Any) -> Any:
         raise ValidationError("tool_choice must be \"auto\", \"required\", \"none\" or "
                               "{\"type\": \"function\", \"function\": {\"name\": ...}}")
     return {"type": "function", "name": name}
+
+
+def _delta(data: dict[str, Any], calls: int) -> Delta | None:
+    """What a streamed event adds to the answer, if anything; ``calls`` function calls
+    came before it."""
+    kind = data.get("type")
+    if kind == "response.output_text.delta":
+        return Delta(content=str(data.get("delta") or ""))
+    if kind == "response.output_item.done":
+        item = mapping(data.get("item"))
+        if item.get("type") == "reasoning":
+            return Delta(blocks=[dict(item)])
+        if item.get("type") == "function_call":
+            return Delta(tool_calls=[{**responses_call(item), "index": calls}])
+    elif kind in ("response.completed", "response.incomplete"):
+        done = responses_answer(mapping(data.get("response")))
+        return Delta(finish_reason="tool_calls" if calls else done.finish_reason,
+                     usage=done.usage)
+    return None

@@ -27,10 +27,11 @@ import json
 import re
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from loci.memory.tags import ParsedReply, Tag, parse_reply
+from loci.server.proxy_types import Delta
 
 _OPEN = re.compile(r"\[\s*(memory|state)\s*:[^\]\n]*\]", re.IGNORECASE)
 _CLOSE = {"memory": re.compile(r"\[\s*/\s*memory\s*\]", re.IGNORECASE),
@@ -233,6 +234,25 @@ def _open_fence(text: str) -> str:
         return ""
     line_end = text.find("\n", opening.start())
     return text[opening.start(): line_end + 1] if line_end != -1 else ""
+
+
+def joined(deltas: Iterable[Delta]) -> Iterator[Delta]:
+    """``deltas`` (an upstream's of one network read) with each run of text-only ones
+    made one: what relays them (the tag filter, a face's encoder, the write) then works
+    per read, not per event. Anything else (a tool call's piece, a block, the finish or
+    the usage) keeps its place between the runs."""
+    texts: list[str] = []
+    for delta in deltas:
+        if not (delta.finish_reason or delta.usage is not None or delta.tool_calls
+                or delta.blocks):
+            texts.append(delta.content)
+            continue
+        if text := "".join(texts):
+            yield Delta(content=text)
+        texts.clear()
+        yield delta
+    if text := "".join(texts):
+        yield Delta(content=text)
 
 
 async def batched(events: Iterator[bytes]) -> AsyncIterator[bytes]:

@@ -111,17 +111,45 @@ class OpenAIUpstream:
         return chat_answer(self.chat.chat(self._body(request, stream=False)))
 
     def stream(self, request: UpstreamRequest) -> Iterator[Delta]:
-        for chunk in self.chat.chat_stream(self._body(request, stream=True)):
-            usage = chunk.get("usage")
-            if isinstance(usage, dict):
-                yield Delta(usage=read_usage(usage))
-            for choice in chunk["choices"]:
-                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                    continue
-                delta = mapping(choice.get("delta"))
-                yield Delta(content=message_text(delta.get("content")),
-                            finish_reason=choice.get("finish_reason"),
-                            tool_calls=delta.get("tool_calls") or None)
+        for chunks in self.chat.chat_batches(self._body(request, stream=True)):
+            yield from _deltas(chunks)
 
     def close(self) -> None:
         self.chat.close()
+
+
+def _deltas(chunks: list[dict[str, Any]]) -> Iterator[Delta]:
+    """The deltas of a read's chunks, each run of chunks that hold only text for the
+    first choice made one delta (as ``proxy_stream.joined`` does, without a delta per
+    chunk: most chunks are such)."""
+    texts: list[str] = []
+    for chunk in chunks:
+        choices = chunk["choices"]
+        choice = choices[0] if len(choices) == 1 else None
+        if type(choice) is dict and chunk.get("usage") is None \
+                and not choice.get("finish_reason") and not choice.get("index", 0):
+            delta = choice.get("delta")
+            if type(delta) is dict and not delta.get("tool_calls"):
+                content = delta.get("content")
+                if type(content) is str:
+                    texts.append(content)
+                    continue
+        if text := "".join(texts):
+            yield Delta(content=text)
+        texts.clear()
+        yield from _chunk_deltas(chunk)
+    if text := "".join(texts):
+        yield Delta(content=text)
+
+
+def _chunk_deltas(chunk: dict[str, Any]) -> Iterator[Delta]:
+    usage = chunk.get("usage")
+    if isinstance(usage, dict):
+        yield Delta(usage=read_usage(usage))
+    for choice in chunk["choices"]:
+        if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+            continue
+        delta = mapping(choice.get("delta"))
+        yield Delta(content=message_text(delta.get("content")),
+                    finish_reason=choice.get("finish_reason"),
+                    tool_calls=delta.get("tool_calls") or None)
