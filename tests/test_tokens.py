@@ -4,6 +4,7 @@ from loci import ConfigError, context_window, token_counter
 from loci.tokens import (
     MESSAGE_OVERHEAD,
     REPLY_PRIMING,
+    MemoCounts,
     compaction_threshold,
     encoding_for,
     heuristic_count,
@@ -72,3 +73,25 @@ def test_window_table_is_extendable_and_threshold_is_a_fraction() -> None:
 
 def test_encoding_for_strips_provider_prefix() -> None:
     assert encoding_for("openai/gpt-4o-mini") == ("o200k_base", True)
+
+
+def test_remembered_counts_are_bounded_by_characters_least_recently_used_first() -> None:
+    """The compiler's memo of token counts holds at most its budget of characters: a
+    server's compiles render new prompts all the time, and a count of entries let
+    thousands of them stay in memory."""
+    calls: list[str] = []
+
+    def count(text: str) -> int:
+        calls.append(text)
+        return len(text.split())
+
+    memo = MemoCounts(count, chars=1_000)
+    texts = [f"text {i} " + "word " * 40 for i in range(20)]  # ~210 characters each
+    assert [memo(t) for t in texts] == [42] * 20 and len(calls) == 20
+    assert memo._chars <= 1_000 and len(memo._counts) == 4  # the 4 most recent
+    memo(texts[-4])  # remembered: not counted again, and now the most recent
+    assert len(calls) == 20
+    memo(texts[0])  # forgotten long ago: counted again, pushing out texts[-3]
+    assert len(calls) == 21 and texts[-4] in memo._counts and texts[-3] not in memo._counts
+    memo("long " * 100)  # more than a quarter of the budget: counted, not remembered
+    assert "long " * 100 not in memo._counts

@@ -62,9 +62,9 @@ class SearchSettings:
     #: Share of the final score given to recency (0 = off).
     recency_weight: float = 0.0
     recency_half_life_days: float = 30.0
-    #: Memory the vectors each process keeps for search may take (MB): past it, the
-    #: scopes searched least recently are dropped from memory, and read back from the
-    #: store when searched again.
+    #: Memory the vectors each process keeps for search may take (MB), their graphs
+    #: included: past it, the scopes searched least recently are dropped from memory,
+    #: and read back from the store when searched again.
     vector_memory_mb: int = 2048
 
     def __post_init__(self) -> None:

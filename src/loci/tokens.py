@@ -12,6 +12,8 @@ from __future__ import annotations
 import fnmatch
 import logging
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -172,3 +174,33 @@ def unknown_model(model: str, window: int) -> str:
             f'in loci.toml: [models] "{model}" = 32768')
     logging.getLogger("loci").warning(text)
     return text
+
+
+class MemoCounts:
+    """``count`` with the counts of recent texts remembered, the least recently used
+    forgotten first once the texts remembered exceed ``chars`` characters together (a
+    count of entries let a server keep thousands of rendered prompts, each counted
+    once)."""
+
+    def __init__(self, count: Callable[[str], int], chars: int) -> None:
+        self._count, self._budget = count, chars
+        self._counts: OrderedDict[str, int] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> int:
+        with self._lock:
+            found = self._counts.get(text)
+            if found is not None:
+                self._counts.move_to_end(text)
+                return found
+        tokens = self._count(text)
+        if len(text) > self._budget // 4:  # never worth a quarter of the memo
+            return tokens
+        with self._lock:
+            if text not in self._counts:
+                self._counts[text] = tokens
+                self._chars += len(text)
+                while self._chars > self._budget:
+                    self._chars -= len(self._counts.popitem(last=False)[0])
+        return tokens

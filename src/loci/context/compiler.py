@@ -25,7 +25,7 @@ from loci.context.sources import BUILDERS, BuildContext, Item, said
 from loci.errors import BudgetExceededError
 from loci.models import Event
 from loci.timeutil import day_label
-from loci.tokens import REPLY_PRIMING, TokenCounter
+from loci.tokens import REPLY_PRIMING, MemoCounts, TokenCounter
 
 #: Dropped items listed one by one before the rest are counted together.
 MAX_DROPS_LISTED = 20
@@ -39,8 +39,8 @@ COMPACTIONS_WARNING = 3
 MIN_SHRUNK = 40
 #: The layer that holds the compaction summary (counted in history's budget).
 SUMMARY_LAYER = "compaction_summary"
-#: Texts whose token counts are remembered (per model's counter).
-COUNT_CACHE = 8192
+#: Characters of the texts whose token counts are remembered (per model's counter).
+COUNT_CACHE_CHARS = 2_000_000
 #: Layers whose budget is a floor, not a ceiling: they take what the others left.
 ELASTIC = frozenset({"recall"})
 
@@ -71,7 +71,7 @@ def memo_counter(counter: TokenCounter) -> TokenCounter:
     """``counter`` with its counts remembered per text. Most items recur from one
     compile to the next (memories, state, workspace files, the rendered sections), and
     exact tokenizing was a fifth of a compile."""
-    return TokenCounter(counter.method, lru_cache(maxsize=COUNT_CACHE)(counter.count))
+    return TokenCounter(counter.method, MemoCounts(counter.count, COUNT_CACHE_CHARS))
 
 
 class ContextCompiler:

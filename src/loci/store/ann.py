@@ -94,6 +94,11 @@ class AnnIndex:
     def __len__(self) -> int:
         return int(self._index.size)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes the graph holds (its vectors at half precision and its links)."""
+        return int(self._index.memory_usage)
+
     def upsert(self, keys: Sequence[int], vectors: Matrix, seq: int, threads: int = 2
                ) -> None:
         if not len(keys):

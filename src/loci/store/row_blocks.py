@@ -72,6 +72,11 @@ class RowBlocks:
             done += count
             self.size += count
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the rows held (a block's rows not written yet are not resident)."""
+        return self.size * self.width * np.dtype(self.dtype).itemsize
+
     def set(self, at: int, row: npt.NDArray[Any]) -> None:
         self._blocks[at // BLOCK_ROWS][at % BLOCK_ROWS] = row
 

@@ -92,8 +92,11 @@ class VectorIndex:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the vectors held (the graphs, ids and sign bits come on top)."""
-        return self._size * self.dim * 4
+        """Bytes held for search: the vectors, their sign bits, ids and numbers, and
+        the graphs built from them (a graph costs about twice its vectors). A graph
+        being built is not counted until it is done."""
+        return (self._rows.nbytes + self._signs.nbytes + self._ids.nbytes
+                + self._seqs.nbytes + sum(graph.nbytes for graph in self._graphs))
 
     def update(self, rows: Iterable[tuple[int, bytes, int]]) -> None:
         """Add or replace rows given as (row id, float32 bytes, vec_seq)."""
