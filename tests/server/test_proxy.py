@@ -14,10 +14,10 @@ import pytest
 from loci import load_settings
 from loci.errors import NotFoundError
 from loci.memory.tags import parse_reply
-from loci.server import create_app
+from loci.server import create_app, proxy_upstream
 from loci.server.proxy_anthropic import tool_choice
 from loci.server.proxy_stream import TagFilter
-from tests.server.conftest import LiveServer, make_key
+from tests.server.conftest import LiveServer, make_key, serving
 from tests.server.fake_upstream import (
     SESSION,
     UPSTREAM_KEY,
@@ -438,3 +438,22 @@ def test_an_empty_message_is_refused_before_the_upstream_is_called(
         openai_client.chat.completions.create(
             model="m", extra_headers=SESSION, messages=[{"role": "user", "content": " "}])
     assert upstream.requests == []
+
+
+def test_the_upstream_client_is_built_once_and_closed_with_the_server(
+        home: Path, upstream: Upstream) -> None:
+    """While the server runs, every request reaches the upstream through one client (a
+    client per request cost its construction, and its connections, every time); the
+    server's stop closes it."""
+    app = proxy_app(home, upstream)
+    with serving(app) as base, client(base) as oai:
+        kept = []
+        for n in range(3):
+            oai.chat.completions.create(model="m", extra_headers=SESSION, stream=n == 1,
+                                        messages=[{"role": "user", "content": f"hi {n}"}])
+            kept.append(list(proxy_upstream._KEPT.upstreams.values()))
+        assert len(kept[0]) == 1 and kept[0] == kept[1] == kept[2]
+        transport = kept[0][0].chat._http._client  # type: ignore[attr-defined]
+        assert not transport.is_closed
+    assert transport.is_closed and not proxy_upstream._KEPT.upstreams
+    assert len(upstream.requests) == 3

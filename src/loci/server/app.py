@@ -32,6 +32,7 @@ from loci.server.proxy import router as proxy_router
 from loci.server.proxy_compact import router as compact_router
 from loci.server.proxy_messages import router as messages_router
 from loci.server.proxy_responses import router as responses_router
+from loci.server.proxy_upstream import kept_upstreams
 from loci.settings import Settings, load_settings
 from loci.timeutil import Clock, utc_now
 
@@ -68,12 +69,15 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
             settle_gc()
             if hub.runtime.indexer is not None:  # rows an earlier process left
                 hub.runtime.indexer.recover()
-        # The MCP session manager's task group lives as long as the app.
-        async with mcp_app.router.lifespan_context(mcp_app), anyio.create_task_group() as tasks:
-            if hub.settings.retention.days > 0:
-                tasks.start_soon(daily_retention, hub)
-            yield
-            tasks.cancel_scope.cancel()
+        # The MCP session manager's task group lives as long as the app, and so do the
+        # proxy's upstream clients.
+        with kept_upstreams():
+            async with mcp_app.router.lifespan_context(mcp_app), \
+                    anyio.create_task_group() as tasks:
+                if hub.settings.retention.days > 0:
+                    tasks.start_soon(daily_retention, hub)
+                yield
+                tasks.cancel_scope.cancel()
         hub.close()
 
     app = FastAPI(title="Loci", version=__version__, lifespan=lifespan,

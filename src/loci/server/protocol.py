@@ -11,8 +11,9 @@ A deadline alone does not keep slots free: clients that reopen as soon as they a
 closed hold as many connections as there are of them, and uvicorn answers 503 to any
 request that arrives while ``limit_concurrency`` connections are open. So when a
 request's headers are complete and the connections are at that limit, the ones that
-have waited longest for their own headers are closed to make room: a connection that
-has sent a whole request goes before one that has not, which costs nothing to close.
+have waited longest for their own headers are closed to make room: a request that
+came whole is served before connections that have not sent one, which nothing is lost
+by closing.
 """
 
 from __future__ import annotations

@@ -6,11 +6,19 @@ for OpenAI's Responses API, ``proxy_responses_upstream``; empty means the ``[llm
 provider when that is openai or anthropic), ``[proxy] base_url`` and
 ``[proxy] api_key`` (empty: the ``[llm]`` ones). The model is the client's. Whatever
 the upstream, the proxy sees a ``Completion`` or a stream of ``Delta`` (``proxy_types``).
+
+While a server runs (``kept_upstreams``, its lifespan) each configuration's upstream is
+built once and kept: its HTTP client, and the connections that client keeps open, serve
+every request (building a client loads the TLS certificates: tens of milliseconds a
+request); the last server of the process to stop closes them. Outside a server each
+request builds its own and closes it.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from loci.context.requests import openai_messages
@@ -53,13 +61,69 @@ def provider_edits(settings: Settings, params: dict[str, Any]) -> tuple[str, ...
 
 
 def make_upstream(settings: Settings) -> Upstream:
-    """The configured upstream, or a NoUpstreamError saying how to configure one."""
-    provider = provider_of(settings)
-    base_url = settings.proxy.base_url or settings.llm.base_url
-    api_key = settings.proxy.api_key or settings.llm.api_key or None
-    # The providers want a default model; the proxy always sends the client's.
-    model = settings.llm.model or settings.model
-    timeout = settings.proxy.timeout
+    """The configured upstream (kept while a server runs, see the module docstring), or
+    a NoUpstreamError saying how to configure one."""
+    config = (provider_of(settings), settings.proxy.base_url or settings.llm.base_url,
+              settings.proxy.api_key or settings.llm.api_key or None,
+              # The providers want a default model; the proxy always sends the client's.
+              settings.llm.model or settings.model, settings.proxy.timeout)
+    with _KEPT.lock:
+        if not _KEPT.servers:
+            return _build(*config)
+        upstream = _KEPT.upstreams.get(config)
+        if upstream is None:
+            upstream = _KEPT.upstreams[config] = _build(*config)
+        return _Borrowed(upstream)
+
+
+@contextmanager
+def kept_upstreams() -> Iterator[None]:
+    """For as long as a server runs: upstreams built once per configuration and kept."""
+    with _KEPT.lock:
+        _KEPT.servers += 1
+    try:
+        yield
+    finally:
+        with _KEPT.lock:
+            _KEPT.servers -= 1
+            closing = [] if _KEPT.servers else list(_KEPT.upstreams.values())
+            if not _KEPT.servers:
+                _KEPT.upstreams.clear()
+        for upstream in closing:
+            upstream.close()
+
+
+class _Kept:
+    """The upstreams kept, by configuration, and the servers running that keep them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.servers = 0
+        self.upstreams: dict[tuple[str, str, str | None, str, float], Upstream] = {}
+
+
+_KEPT = _Kept()
+
+
+class _Borrowed:
+    """A request's use of a kept upstream: closing it leaves the upstream open (a
+    stream's HTTP response is closed with the stream)."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+
+    def complete(self, request: UpstreamRequest) -> Completion:
+        return self.upstream.complete(request)
+
+    def stream(self, request: UpstreamRequest) -> Iterator[Delta]:
+        return self.upstream.stream(request)
+
+    def close(self) -> None:
+        pass
+
+
+def _build(provider: str, base_url: str, api_key: str | None, model: str, timeout: float
+           ) -> Upstream:
     if provider in ("openai", "openai-compatible"):
         return OpenAIUpstream(OpenAICompatibleChat(
             model, base_url or OPENAI_URL, api_key, timeout=timeout))
