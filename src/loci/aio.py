@@ -239,9 +239,10 @@ class AsyncLoci:
         return await self._local(lambda: self.loci.memory_read(memory_id, offset, limit))
 
     async def memory_search(
-        self, query: str, limit: int = 5, filters: SearchFilters | None = None
+        self, query: str, limit: int = 5, filters: SearchFilters | None = None,
+        past: bool | None = None,
     ) -> list[MemorySummary]:
-        return await self._local(lambda: self.loci.memory_search(query, limit, filters))
+        return await self._local(lambda: self.loci.memory_search(query, limit, filters, past))
 
     async def memory_write(
         self, type: str, tags: Sequence[str], content: str, id: str | None = None
@@ -280,9 +281,10 @@ class AsyncLoci:
         *,
         kinds: Sequence[str] = ("memory",),
         filters: SearchFilters | None = None,
+        past: bool | None = None,
     ) -> list[SearchHit]:
         return await self._local(
-            lambda: self.loci.search(query, limit, kinds=kinds, filters=filters)
+            lambda: self.loci.search(query, limit, kinds=kinds, filters=filters, past=past)
         )
 
     async def search_conversation(

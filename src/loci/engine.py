@@ -38,6 +38,7 @@ from loci.memory.mirror import Mirror
 from loci.memory.service import MemoryService, ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
 from loci.memory.sync import sync as sync_mirror
+from loci.memory.timeline import asks_about_past
 from loci.memory.tools import MemoryPage, MemorySummary, page, to_summary
 from loci.memory.types import check_type
 from loci.models import (
@@ -297,15 +298,17 @@ class Loci:
 
     def search(
         self, query: str, limit: int = 10, *, kinds: Sequence[str] = ("memory",),
-        filters: SearchFilters | None = None,
+        filters: SearchFilters | None = None, past: bool | None = None,
     ) -> list[SearchHit]:
         """Hybrid (keyword + vector) search over the given kinds, best first; scores
-        are in [0, 1]. Expired memories are left out."""
+        are in [0, 1]. Expired and superseded memories are left out unless ``past``
+        (default: whether the query asks about the past, ``memory.timeline``)."""
         if not 1 <= limit <= 1000:
             raise ValidationError("limit must be between 1 and 1000")
         check_text("query", query)
         now = self.clock()
-        filters = replace(filters or SearchFilters(), now=now)
+        past = asks_about_past(query, now) if past is None else past
+        filters = replace(filters or SearchFilters(), now=None if past else now)
         hits: list[SearchHit] = []
         for kind in kinds:
             hits += self.retriever.search(self.scope, kind, query, limit=limit,
@@ -313,10 +316,14 @@ class Loci:
         return sorted(hits, key=lambda h: h.score, reverse=True)[:limit]
 
     def memory_search(
-        self, query: str, limit: int = 5, filters: SearchFilters | None = None
+        self, query: str, limit: int = 5, filters: SearchFilters | None = None,
+        past: bool | None = None,
     ) -> list[MemorySummary]:
-        """seeds/002 ``memory_search``: summaries, ids, relevance and timestamps."""
-        return [to_summary(hit) for hit in self.search(query, limit, filters=filters)]
+        """seeds/002 ``memory_search``: summaries, ids, relevance and timestamps (and
+        for a question about the past, facts that no longer hold, marked so)."""
+        now = self.clock()
+        return [to_summary(hit, now) for hit in self.search(query, limit, filters=filters,
+                                                           past=past)]
 
     def memory_read(self, memory_id: str, offset: int = 0, limit: int = 1000) -> MemoryPage:
         """seeds/002 ``memory_read``: the memory's markdown, paginated by characters."""

@@ -16,7 +16,7 @@ from typing import Any
 from loci.checks import check_label, check_text, clean_tags
 from loci.errors import NotFoundError, ValidationError
 from loci.indexing import Indexer
-from loci.memory.dedup import Match, find_duplicate
+from loci.memory.dedup import Match, find_duplicate, restates
 from loci.memory.extract import Extractor
 from loci.memory.mirror import Mirror
 from loci.memory.tags import parse_reply, without_memories
@@ -68,21 +68,30 @@ class MemoryService:
         (a new memory is dated then; its expiry counts from now, when it was confirmed)."""
         content, memory_type, tags = _validate(content, type, tags)
         now = self.clock()
+        said = min(said_at, now) if said_at is not None else now
         vectors = self.indexer.vectors_for([content]) if self.indexer else None
         match = self._duplicate(content, memory_type, vectors) if dedupe else None
         expires = expiry_for(memory_type, now, self.ttls)
-        if match is None:
+        if match is None or (match.kind == "changed" and restates(content, match.memory.content)):
             marker = self.mirror.claim() if self.mirror else None
             held = {"mirrors": [marker.id]} if marker else {}
-            said = min(said_at, now) if said_at is not None else now
             memory = Memory(new_memory_id(), memory_type, content, tags, said, now,
-                            expires, source, held)
+                            expires, source, held, confirmed_at=now)
+            if match is not None and said < match.memory.created_at:
+                # Said before the stored value: it was already superseded by it.
+                memory = _ended(memory, match.memory.id, match.memory.created_at)
             self.store.put_memories(self.scope, [memory], vectors)
             self._mirror(memory, None)
-            return SaveResult(memory, "created")
+            if match is None or memory.superseded_by is not None:
+                return SaveResult(memory, "created")
+            ended = _ended(match.memory, memory.id, said)
+            self.store.supersede_memory(self.scope, ended, f"superseded by {memory.id}", now)
+            self._mirror(ended, None)
+            return SaveResult(memory, "superseded", ended)
         old = match.memory
         merged = tuple(dict.fromkeys((*old.tags, *tags)))
-        fresh = replace(old, content=content, tags=merged, updated_at=now, expires_at=expires)
+        fresh = replace(old, content=content, tags=merged, updated_at=now, expires_at=expires,
+                        created_at=min(old.created_at, said), confirmed_at=now)
         if match.kind == "same":
             self.store.put_memory(self.scope, fresh)
             action = "refreshed"
@@ -156,7 +165,8 @@ class MemoryService:
         if was is not None and (expires is None or expires <= now):
             expires = expiry_for(old.type, now, self.ttls)
         metadata = {k: v for k, v in old.metadata.items() if k != RETIRED}
-        fresh = replace(old, updated_at=now, expires_at=expires, metadata=metadata)
+        fresh = replace(old, updated_at=now, expires_at=expires, metadata=metadata,
+                        superseded_by=None)
         self.store.supersede_memory(self.scope, fresh, "restored", now)
         self._mirror(fresh, None)
         return fresh
@@ -238,6 +248,15 @@ class MemoryService:
     def _mirror(self, memory: Memory, previous: Memory | None) -> None:
         if self.mirror is not None:
             self.mirror.write(memory, previous)
+
+
+def _ended(memory: Memory, successor: str, when: datetime) -> Memory:
+    """``memory`` superseded by ``successor``, said at ``when``: it held until then (or
+    until it expired, if that came first), retired so that ``restore`` brings it back."""
+    until = when if memory.expires_at is None else min(memory.expires_at, when)
+    was = format_timestamp(memory.expires_at) if memory.expires_at else None
+    return replace(memory, expires_at=until, superseded_by=successor, metadata={
+        **memory.metadata, RETIRED: {"reason": f"superseded by {successor}", "expires_at": was}})
 
 
 def _validate(content: str, type: str, tags: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
