@@ -31,6 +31,7 @@ from loci.context.workspace import Workspace
 from loci.engine import Loci
 from loci.erasure import SessionErasure
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
+from loci.memory.consolidate import Consolidation, Proposal
 from loci.memory.extract import Extractor
 from loci.memory.service import ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
@@ -329,6 +330,15 @@ class AsyncLoci:
 
     async def restore(self, memory_id: str) -> Memory:
         return await self._local(lambda: self.loci.restore(memory_id))
+
+    async def consolidate(self) -> Proposal:
+        return await self._local(lambda: self.loci.consolidate())
+
+    async def apply_consolidation(self, proposal_id: str) -> Consolidation:
+        return await self._local(lambda: self.loci.apply_consolidation(proposal_id))
+
+    async def consolidation(self) -> Proposal | None:
+        return await self._local(lambda: self.loci.consolidation())
 
     async def turn(
         self,

@@ -26,15 +26,10 @@ from loci.erasure import SessionEraser, SessionErasure
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import check_fields, check_message, dump_jsonl, new_event, parse_jsonl
 from loci.indexing import Indexer
-from loci.knowledge import (
-    DocumentPage,
-    DocumentSummary,
-    KnowledgeBase,
-    Librarian,
-    SessionKnowledge,
-)
+from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, Librarian, SessionKnowledge
 from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
 from loci.memory.mirror import Mirror
+from loci.memory.review import Consolidation, Consolidator, Proposal
 from loci.memory.service import MemoryService, ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
 from loci.memory.sync import sync as sync_mirror
@@ -256,8 +251,20 @@ class Loci:
         return sync_mirror(self._memories, mirror, dry_run=dry_run, confirm=confirm)
 
     def restore(self, memory_id: str) -> Memory:
-        """Bring back a memory that sync retired when its file was deleted."""
+        """Bring back a memory that sync or a consolidation retired or superseded."""
         return self._memories.restore(check_text("memory id", memory_id))
+
+    def consolidate(self) -> Proposal:
+        """Propose tidying the memories, kept for review (``memory.consolidate``)."""
+        return Consolidator(self._memories, self.chat).propose()
+
+    def apply_consolidation(self, proposal_id: str) -> Consolidation:
+        """Apply the pending proposal as new versions (``ConflictError`` if stale)."""
+        return Consolidator(self._memories, self.chat).apply(check_text("id", proposal_id))
+
+    def consolidation(self) -> Proposal | None:
+        """The pending consolidation proposal, if any."""
+        return Consolidator(self._memories, self.chat).pending()
 
     def apply_reply(self, text: str, source: str | None = None) -> ReplyResult:
         """Save the [MEMORY:type] and [STATE:key] tags of an assistant reply and return
@@ -300,9 +307,8 @@ class Loci:
         self, query: str, limit: int = 10, *, kinds: Sequence[str] = ("memory",),
         filters: SearchFilters | None = None, past: bool | None = None,
     ) -> list[SearchHit]:
-        """Hybrid (keyword + vector) search over the given kinds, best first; scores
-        are in [0, 1]. Expired and superseded memories are left out unless ``past``
-        (default: whether the query asks about the past, ``memory.timeline``)."""
+        """Hybrid (keyword + vector) search over the given kinds, best first, scores in
+        [0, 1]; expired memories only if ``past`` (default: the query asks about it)."""
         if not 1 <= limit <= 1000:
             raise ValidationError("limit must be between 1 and 1000")
         check_text("query", query)
@@ -319,11 +325,9 @@ class Loci:
         self, query: str, limit: int = 5, filters: SearchFilters | None = None,
         past: bool | None = None,
     ) -> list[MemorySummary]:
-        """seeds/002 ``memory_search``: summaries, ids, relevance and timestamps (and
-        for a question about the past, facts that no longer hold, marked so)."""
-        now = self.clock()
-        return [to_summary(hit, now) for hit in self.search(query, limit, filters=filters,
-                                                           past=past)]
+        """seeds/002 ``memory_search``: summaries, ids, relevance, timestamps, status."""
+        hits = self.search(query, limit, filters=filters, past=past)
+        return [to_summary(hit, self.clock()) for hit in hits]
 
     def memory_read(self, memory_id: str, offset: int = 0, limit: int = 1000) -> MemoryPage:
         """seeds/002 ``memory_read``: the memory's markdown, paginated by characters."""

@@ -35,7 +35,7 @@ DEFAULT_IDENTITY = "You are {agent}, a helpful assistant with a long-term memory
 #: How many of the newest memories the memories layer considers.
 RECENT_MEMORIES = 100
 #: State keys Loci keeps for itself (focus, flush marks), not shown as state.
-INTERNAL_STATE = (STATE_PREFIX, "flushed:", "provider_edits:")
+INTERNAL_STATE = (STATE_PREFIX, "flushed:", "provider_edits:", "consolidation:")
 _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNORECASE)
 
 

@@ -112,11 +112,32 @@ class MemoryService:
         old = self.get(memory_id)
         now = self.clock()
         fresh = replace(old, content=content, type=memory_type, tags=tags,
-                        updated_at=now, expires_at=expiry_for(memory_type, now, self.ttls))
+                        updated_at=now, expires_at=expiry_for(memory_type, now, self.ttls),
+                        confirmed_at=now)
         self.store.supersede_memory(self.scope, fresh, reason, now)
         self._index_later()
         self._mirror(fresh, old)
         return SaveResult(fresh, "updated", old)
+
+    def end(self, memory_id: str, successor_id: str, reason: str) -> Memory:
+        """Supersede ``memory_id`` by ``successor_id``: it held until the successor was
+        said, and links to it (kept, restorable)."""
+        successor = self.get(successor_id)
+        ended = _ended(self.get(memory_id), successor.id, successor.created_at)
+        self.store.supersede_memory(self.scope, ended, reason, self.clock())
+        self._mirror(ended, None)
+        return ended
+
+    def retype(self, memory_id: str, type: str, reason: str) -> Memory:
+        """Give a memory another type as a new version; its lifetime counts from when it
+        was last confirmed, not from now (a retype is no confirmation)."""
+        old = self.get(memory_id)
+        memory_type = check_type(type)
+        fresh = replace(old, type=memory_type, updated_at=self.clock(),
+                        expires_at=expiry_for(memory_type, old.last_confirmed, self.ttls))
+        self.store.supersede_memory(self.scope, fresh, reason, self.clock())
+        self._mirror(fresh, old)
+        return fresh
 
     def get(self, memory_id: str) -> Memory:
         memory = self.store.get_memory(self.scope, memory_id)
