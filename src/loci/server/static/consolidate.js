@@ -24,7 +24,7 @@ function changeItem(change) {
 function render(proposal, app) {
   const counts = Object.entries(proposal.counts).filter(([, n]) => n)
     .map(([kind, n]) => `${n} ${kind}`).join(', ');
-  const accept = el('button', {type: 'button', id: 'consolidation-accept',
+  const acceptButton = el('button', {type: 'button', id: 'consolidation-accept',
     onclick: app.guard(() => accept(proposal, app))}, 'Accept');
   $('#consolidation').replaceChildren(el('section', {class: 'group consolidation',
     dataset: {id: proposal.id}},
@@ -34,7 +34,7 @@ function render(proposal, app) {
   ...proposal.notes.map((note) => el('p', {class: 'hint'}, note)),
   proposal.changes.length ? el('ul', {class: 'cards'}, proposal.changes.map(changeItem))
     : empty('The memories need no consolidation.'),
-  el('div', {class: 'actions'}, proposal.changes.length ? accept : null,
+  el('div', {class: 'actions'}, proposal.changes.length ? acceptButton : null,
     el('button', {type: 'button', onclick: () => $('#consolidation').replaceChildren()},
       'Close'))));
 }
