@@ -173,6 +173,17 @@ def test_a_round_trip_through_the_pending_state(loci: Loci) -> None:
     ("User: How to implement that", None),  # no question mark: left to a person
     (ENGINEERS, None), (MAYA, None), (PREFERS, None),
     ("User: Which one do you recommend? I'm leaning towards the Tamron.", None),
+    # Said to the assistant about the conversation, nothing specific in it; one with a
+    # name or a number in it stays.
+    ("User: I love the variety of your recommendations!",
+     "said to the assistant, with nothing specific"),
+    ("User: I want you to function as medical content and graphic designer.",
+     "said to the assistant, with nothing specific"),
+    ("User: include scope of work, objective and project overview.",
+     "said to the assistant, with nothing specific"),
+    ("User: You know, I actually have a great leather jacket that I found on ThredUp last "
+     "month for $60.", None),
+    ("User: I need help finding a new scratching post for my cat, Luna.", None),
 ])
 def test_junk_rules(text: str, reason: str | None) -> None:
     now = datetime(2026, 1, 1, tzinfo=UTC)

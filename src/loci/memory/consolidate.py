@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from loci.llm._transcript import without_harness
-from loci.llm.salience import is_command, is_filler
+from loci.llm.salience import is_command, is_filler, specificity
 from loci.memory.dedup import DUPLICATE_OVERLAP, anchors, restates, word_overlap, word_set
 from loci.memory.types import ttl_days
 from loci.models import Memory
@@ -47,6 +47,13 @@ _HARNESS_TAG = re.compile(r"</?[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+(?:\s[^<>]*)?/?>"
 _PREFERENCE = re.compile(
     r"\b(?:i|the user|they|he|she|we)\s+(?:really\s+|also\s+|usually\s+|still\s+)?"
     r"(?:prefers?|likes?|loves?|enjoys?|hates?|dislikes?)\b|\bfavou?rite\b", re.I)
+#: Words a person uses to the assistant about the conversation ("your suggestions", "I
+#: want you to ..."), and the verbs a request to it starts with.
+_ADDRESSES = re.compile(r"\b(?:you|your|yours)\b", re.I)
+_REQUEST = re.compile(
+    r"^(?:please\s+)?(?:give|tell|write|make|create|list|show|explain|suggest|recommend"
+    r"|provide|generate|describe|summari[sz]e|translate|rewrite|draft|help|include|add"
+    r"|compare)\b", re.I)
 #: Where an extracted memory comes from (a memory an agent wrote on purpose is never
 #: called a pasted document).
 _FROM_CONVERSATION = ("event:", "session:", "extraction")
@@ -175,10 +182,13 @@ def junk_reason(memory: Memory) -> str | None:
         return "a command line"
     if body.endswith("?") and not re.search(r"[.!]\s", body):
         return "a question"
-    from_chat = (memory.source or "").startswith(_FROM_CONVERSATION)
-    if from_chat and (len(body) > PASTED_CHARS or body.count("\n") >= PASTED_LINES
-                      or body.startswith(("#", "```"))):
+    if not (memory.source or "").startswith(_FROM_CONVERSATION):
+        return None  # what an agent chose to write is its own business
+    if len(body) > PASTED_CHARS or body.count("\n") >= PASTED_LINES or body.startswith(
+            ("#", "```")):
         return "a pasted document"
+    if (_ADDRESSES.search(body) or _REQUEST.match(body)) and not specificity(body, set()):
+        return "said to the assistant, with nothing specific"
     return None
 
 
