@@ -16,9 +16,10 @@ date, ``end_session`` after each, so the memories are what extraction made of it
   marked superseded or expired;
 - the active memories per question, and how long proposing and applying took.
 
-    python benchmarks/consolidation.py [--data ../shared/data/longmemeval/longmemeval_s_dev.jsonl.gz]
-        [--per-type 5] [--limit 0] [--types knowledge-update,...] [--embedder local]
-        [--store-dir DIR] [--json]
+    python benchmarks/consolidation.py
+        [--data ../shared/data/longmemeval/longmemeval_s_dev.jsonl.gz] [--per-type 5]
+        [--limit 0] [--types knowledge-update,...] [--embedder local] [--store-dir DIR]
+        [--json]
 
 With ``--store-dir`` the ingested histories are kept and reused (consolidation is then
 applied to the kept stores: use a fresh copy for each run).
@@ -39,9 +40,8 @@ from typing import Any
 
 from common import machine
 from conversation_memory import content_words, coverage
-from longmemeval import BM25, TOP_K, TYPES, Turn, history, ingest, load
-
 from loci import Loci
+from longmemeval import BM25, TOP_K, TYPES, Turn, history, ingest, load
 
 #: A memory holds a value when at least this share of the answer's words is in it.
 VALUE_SHARE = 0.5
@@ -77,6 +77,17 @@ def knowledge_update(loci: Loci, row: dict[str, Any], turns: list[Turn],
     return {"newest_active": int(newest), "older_shown": shown_old, "older_marked": marked}
 
 
+def record(table: dict[str, list[float]], row: dict[str, Any],
+           lines: list[tuple[str, str, str]]) -> None:
+    """The answer's coverage by ``lines``, under the question's type and "all"
+    (abstention questions are not scored)."""
+    value = (None if row["question_id"].endswith("_abs")
+             else covered(str(row["answer"]), lines))
+    if value is not None:
+        for key in (row["question_type"], "all"):
+            table[key].append(value)
+
+
 def bm25_lines(turns: list[Turn], question: str) -> list[tuple[str, str, str]]:
     users = [t for t in turns if t.role == "user"]
     ranked = BM25([t.text for t in users]).ranked(question)[:TOP_K]
@@ -99,16 +110,7 @@ def run(rows: list[dict[str, Any]], home: Path, embedder: str,
         turns = [t for s in sessions for t in s]
         loci = ingest(base, row, sessions)
         loci.wait_indexed()
-        scored = not row["question_id"].endswith("_abs")
-        kinds = (row["question_type"], "all")
-
-        def measure(stage: str, lines: list[tuple[str, str, str]]) -> None:
-            value = covered(str(row["answer"]), lines) if scored else None
-            if value is not None:
-                for key in kinds:
-                    scores[stage][key].append(value)
-
-        measure("bm25", bm25_lines(turns, row["question"]))
+        record(scores["bm25"], row, bm25_lines(turns, row["question"]))
         for stage in ("before", "after"):
             if stage == "after":
                 started = time.perf_counter()
@@ -121,7 +123,7 @@ def run(rows: list[dict[str, Any]], home: Path, embedder: str,
                 loci.wait_indexed()
             counts[stage].append(len(loci.memories()))
             lines = memory_lines(loci, row["question"])
-            measure(stage, lines)
+            record(scores[stage], row, lines)
             if row["question_type"] == "knowledge-update":
                 ku[stage].update(knowledge_update(loci, row, turns, lines))
     base.close()
