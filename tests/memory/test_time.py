@@ -101,11 +101,16 @@ def test_an_expired_fact_is_found_for_the_past_and_labelled(
     (found,) = loci.memory_search("window seats I used to prefer")
     assert found.id == kept.id and found.status == "expired"
     assert found.until == kept.expires_at
+    assert kept.expires_at is not None
+    shown = loci.compile(None, "Which seats did I prefer on long flights?").to_text()
+    assert (f"{WINDOW_SEATS} (expired {kept.expires_at.day} April 2026, not confirmed since)"
+            in shown)
 
 
 @pytest.mark.parametrize(("query", "past"), [
     ("How many engineers do I lead now?", False),
-    ("How many engineers did I lead when I just started my new role?", False),
+    ("How many engineers did I lead when I just started my new role?", True),
+    ("What is the name of my cat?", False),
     ("Where did I live before I moved to Porto?", True),
     ("What was my previous personal best?", True),
     ("Which restaurant did I go to in March 2023?", True),

@@ -4,8 +4,9 @@ that no longer holds is labelled when it is shown.
 A memory is *active* until it expires; one that a newer fact on the same subject
 ended is *superseded* (it expired when the newer fact was said). Search leaves both
 kinds out unless the question is about the past: it says so ("used to", "before",
-"previously", "no longer", "last year", ...) or names a period that has ended. Then
-they are found, and shown as "was …, until …" so that no reader takes them for
+"previously", "no longer", "last year", ...), is in the past tense ("did", "was") or
+names a period that has ended. Then they are found, a superseded fact shown as "was …,
+until …" and an expired one with the day it expired, so that no reader takes them for
 current.
 """
 
@@ -21,7 +22,7 @@ from loci.timeutil import day_label
 _PAST = re.compile(
     r"\b(used to|previous(?:ly)?|formerly|former|originally|initially|at first|before"
     r"|earlier|in the past|back then|at the time|any ?more|no longer|last"
-    r" (?:year|month|week|time)|ago|changed?|until)\b", re.I)
+    r" (?:year|month|week|time)|ago|changed?|until|did|was|were|had)\b", re.I)
 
 
 def asks_about_past(query: str, now: datetime) -> bool:
@@ -56,7 +57,10 @@ def standing(expires_at: datetime | None, superseded_by: str | None,
 
 
 def shown_as_past(text: str, state: Standing) -> str:
-    """A fact that no longer holds as a context line shows it: "was: …, until …"."""
+    """A fact that no longer holds as a context line shows it: "was: … (until …,
+    superseded)", or an expired one "… (expired …, not confirmed since)"."""
     if state.status == "active" or state.until is None:
         return text
-    return f"was: {text} (until {day_label(state.until)}, {state.status})"
+    if state.status == "expired":
+        return f"{text} (expired {day_label(state.until)}, not confirmed since)"
+    return f"was: {text} (until {day_label(state.until)}, superseded)"
