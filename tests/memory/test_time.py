@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from loci import Loci, Memory, Scope, Store
-from loci.memory.timeline import asks_about_past
+from loci.memory.timeline import asks_about_past, gives_new_value
 from loci.store.sqlite import SQLiteStore
 from loci.store.sqlite import schema as sqlite_schema
 from tests.conftest import FakeClock
@@ -155,3 +155,16 @@ def test_an_older_sqlite_store_migrates(tmp_path: Path,
         assert old.last_confirmed == old.updated_at
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(("new", "old", "value"), [
+    (PAGE_220, PAGE_200, True),  # the structure: same subject, a number changed
+    ("By the way, I've been sticking to my daily tidying routine for 4 weeks now",
+     "I've been sticking to my daily tidying routine - it's already been 3 weeks!", True),
+    ("User: I'm Maya, a backend engineer in Lisbon.",
+     "The user is Maya, a backend engineer in Lisbon.", False),  # reworded only
+    ("I have a total of 37 coins in that collection",
+     "I have a total of 37 pre-1920 American coins", False),
+])
+def test_a_new_value_or_a_rewording(new: str, old: str, value: bool) -> None:
+    assert gives_new_value(new, old) is value

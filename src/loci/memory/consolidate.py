@@ -30,6 +30,7 @@ from typing import Any
 from loci.llm._transcript import without_harness
 from loci.llm.salience import is_command, is_filler, specificity
 from loci.memory.dedup import DUPLICATE_OVERLAP, anchors, restates, word_overlap, word_set
+from loci.memory.timeline import gives_new_value
 from loci.memory.types import ttl_days
 from loci.models import Memory
 from loci.search.query import STOPWORDS
@@ -227,10 +228,12 @@ def _same_subject(memories: Sequence[Memory]) -> tuple[list[ProposedChange], lis
         if a_names and b_names and a_names != b_names:
             continue
         same_words = word_set(a.content) == word_set(b.content)
-        if not same_words and restates(b.content, a.content):
+        alike = same_words or word_overlap(a.content, b.content) > DUPLICATE_OVERLAP
+        if not same_words and (restates(b.content, a.content) or (
+                alike and gives_new_value(b.content, a.content))):
             if a.id not in newer or newer[a.id].created_at <= b.created_at:
                 newer[a.id] = b
-        elif word_overlap(a.content, b.content) > DUPLICATE_OVERLAP:
+        elif alike:
             group[_root(group, b.id)] = _root(group, a.id)
     by_id = {m.id: m for m in ordered}
     groups: dict[str, list[Memory]] = {}

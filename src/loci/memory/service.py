@@ -16,10 +16,11 @@ from typing import Any
 from loci.checks import check_label, check_text, clean_tags
 from loci.errors import NotFoundError, ValidationError
 from loci.indexing import Indexer
-from loci.memory.dedup import Match, find_duplicate, restates
+from loci.memory.dedup import Match, find_duplicate
 from loci.memory.extract import Extractor
 from loci.memory.mirror import Mirror
 from loci.memory.tags import parse_reply, without_memories
+from loci.memory.timeline import gives_new_value
 from loci.memory.types import check_type, expiry_for, new_memory_id
 from loci.models import Event, Memory, MemoryVersion, Scope, StateItem
 from loci.search.query import query_terms
@@ -72,7 +73,8 @@ class MemoryService:
         vectors = self.indexer.vectors_for([content]) if self.indexer else None
         match = self._duplicate(content, memory_type, vectors) if dedupe else None
         expires = expiry_for(memory_type, now, self.ttls)
-        if match is None or (match.kind == "changed" and restates(content, match.memory.content)):
+        if match is None or (match.kind == "changed" and gives_new_value(
+                content, match.memory.content)):
             marker = self.mirror.claim() if self.mirror else None
             held = {"mirrors": [marker.id]} if marker else {}
             memory = Memory(new_memory_id(), memory_type, content, tags, said, now,

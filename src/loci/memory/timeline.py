@@ -16,9 +16,11 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from loci.memory.dedup import restates
 from loci.search.temporal import periods
 from loci.timeutil import day_label
 
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _PAST = re.compile(
     r"\b(used to|previous(?:ly)?|formerly|former|originally|initially|at first|before"
     r"|earlier|in the past|back then|at the time|any ?more|no longer|last"
@@ -30,6 +32,17 @@ def asks_about_past(query: str, now: datetime) -> bool:
     if _PAST.search(query):
         return True
     return any(p.end is not None and p.end <= now for p in periods(query))
+
+
+def gives_new_value(new: str, old: str) -> bool:
+    """Whether ``new``, a statement of the same fact as ``old`` (dedup found them
+    alike), gives it a new value rather than rewording it: the structure says so
+    (``dedup.restates``: same subject, a single-valued relation or a number changed),
+    or a number of one is replaced by another ("on page 200" / "now at page 220")."""
+    if restates(new, old):
+        return True
+    a, b = set(_NUMBER.findall(new)), set(_NUMBER.findall(old))
+    return bool(a - b and b - a)
 
 
 @dataclass(frozen=True)
