@@ -1,9 +1,13 @@
 """Saving facts the way seeds/000 and seeds/002 ask: typed, deduplicated, never lost.
 
 ``save`` looks for the same fact among stored ones (keyword candidates scored by word
-overlap, plus vector neighbours when embeddings are on). The same words refresh the
-stored fact's timestamps and TTL; changed words supersede it and keep the old version
-in its history. Everything written is mirrored to markdown when a mirror is set.
+overlap, plus vector neighbours when embeddings are on). The same words confirm the
+stored fact (its time to live counts again from now); other words for the same value
+update it in place, the old words kept in its history; a new value of the same subject
+(``timeline.gives_new_value``) is a memory of its own that supersedes the old one,
+which is kept, linked to it and restorable (``memory.timeline``). A memory is dated
+when its source said it. Everything written is mirrored to markdown when a mirror is
+set.
 """
 
 from __future__ import annotations
