@@ -55,3 +55,16 @@ def test_a_prepared_proposal_is_shown(page: Page, tmp_path: Path) -> None:  # no
         page.goto(f"{server.url}/#memories")
         expect(page.locator("#consolidation li.change")).to_have_count(1)
         expect(page.locator("#consolidation")).to_contain_text("a question")
+
+
+def test_a_superseded_memory_is_marked(page: Page, tmp_path: Path) -> None:  # noqa: F811
+    with LiveServer(make_app(tmp_path)) as server, \
+            httpx.Client(base_url=server.url, timeout=10) as http:
+        old = http.post("/api/memories", json={"content": "The user lives in Lisbon"}).json()
+        new = http.post("/api/memories", json={"content": "The user lives in Porto now"}).json()
+        page.goto(f"{server.url}/#memories")
+        expect(page.locator("#memory-groups .memory")).to_have_count(1)
+        page.check("#include-expired")
+        badge = page.locator(f"li[data-id='{old['id']}'] .badge")
+        expect(badge).to_have_text("superseded")
+        assert badge.get_attribute("title") == f"superseded by {new['id']}"
