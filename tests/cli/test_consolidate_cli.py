@@ -59,3 +59,5 @@ def test_search_past_shows_a_superseded_fact(
     assert "Porto" in current and "Lisbon" not in current
     past = run(capsys, "search", "where does the user live", "--past")[1]
     assert "(superseded " in past and "Lisbon" in past
+    listed = run(capsys, "memories", "--all")[1]
+    assert ", superseded by mem_" in listed

@@ -65,6 +65,8 @@ def memories(
         star = "★ " if m.type == "sticky" else ""
         tags = f" [{', '.join(m.tags)}]" if m.tags else ""
         expires = f" (expires {format_timestamp(m.expires_at)})" if m.expires_at else ""
+        if m.superseded_by and m.expires_at:
+            expires = f" (until {format_timestamp(m.expires_at)}, superseded by {m.superseded_by})"
         click.echo(f"{star}{m.id} {m.type}{tags}{expires}: {one_line(m.content)}")
 
 
