@@ -246,11 +246,9 @@ def _same_subject(memories: Sequence[Memory]) -> tuple[list[ProposedChange], lis
             rest = [m for m in members if m is not keep]
             merges.append(change("merge", [keep, *rest], "the same fact"))
     merged = {i for c in merges for i in c.ids}
-    supersedes = [change("supersede", [by_id[old], new], "a newer value of the same subject")
-                  for old, new in newer.items() if old not in merged and new.id not in merged]
-    ends = [c.ids[0] for c in supersedes]
-    # A memory both ended and ending another is fine; one ended twice is not.
-    return merges, [c for c in supersedes if ends.count(c.ids[0]) == 1]
+    # Each older memory is ended once, by its newest restatement.
+    return merges, [change("supersede", [by_id[old], new], "a newer value of the same subject")
+                    for old, new in newer.items() if old not in merged and new.id not in merged]
 
 
 def _pairs(memories: Sequence[Memory]) -> Iterable[tuple[Memory, Memory]]:
