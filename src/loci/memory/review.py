@@ -86,16 +86,18 @@ class Consolidator:
         if proposal is None or proposal.id != proposal_id:
             raise NotFoundError(f"no pending consolidation proposal {proposal_id!r}")
         service = self.service
-        stale = [i for c in proposal.changes for i, seen in zip(c.ids, c.seen, strict=True)
-                 if (m := service.store.get_memory(service.scope, i)) is None
-                 or fingerprint(m) != seen]
+        now = {m.id: fingerprint(m) for m in service.store.list_memories(service.scope)}
+        stale = {i for c in proposal.changes for i, seen in zip(c.ids, c.seen, strict=True)
+                 if now.get(i) != seen}
         if stale:
             raise ConflictError(
                 f"memories changed since proposal {proposal.id} was made "
-                f"({', '.join(sorted(set(stale)))}); propose again and review that")
+                f"({', '.join(sorted(stale))}); propose again and review that")
+        # Taking the pending proposal is the claim: a second apply of it finds none.
+        if not service.store.delete_state(service.scope, PENDING):
+            raise NotFoundError(f"no pending consolidation proposal {proposal_id!r}")
         for c in proposal.changes:
             _APPLY[c.kind](service, c, proposal.id)
-        service.store.delete_state(service.scope, PENDING)
         return Consolidation(proposal.id, proposal.changes)
 
     def _by_model(self, memories: Sequence[Memory]) -> list[ProposedChange]:
