@@ -159,8 +159,8 @@ def fingerprint(memory: Memory) -> str:
 def change(kind: str, memories: Sequence[Memory], reason: str,
            type: str | None = None) -> ProposedChange:
     return ProposedChange(kind, tuple(m.id for m in memories), reason,
-                  tuple(m.content for m in memories), type,
-                  tuple(fingerprint(m) for m in memories))
+                          tuple(m.content for m in memories), type,
+                          tuple(fingerprint(m) for m in memories))
 
 
 def proposal_id(changes: Sequence[ProposedChange], created_at: datetime) -> str:
