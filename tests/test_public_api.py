@@ -8,12 +8,14 @@ from loci.knowledge import KnowledgeBase
 def test_public_api_is_pinned() -> None:
     assert sorted(loci.__all__) == sorted([
         "ApiKey", "AsyncLoci", "AuthError", "BudgetExceededError", "Compaction", "CompactionResult",
-        "CompiledContext", "ConfigError", "ConflictError", "Document", "DocumentPage",
+        "CompiledContext", "ConfigError", "ConflictError", "Consolidation", "Document",
+        "DocumentPage",
         "DocumentSummary", "DocumentVersion", "Embedder", "EmbeddingMismatchError", "Event",
         "Extractor", "Focus", "IndexStatus", "Indexer", "Intake",
         "ForbiddenError", "KnowledgeBase", "LayerReport", "Loci", "LociError", "Memory",
         "MemoryPage", "MemorySummary", "MemoryVersion", "NewDocument", "Node",
-        "NotFoundError", "Price", "ProviderError", "PutResult", "ReplyResult", "RetentionReport",
+        "NotFoundError", "Price", "Proposal", "ProposedChange", "ProviderError", "PutResult",
+        "ReplyResult", "RetentionReport",
         "Runtime", "SaveResult",
         "Scope", "SearchFilters", "SearchHit", "SessionErasure", "SessionInfo",
         "SessionUsage", "SessionKnowledge", "Settings", "Skill", "StateItem", "Store", "StoreError",

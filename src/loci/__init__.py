@@ -28,6 +28,7 @@ from loci.indexing import Indexer, IndexStatus
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
 from loci.knowledge.service import NewDocument, PutResult
 from loci.knowledge.tree import Node
+from loci.memory.consolidate import Consolidation, Proposal, ProposedChange
 from loci.memory.extract import Extractor
 from loci.memory.service import ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
@@ -68,6 +69,7 @@ __all__ = [
     "CompiledContext",
     "ConfigError",
     "ConflictError",
+    "Consolidation",
     "Document",
     "DocumentPage",
     "DocumentSummary",
@@ -93,6 +95,8 @@ __all__ = [
     "Node",
     "NotFoundError",
     "Price",
+    "Proposal",
+    "ProposedChange",
     "ProviderError",
     "PutResult",
     "ReplyResult",

@@ -31,6 +31,7 @@ from loci.context.workspace import Workspace
 from loci.engine import Loci
 from loci.erasure import SessionErasure
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
+from loci.memory.consolidate import Consolidation, Proposal
 from loci.memory.extract import Extractor
 from loci.memory.service import ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
@@ -239,9 +240,10 @@ class AsyncLoci:
         return await self._local(lambda: self.loci.memory_read(memory_id, offset, limit))
 
     async def memory_search(
-        self, query: str, limit: int = 5, filters: SearchFilters | None = None
+        self, query: str, limit: int = 5, filters: SearchFilters | None = None,
+        past: bool | None = None,
     ) -> list[MemorySummary]:
-        return await self._local(lambda: self.loci.memory_search(query, limit, filters))
+        return await self._local(lambda: self.loci.memory_search(query, limit, filters, past))
 
     async def memory_write(
         self, type: str, tags: Sequence[str], content: str, id: str | None = None
@@ -280,9 +282,10 @@ class AsyncLoci:
         *,
         kinds: Sequence[str] = ("memory",),
         filters: SearchFilters | None = None,
+        past: bool | None = None,
     ) -> list[SearchHit]:
         return await self._local(
-            lambda: self.loci.search(query, limit, kinds=kinds, filters=filters)
+            lambda: self.loci.search(query, limit, kinds=kinds, filters=filters, past=past)
         )
 
     async def search_conversation(
@@ -327,6 +330,15 @@ class AsyncLoci:
 
     async def restore(self, memory_id: str) -> Memory:
         return await self._local(lambda: self.loci.restore(memory_id))
+
+    async def consolidate(self) -> Proposal:
+        return await self._local(lambda: self.loci.consolidate())
+
+    async def apply_consolidation(self, proposal_id: str) -> Consolidation:
+        return await self._local(lambda: self.loci.apply_consolidation(proposal_id))
+
+    async def consolidation(self) -> Proposal | None:
+        return await self._local(lambda: self.loci.consolidation())
 
     async def turn(
         self,

@@ -26,18 +26,14 @@ from loci.erasure import SessionEraser, SessionErasure
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import check_fields, check_message, dump_jsonl, new_event, parse_jsonl
 from loci.indexing import Indexer
-from loci.knowledge import (
-    DocumentPage,
-    DocumentSummary,
-    KnowledgeBase,
-    Librarian,
-    SessionKnowledge,
-)
+from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, Librarian, SessionKnowledge
 from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
 from loci.memory.mirror import Mirror
+from loci.memory.review import Consolidation, Consolidator, Proposal
 from loci.memory.service import MemoryService, ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
 from loci.memory.sync import sync as sync_mirror
+from loci.memory.timeline import asks_about_past
 from loci.memory.tools import MemoryPage, MemorySummary, page, to_summary
 from loci.memory.types import check_type
 from loci.models import (
@@ -255,8 +251,20 @@ class Loci:
         return sync_mirror(self._memories, mirror, dry_run=dry_run, confirm=confirm)
 
     def restore(self, memory_id: str) -> Memory:
-        """Bring back a memory that sync retired when its file was deleted."""
+        """Bring back a memory that sync or a consolidation retired or superseded."""
         return self._memories.restore(check_text("memory id", memory_id))
+
+    def consolidate(self) -> Proposal:
+        """Propose tidying the memories, kept for review (``memory.consolidate``)."""
+        return Consolidator(self._memories, self.chat).propose()
+
+    def apply_consolidation(self, proposal_id: str) -> Consolidation:
+        """Apply the pending proposal as new versions (``ConflictError`` if stale)."""
+        return Consolidator(self._memories, self.chat).apply(check_text("id", proposal_id))
+
+    def consolidation(self) -> Proposal | None:
+        """The pending consolidation proposal, if any."""
+        return Consolidator(self._memories, self.chat).pending()
 
     def apply_reply(self, text: str, source: str | None = None) -> ReplyResult:
         """Save the [MEMORY:type] and [STATE:key] tags of an assistant reply and return
@@ -297,15 +305,16 @@ class Loci:
 
     def search(
         self, query: str, limit: int = 10, *, kinds: Sequence[str] = ("memory",),
-        filters: SearchFilters | None = None,
+        filters: SearchFilters | None = None, past: bool | None = None,
     ) -> list[SearchHit]:
-        """Hybrid (keyword + vector) search over the given kinds, best first; scores
-        are in [0, 1]. Expired memories are left out."""
+        """Hybrid (keyword + vector) search over the given kinds, best first, scores in
+        [0, 1]; expired memories only if ``past`` (default: the query asks about it)."""
         if not 1 <= limit <= 1000:
             raise ValidationError("limit must be between 1 and 1000")
         check_text("query", query)
         now = self.clock()
-        filters = replace(filters or SearchFilters(), now=now)
+        past = asks_about_past(query, now) if past is None else past
+        filters = replace(filters or SearchFilters(), now=None if past else now)
         hits: list[SearchHit] = []
         for kind in kinds:
             hits += self.retriever.search(self.scope, kind, query, limit=limit,
@@ -313,10 +322,12 @@ class Loci:
         return sorted(hits, key=lambda h: h.score, reverse=True)[:limit]
 
     def memory_search(
-        self, query: str, limit: int = 5, filters: SearchFilters | None = None
+        self, query: str, limit: int = 5, filters: SearchFilters | None = None,
+        past: bool | None = None,
     ) -> list[MemorySummary]:
-        """seeds/002 ``memory_search``: summaries, ids, relevance and timestamps."""
-        return [to_summary(hit) for hit in self.search(query, limit, filters=filters)]
+        """seeds/002 ``memory_search``: summaries, ids, relevance, timestamps, status."""
+        hits = self.search(query, limit, filters=filters, past=past)
+        return [to_summary(hit, self.clock()) for hit in hits]
 
     def memory_read(self, memory_id: str, offset: int = 0, limit: int = 1000) -> MemoryPage:
         """seeds/002 ``memory_read``: the memory's markdown, paginated by characters."""

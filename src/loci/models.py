@@ -99,7 +99,10 @@ class SessionInfo:
 
 @dataclass(frozen=True)
 class Memory:
-    """A typed fact. ``expires_at`` None means it never expires (sticky)."""
+    """A typed fact. ``created_at`` is when it was first said, ``confirmed_at`` when it
+    was last stated again (None: not since it was saved), ``expires_at`` None means it
+    never expires (sticky). ``superseded_by`` names the newer fact on the same subject
+    that ended it (the memory then expires when that one was said)."""
 
     id: str
     type: str
@@ -110,9 +113,16 @@ class Memory:
     expires_at: datetime | None = None
     source: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    confirmed_at: datetime | None = None
+    superseded_by: str | None = None
 
     def is_expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
+
+    @property
+    def last_confirmed(self) -> datetime:
+        """When the fact was last stated: its expiry counts from here."""
+        return self.confirmed_at or self.updated_at
 
 
 @dataclass(frozen=True)

@@ -174,6 +174,13 @@ class ServerSettings:
     allowed_origins: list[str] = field(default_factory=list)
     #: Scopes (user, agent) whose engines the server keeps open.
     cache_scopes: int = 256
+    #: Minutes a user's memories stay unchanged before the server prepares a
+    #: consolidation proposal for them to review (it never applies one); 0: never.
+    consolidate_idle: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.consolidate_idle < 0:
+            raise ConfigError("[server] consolidate_idle must be >= 0 minutes")
 
 
 @dataclass(frozen=True)

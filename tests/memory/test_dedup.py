@@ -9,10 +9,12 @@ from loci.memory.dedup import restates
 def test_a_new_value_of_the_same_thing_supersedes_the_old(loci: Loci) -> None:
     lisbon = loci.remember("The user lives in Lisbon", type="sticky")
     porto = loci.remember("The user lives in Porto now", type="sticky")
-    assert porto.id == lisbon.id and porto.content == "The user lives in Porto now"
-    assert [v.content for v in loci.memory_history(porto.id)] == ["The user lives in Lisbon"]
+    # A fact of its own; the old one is kept, ended by it (``test_time``).
+    assert loci.memory(lisbon.id).superseded_by == porto.id
+    assert [v.content for v in loci.memory_history(lisbon.id)] == ["The user lives in Lisbon"]
     pg16 = loci.remember("The project uses PostgreSQL 16")
-    assert loci.remember("The project uses PostgreSQL 17").id == pg16.id
+    pg17 = loci.remember("The project uses PostgreSQL 17")
+    assert pg17.id != pg16.id and loci.memory(pg16.id).superseded_by == pg17.id
     # Facts that can hold together, or are about someone else, stay apart.
     tea = loci.remember("Maya likes green tea", type="user_preference")
     assert loci.remember("Maya likes black coffee", type="user_preference").id != tea.id

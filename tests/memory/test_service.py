@@ -56,16 +56,25 @@ def test_exact_duplicate_refreshes_timestamps_and_ttl(loci: Loci, clock: FakeClo
 def test_supersede_keeps_history(loci: Loci, clock: FakeClock) -> None:
     first = loci.remember("The launch date is December 1st 2026", type="project_context")
     clock.advance(hours=1)
+    # A new value (another number) is a fact of its own that ends the old one.
     second = loci.remember("The launch date is December 8th 2026", type="project_context")
-    assert second.id == first.id and second.content.endswith("8th 2026")
-    history = loci.memory_history(first.id)
-    assert [(v.version, v.content, v.reason) for v in history] == [
-        (1, "The launch date is December 1st 2026", "superseded by a near-duplicate")]
-    updated = loci.memory_write("sticky", ["launch"], "Launch moved to January", id=first.id)
+    assert second.id != first.id and second.content.endswith("8th 2026")
+    ended = loci.memory(first.id)
+    assert ended.superseded_by == second.id and ended.expires_at == second.created_at
+    assert [(v.version, v.content, v.reason) for v in loci.memory_history(first.id)] == [
+        (1, "The launch date is December 1st 2026", f"superseded by {second.id}")]
+    # Reworded, the same value: the memory is updated in place, the old words kept.
+    clock.advance(hours=1)
+    reworded = loci.remember("The launch date is set to December 8th 2026",
+                             type="project_context")
+    assert reworded.id == second.id
+    assert [(v.content, v.reason) for v in loci.memory_history(second.id)] == [
+        ("The launch date is December 8th 2026", "superseded by a near-duplicate")]
+    updated = loci.memory_write("sticky", ["launch"], "Launch moved to January", id=second.id)
     assert updated.type == "sticky" and updated.expires_at is None
-    assert [v.content for v in loci.memory_history(first.id)] == [
-        "The launch date is December 1st 2026", "The launch date is December 8th 2026"]
-    assert loci.memory_search("january launch")[0].id == first.id
+    assert [v.content for v in loci.memory_history(second.id)] == [
+        "The launch date is December 8th 2026", "The launch date is set to December 8th 2026"]
+    assert loci.memory_search("january launch")[0].id == second.id
 
 
 def test_types_are_not_merged(loci: Loci) -> None:

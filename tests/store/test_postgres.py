@@ -8,6 +8,7 @@ import multiprocessing
 import time
 import zlib
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -258,7 +259,22 @@ def test_migrations_are_recorded_once(pg: PostgresStore, pg_url: str) -> None:
                     (3, "tool-call arguments searchable"), (4, "usage ledger"),
                     (5, "events by time"), (6, "events by speaker"),
                     (7, "memories by tag"), (8, "vectors searched in memory"),
-                    (9, "full-text GIN indexes dropped")]
+                    (9, "full-text GIN indexes dropped"),
+                    (10, "memory confirmation and supersession")]
+
+
+def test_memories_stored_before_version_10_read_back(pg: PostgresStore, pg_url: str) -> None:
+    before = Memory("mem_old", "user_preference", "I prefer window seats", (), T0, T0,
+                    T0 + timedelta(days=90), "event:3", {"k": 1})
+    pg.put_memory(ALICE, before)
+    with psycopg.connect(pg_url) as conn, conn.cursor() as cur:
+        cur.execute("ALTER TABLE memories DROP COLUMN confirmed, DROP COLUMN superseded_by")
+        postgres_schema._v10_memory_time(cur)  # as an older store migrates
+        conn.commit()
+    assert pg.get_memory(ALICE, "mem_old") == before
+    later = replace(before, confirmed_at=T0 + timedelta(days=2), superseded_by="mem_new")
+    pg.put_memory(ALICE, later)
+    assert pg.get_memory(ALICE, "mem_old") == later
 
 
 def test_tool_calls_stored_before_version_3_become_searchable(

@@ -18,6 +18,8 @@ from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
+from loci.memory.timeline import asks_about_past, shown_as_past
+from loci.memory.tools import hit_standing
 from loci.models import Document, Event, Memory, Scope, SearchHit, StateItem, speaker
 from loci.retriever import Retriever
 from loci.store.base import SearchFilters, Store
@@ -33,7 +35,7 @@ DEFAULT_IDENTITY = "You are {agent}, a helpful assistant with a long-term memory
 #: How many of the newest memories the memories layer considers.
 RECENT_MEMORIES = 100
 #: State keys Loci keeps for itself (focus, flush marks), not shown as state.
-INTERNAL_STATE = (STATE_PREFIX, "flushed:", "provider_edits:")
+INTERNAL_STATE = (STATE_PREFIX, "flushed:", "provider_edits:", "consolidation:")
 _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNORECASE)
 
 
@@ -307,8 +309,10 @@ def recall(ctx: BuildContext) -> list[Item]:
         return []
     filters = SearchFilters(now=ctx.now)
     limit = max(ctx.recall_limit, 1)
+    # A question about the past also finds facts that no longer hold, marked so.
+    past = SearchFilters() if asks_about_past(ctx.message, ctx.now) else filters
     hits = ctx.retriever.search(ctx.scope, "memory", ctx.message,
-                                limit=max(limit // 3, 1), filters=filters, now=ctx.now)
+                                limit=max(limit // 3, 1), filters=past, now=ctx.now)
     hits += ctx.retriever.search(ctx.scope, "event", ctx.message, limit=limit,
                                  filters=filters, now=ctx.now)
     hits.sort(key=lambda h: h.score, reverse=True)
@@ -324,7 +328,8 @@ def recall(ctx: BuildContext) -> list[Item]:
             continue
         seen.add(key)
         if hit.kind == "memory":
-            items.append(Item(key, f"[RECALL {day_label(hit.timestamp)}] {hit.text}"))
+            text = shown_as_past(hit.text, hit_standing(hit, ctx.now))
+            items.append(Item(key, f"[RECALL {day_label(hit.timestamp)}] {text}"))
             continue
         items.append(_turn_item(ctx, hit, f"{key} (score {hit.score:.2f})"))
         neighbour = _neighbour(ctx, hit)

@@ -1,9 +1,13 @@
 """Saving facts the way seeds/000 and seeds/002 ask: typed, deduplicated, never lost.
 
 ``save`` looks for the same fact among stored ones (keyword candidates scored by word
-overlap, plus vector neighbours when embeddings are on). The same words refresh the
-stored fact's timestamps and TTL; changed words supersede it and keep the old version
-in its history. Everything written is mirrored to markdown when a mirror is set.
+overlap, plus vector neighbours when embeddings are on). The same words confirm the
+stored fact (its time to live counts again from now); other words for the same value
+update it in place, the old words kept in its history; a new value of the same subject
+(``timeline.gives_new_value``) is a memory of its own that supersedes the old one,
+which is kept, linked to it and restorable (``memory.timeline``). A memory is dated
+when its source said it. Everything written is mirrored to markdown when a mirror is
+set.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from loci.memory.dedup import Match, find_duplicate
 from loci.memory.extract import Extractor
 from loci.memory.mirror import Mirror
 from loci.memory.tags import parse_reply, without_memories
+from loci.memory.timeline import gives_new_value
 from loci.memory.types import check_type, expiry_for, new_memory_id
 from loci.models import Event, Memory, MemoryVersion, Scope, StateItem
 from loci.search.query import query_terms
@@ -68,21 +73,31 @@ class MemoryService:
         (a new memory is dated then; its expiry counts from now, when it was confirmed)."""
         content, memory_type, tags = _validate(content, type, tags)
         now = self.clock()
+        said = min(said_at, now) if said_at is not None else now
         vectors = self.indexer.vectors_for([content]) if self.indexer else None
         match = self._duplicate(content, memory_type, vectors) if dedupe else None
         expires = expiry_for(memory_type, now, self.ttls)
-        if match is None:
+        if match is None or (match.kind == "changed" and gives_new_value(
+                content, match.memory.content)):
             marker = self.mirror.claim() if self.mirror else None
             held = {"mirrors": [marker.id]} if marker else {}
-            said = min(said_at, now) if said_at is not None else now
             memory = Memory(new_memory_id(), memory_type, content, tags, said, now,
-                            expires, source, held)
+                            expires, source, held, confirmed_at=now)
+            if match is not None and said < match.memory.created_at:
+                # Said before the stored value: it was already superseded by it.
+                memory = _ended(memory, match.memory.id, match.memory.created_at)
             self.store.put_memories(self.scope, [memory], vectors)
             self._mirror(memory, None)
-            return SaveResult(memory, "created")
+            if match is None or memory.superseded_by is not None:
+                return SaveResult(memory, "created")
+            ended = _ended(match.memory, memory.id, said)
+            self.store.supersede_memory(self.scope, ended, f"superseded by {memory.id}", now)
+            self._mirror(ended, None)
+            return SaveResult(memory, "superseded", ended)
         old = match.memory
         merged = tuple(dict.fromkeys((*old.tags, *tags)))
-        fresh = replace(old, content=content, tags=merged, updated_at=now, expires_at=expires)
+        fresh = replace(old, content=content, tags=merged, updated_at=now, expires_at=expires,
+                        created_at=min(old.created_at, said), confirmed_at=now)
         if match.kind == "same":
             self.store.put_memory(self.scope, fresh)
             action = "refreshed"
@@ -103,11 +118,32 @@ class MemoryService:
         old = self.get(memory_id)
         now = self.clock()
         fresh = replace(old, content=content, type=memory_type, tags=tags,
-                        updated_at=now, expires_at=expiry_for(memory_type, now, self.ttls))
+                        updated_at=now, expires_at=expiry_for(memory_type, now, self.ttls),
+                        confirmed_at=now)
         self.store.supersede_memory(self.scope, fresh, reason, now)
         self._index_later()
         self._mirror(fresh, old)
         return SaveResult(fresh, "updated", old)
+
+    def end(self, memory_id: str, successor_id: str, reason: str) -> Memory:
+        """Supersede ``memory_id`` by ``successor_id``: it held until the successor was
+        said, and links to it (kept, restorable)."""
+        successor = self.get(successor_id)
+        ended = _ended(self.get(memory_id), successor.id, successor.created_at)
+        self.store.supersede_memory(self.scope, ended, reason, self.clock())
+        self._mirror(ended, None)
+        return ended
+
+    def retype(self, memory_id: str, type: str, reason: str) -> Memory:
+        """Give a memory another type as a new version; its lifetime counts from when it
+        was last confirmed, not from now (a retype is no confirmation)."""
+        old = self.get(memory_id)
+        memory_type = check_type(type)
+        fresh = replace(old, type=memory_type, updated_at=self.clock(),
+                        expires_at=expiry_for(memory_type, old.last_confirmed, self.ttls))
+        self.store.supersede_memory(self.scope, fresh, reason, self.clock())
+        self._mirror(fresh, old)
+        return fresh
 
     def get(self, memory_id: str) -> Memory:
         memory = self.store.get_memory(self.scope, memory_id)
@@ -156,7 +192,8 @@ class MemoryService:
         if was is not None and (expires is None or expires <= now):
             expires = expiry_for(old.type, now, self.ttls)
         metadata = {k: v for k, v in old.metadata.items() if k != RETIRED}
-        fresh = replace(old, updated_at=now, expires_at=expires, metadata=metadata)
+        fresh = replace(old, updated_at=now, expires_at=expires, metadata=metadata,
+                        superseded_by=None)
         self.store.supersede_memory(self.scope, fresh, "restored", now)
         self._mirror(fresh, None)
         return fresh
@@ -238,6 +275,15 @@ class MemoryService:
     def _mirror(self, memory: Memory, previous: Memory | None) -> None:
         if self.mirror is not None:
             self.mirror.write(memory, previous)
+
+
+def _ended(memory: Memory, successor: str, when: datetime) -> Memory:
+    """``memory`` superseded by ``successor``, said at ``when``: it held until then (or
+    until it expired, if that came first), retired so that ``restore`` brings it back."""
+    until = when if memory.expires_at is None else min(memory.expires_at, when)
+    was = format_timestamp(memory.expires_at) if memory.expires_at else None
+    return replace(memory, expires_at=until, superseded_by=successor, metadata={
+        **memory.metadata, RETIRED: {"reason": f"superseded by {successor}", "expires_at": was}})
 
 
 def _validate(content: str, type: str, tags: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:

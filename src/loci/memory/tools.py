@@ -8,6 +8,7 @@ from datetime import datetime
 
 from loci.errors import ValidationError
 from loci.memory.markdown import render
+from loci.memory.timeline import Standing, standing
 from loci.models import Memory, SearchHit
 
 SUMMARY_CHARS = 200
@@ -24,6 +25,12 @@ class MemorySummary:
     timestamp: datetime
     type: str
     tags: tuple[str, ...]
+    #: "active", or (found for a question about the past) "expired" or "superseded"
+    status: str = "active"
+    #: When an expired or superseded fact stopped holding.
+    until: datetime | None = None
+    #: The newer fact that superseded it.
+    superseded_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -42,12 +49,19 @@ def summarize(text: str, width: int = SUMMARY_CHARS) -> str:
     return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
 
 
-def to_summary(hit: SearchHit) -> MemorySummary:
+def to_summary(hit: SearchHit, now: datetime) -> MemorySummary:
+    held = hit_standing(hit, now)
     return MemorySummary(
         id=hit.id, summary=summarize(hit.text), relevance=round(hit.score, 4),
         timestamp=hit.timestamp, type=str(hit.metadata.get("type", "")),
-        tags=tuple(hit.metadata.get("tags", ())),
+        tags=tuple(hit.metadata.get("tags", ())), status=held.status, until=held.until,
+        superseded_by=hit.metadata.get("superseded_by"),
     )
+
+
+def hit_standing(hit: SearchHit, now: datetime) -> Standing:
+    """Whether a memory hit still holds (see ``timeline``)."""
+    return standing(hit.metadata.get("expires_at"), hit.metadata.get("superseded_by"), now)
 
 
 def page(memory: Memory, offset: int, limit: int) -> MemoryPage:

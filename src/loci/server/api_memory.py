@@ -4,12 +4,13 @@ key/value state."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from loci import SearchFilters
+from loci import NotFoundError, SearchFilters
 from loci.memory.tools import MemoryPage, MemorySummary
 from loci.models import Memory, MemoryVersion, StateItem
 from loci.server.deps import Engine, hub_of
@@ -35,6 +36,9 @@ class SearchIn(BaseModel):
     tags: list[str] = Field(default_factory=list)
     since: datetime | None = None
     until: datetime | None = None
+    #: Also facts that expired or were superseded (default: when the query asks
+    #: about the past).
+    past: bool | None = None
 
 
 class StateIn(BaseModel):
@@ -46,7 +50,8 @@ class StateIn(BaseModel):
 async def search_memories(request: Request, loci: Engine, body: SearchIn) -> list[MemorySummary]:
     filters = SearchFilters(types=tuple(body.types), tags=tuple(body.tags),
                             since=body.since, until=body.until)
-    return await hub_of(request).run(lambda: loci.memory_search(body.query, body.limit, filters))
+    return await hub_of(request).run(
+        lambda: loci.memory_search(body.query, body.limit, filters, past=body.past))
 
 
 @router.get("/memories", response_model=None)
@@ -61,6 +66,29 @@ def list_memories(
 @router.post("/memories", response_model=None, status_code=201)
 def create_memory(loci: Engine, body: MemoryIn) -> Memory:
     return loci.memory_write(body.type, body.tags, body.content)
+
+
+@router.post("/memories/consolidation", response_model=None)
+def propose_consolidation(loci: Engine) -> dict[str, Any]:
+    """Propose merges, supersessions, retirements and retypes of the memories, as a
+    diff to review; it becomes the pending proposal and changes nothing."""
+    return loci.consolidate().to_dict()
+
+
+@router.get("/memories/consolidation", response_model=None)
+def pending_consolidation(loci: Engine) -> dict[str, Any]:
+    """The pending proposal (one made here, by the CLI, or by the server when idle)."""
+    proposal = loci.consolidation()
+    if proposal is None:
+        raise NotFoundError("no pending consolidation proposal")
+    return proposal.to_dict()
+
+
+@router.post("/memories/consolidation/{proposal_id}/apply", response_model=None)
+def apply_consolidation(loci: Engine, proposal_id: str) -> dict[str, Any]:
+    """Apply the pending proposal ``proposal_id`` as new versions (history kept,
+    retired memories restorable); 409 if its memories changed since it was made."""
+    return loci.apply_consolidation(proposal_id).to_dict()
 
 
 @router.get("/memories/{memory_id}", response_model=None)

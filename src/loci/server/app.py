@@ -23,6 +23,7 @@ from loci.server.api_knowledge import router as knowledge_router
 from loci.server.api_memory import router as memory_router
 from loci.server.api_sessions import router as sessions_router
 from loci.server.api_usage import router as usage_router
+from loci.server.consolidation import prepare_when_idle
 from loci.server.dashboard import mount_dashboard, mount_docs
 from loci.server.deps import document_auth
 from loci.server.guard import Guard
@@ -76,6 +77,9 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
                     anyio.create_task_group() as tasks:
                 if hub.settings.retention.days > 0:
                     tasks.start_soon(daily_retention, hub)
+                if hub.settings.server.consolidate_idle > 0:
+                    tasks.start_soon(prepare_when_idle, hub.runtime,
+                                     hub.settings.server.consolidate_idle)
                 yield
                 tasks.cancel_scope.cancel()
         hub.close()

@@ -41,7 +41,9 @@ def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
     if kind == "memory":
         return SearchHit(kind="memory", id=r[0], score=score, text=r[2],
                          timestamp=from_micros(r[4]),
-                         metadata={"type": r[1], "tags": list(load_tags(r[3]))})
+                         metadata={"type": r[1], "tags": list(load_tags(r[3])),
+                                   "expires_at": None if r[5] is None else from_micros(r[5]),
+                                   "superseded_by": r[6]})
     return SearchHit(kind="document", id=r[0], score=score, text=r[1],
                      timestamp=from_micros(r[2]), metadata={"tags": list(load_tags(r[3]))})
 
@@ -75,6 +77,7 @@ def to_memory(r: tuple[Any, ...]) -> Memory:
         created_at=from_micros(r[4]), updated_at=from_micros(r[5]),
         expires_at=None if r[6] is None else from_micros(r[6]), source=r[7],
         metadata=load_json(r[8]) or {},
+        confirmed_at=None if r[9] is None else from_micros(r[9]), superseded_by=r[10],
     )
 
 

@@ -155,13 +155,13 @@ def import_rows(db: Executor, d: Dialect, data: ScopeData) -> None:
     s = (data.scope.tenant, data.scope.agent)
     j = d.json_cast
     for m in data.memories:
-        d.check(m.id, m.type, m.content, m.source, *m.tags)
+        d.check(m.id, m.type, m.content, m.source, m.superseded_by, *m.tags)
     db.executemany(
         "INSERT INTO memories (id, tenant, agent, type, content, tags, created, updated, "
-        f"expires, source, metadata) {d.values(*[''] * 10, j)}",
+        f"expires, source, metadata, confirmed, superseded_by) {d.values(*[''] * 10, j, '', '')}",
         [(m.id, *s, m.type, m.content, d.tags(m.tags), to_micros(m.created_at),
-          to_micros(m.updated_at), _micros(m.expires_at), m.source, d.json(m.metadata))
-         for m in data.memories])
+          to_micros(m.updated_at), _micros(m.expires_at), m.source, d.json(m.metadata),
+          _micros(m.confirmed_at), m.superseded_by) for m in data.memories])
     db.executemany(
         "INSERT INTO memory_versions (memory_id, tenant, agent, version, type, content, "
         f"tags, created, updated, expires, source, superseded, reason) {d.values(*[''] * 13)}",

@@ -65,6 +65,8 @@ def memories(
         star = "★ " if m.type == "sticky" else ""
         tags = f" [{', '.join(m.tags)}]" if m.tags else ""
         expires = f" (expires {format_timestamp(m.expires_at)})" if m.expires_at else ""
+        if m.superseded_by and m.expires_at:
+            expires = f" (until {format_timestamp(m.expires_at)}, superseded by {m.superseded_by})"
         click.echo(f"{star}{m.id} {m.type}{tags}{expires}: {one_line(m.content)}")
 
 
@@ -111,6 +113,35 @@ def memory_history(loci: Loci, memory_id: str, as_json: bool) -> None:
     for v in reversed(versions):
         click.echo(f"v{v.version:<3} ({format_timestamp(v.updated_at)}, {v.reason}) "
                    f"[{v.type}] {one_line(v.content)}")
+
+
+@memory.command(name="consolidate")
+@click.option("--apply", "apply_id", is_flag=False, flag_value="", default=None,
+              metavar="[ID]", help="Apply: the pending proposal ID you reviewed, or without "
+              "ID one proposed now (shown first).")
+@json_option
+@scoped
+def consolidate(loci: Loci, apply_id: str | None, as_json: bool) -> None:
+    """Propose merges of duplicates, supersessions of older values, retirement of what
+    is no fact (questions, greetings, markup, command lines, pasted documents) and
+    retypes, as a diff to review; nothing changes without --apply. Applied changes are
+    new versions (`loci memory history ID`); retired memories come back with `loci
+    restore ID`. A proposal whose memories changed since is refused."""
+    proposal = loci.consolidation() if apply_id else loci.consolidate()
+    if proposal is None or (apply_id and proposal.id != apply_id):
+        raise ValidationError(f"no pending proposal {apply_id!r}: run `loci memory "
+                              "consolidate` and review the one it shows")
+    applied = None
+    if apply_id is not None and proposal.changes:
+        applied = loci.apply_consolidation(proposal.id).counts()
+    if as_json:
+        print_json({**proposal.to_dict(), "applied": applied})
+        return
+    click.echo(proposal.to_text())
+    if applied is not None:
+        click.echo("\napplied: " + ", ".join(f"{n} {k}" for k, n in applied.items() if n))
+    elif proposal.changes:
+        click.echo(f"\nnothing applied; to apply: loci memory consolidate --apply {proposal.id}")
 
 
 @cli.command(name="sync")
@@ -196,21 +227,26 @@ def _filters(memory_type: str | None, tags: str | None, session: str | None = No
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 1000))
 @click.option("--type", "memory_type", help="Only memories of this type.")
 @click.option("--tags", help="Only memories with all these tags (comma-separated).")
+@click.option("--past/--current", default=None,
+              help="Also find facts that expired or were superseded (default: when the "
+              "query asks about the past).")
 @json_option
 @scoped
 def search(
     loci: Loci, query: str, limit: int, memory_type: str | None, tags: str | None,
-    as_json: bool,
+    past: bool | None, as_json: bool,
 ) -> None:
     """Search memories for QUERY (hybrid keyword + vector; plain text, never syntax)."""
-    results = loci.memory_search(query, limit, _filters(memory_type, tags))
+    results = loci.memory_search(query, limit, _filters(memory_type, tags), past=past)
     if as_json:
         print_json(results)
         return
     if not results:
         click.echo("no results")
     for r in results:
-        click.echo(f"{r.relevance:.3f} {r.id} [{r.type}] {r.summary}")
+        was = f" ({r.status} {format_timestamp(r.until)})" if r.until and (
+            r.status != "active") else ""
+        click.echo(f"{r.relevance:.3f} {r.id} [{r.type}]{was} {r.summary}")
 
 
 @cli.command()

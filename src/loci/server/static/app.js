@@ -3,6 +3,7 @@
 // shows one view.
 
 import {$, ApiError, api, credentials, el} from './lib.js';
+import {initConsolidation, showPending} from './consolidate.js';
 import {initContext, showContext} from './context.js';
 import {initKb, showKb} from './kb.js';
 import {initMemories, showMemories, showState} from './memories.js';
@@ -45,7 +46,7 @@ const app = {
 };
 
 const VIEWS = {
-  memories: () => showMemories(app),
+  memories: () => Promise.all([showMemories(app), showPending(app)]),
   state: () => showState(app),
   sessions: (args) => showSessions(app, args),
   context: (args) => showContext(args),
@@ -104,6 +105,7 @@ function initAuth() {
 
 initAuth();
 initMemories(app);
+initConsolidation(app);
 initContext(app);
 initKb(app);
 $('#error-close').addEventListener('click', hideError);

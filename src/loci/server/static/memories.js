@@ -40,7 +40,10 @@ function memoryCard(memory, app) {
     dataset: {id: memory.id, type: memory.type}},
   el('div', {class: 'card-head'}, star(memory.type),
     el('p', {class: 'content'}, memory.content)),
-  el('div', {class: 'meta'}, isExpired(memory) ? el('span', {class: 'badge red'}, 'expired') : null,
+  el('div', {class: 'meta'}, memory.superseded_by
+    ? el('span', {class: 'badge amber', title: `superseded by ${memory.superseded_by}`},
+      'superseded')
+    : isExpired(memory) ? el('span', {class: 'badge red'}, 'expired') : null,
     expiry(memory), tags(memory.tags),
     el('span', {class: 'muted'}, 'updated ', when(memory.updated_at)),
     el('code', {class: 'muted'}, memory.id)),

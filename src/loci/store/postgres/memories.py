@@ -27,21 +27,23 @@ from loci.store.rows import to_memory, to_version
 _STAGE = (
     "CREATE TEMP TABLE IF NOT EXISTS memories_in (ord integer, id text, type text, "
     "content text, tags text[], created bigint, updated bigint, expires bigint, "
-    "source text, metadata text, embedding vector, vec_seq bigint) ON COMMIT DELETE ROWS"
+    "source text, metadata text, embedding vector, vec_seq bigint, confirmed bigint, "
+    "superseded_by text) ON COMMIT DELETE ROWS"
 )
 _COPY = (
     "COPY memories_in (ord, id, type, content, tags, created, updated, expires, source, "
-    "metadata, embedding, vec_seq) FROM STDIN (FORMAT BINARY)"
+    "metadata, embedding, vec_seq, confirmed, superseded_by) FROM STDIN (FORMAT BINARY)"
 )
 _COPY_TYPES = ["int4", "text", "text", "text", "text[]", "int8", "int8", "int8", "text",
-               "text", "vector", "int8"]
+               "text", "vector", "int8", "int8", "text"]
 # The last write of an id in a batch wins, as if the batch were written one by one;
 # rows keep the batch's order, which breaks ties in list_memories.
 _UPSERT = (
     "INSERT INTO memories (id, tenant, agent, type, content, tags, created, updated, "
-    "expires, source, metadata, embedding, vec_seq) "
+    "expires, source, metadata, embedding, vec_seq, confirmed, superseded_by) "
     "SELECT id, %s, %s, type, content, tags, created, updated, expires, source, "
-    "metadata::jsonb, embedding, vec_seq FROM (SELECT DISTINCT ON (id) * FROM memories_in "
+    "metadata::jsonb, embedding, vec_seq, confirmed, superseded_by "
+    "FROM (SELECT DISTINCT ON (id) * FROM memories_in "
     "ORDER BY id, ord DESC) s ORDER BY ord "
     "ON CONFLICT (id) DO UPDATE SET type = excluded.type, "
     "embedding = COALESCE(excluded.embedding, CASE WHEN memories.content = excluded.content "
@@ -50,19 +52,24 @@ _UPSERT = (
     "WHEN memories.content = excluded.content THEN memories.vec_seq END, "
     "content = excluded.content, tags = excluded.tags, created = excluded.created, "
     "updated = excluded.updated, expires = excluded.expires, source = excluded.source, "
-    "metadata = excluded.metadata "
+    "metadata = excluded.metadata, confirmed = excluded.confirmed, "
+    "superseded_by = excluded.superseded_by "
     "WHERE memories.tenant = excluded.tenant AND memories.agent = excluded.agent "
     "RETURNING seq, vec_seq"
 )
 
 
 def _copy_row(i: int, m: Memory, vector: Any, vec_seq: int | None) -> tuple[Any, ...]:
-    check_text(m.id, m.type, m.content, m.source, *m.tags)
+    check_text(m.id, m.type, m.content, m.source, m.superseded_by, *m.tags)
     return (
         i, m.id, m.type, m.content, list(m.tags), to_micros(m.created_at),
-        to_micros(m.updated_at), None if m.expires_at is None else to_micros(m.expires_at),
-        m.source, json_value(m.metadata), vector, vec_seq,
+        to_micros(m.updated_at), _micros(m.expires_at), m.source, json_value(m.metadata),
+        vector, vec_seq, _micros(m.confirmed_at), m.superseded_by,
     )
+
+
+def _micros(value: datetime | None) -> int | None:
+    return None if value is None else to_micros(value)
 
 
 class PostgresMemories(PostgresVectors):

@@ -21,7 +21,8 @@ EVENT_COLUMNS = (
     "metadata::text, archived, masked"
 )
 MEMORY_COLUMNS = (
-    "id, type, content, loci_words(tags), created, updated, expires, source, metadata::text"
+    "id, type, content, loci_words(tags), created, updated, expires, source, metadata::text, "
+    "confirmed, superseded_by"
 )
 DOCUMENT_COLUMNS = (
     "path, content, loci_words(tags), version, created, updated, metadata::text"
@@ -51,7 +52,8 @@ KINDS = {
                   "e.tool_name, e.args::text",
                   "content"),
     "memory": Kind("memories", "m", "id", "seq",
-                   "m.id, m.type, m.content, loci_words(m.tags), m.updated", "content"),
+                   "m.id, m.type, m.content, loci_words(m.tags), m.updated, m.expires, "
+                   "m.superseded_by", "content"),
     "document": Kind("documents", "d", "path", "seq",
                      "d.path, d.content, d.updated, loci_words(d.tags)",
                      "path || ' ' || content"),

@@ -229,6 +229,13 @@ def _v9_no_gin(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
         cur.execute(f"DROP INDEX IF EXISTS {table}_fts")
 
 
+def _v10_memory_time(cur: psycopg.Cursor[tuple[object, ...]]) -> None:
+    """When a memory was last stated again, and the newer fact that superseded it
+    (``memory.service``); older rows keep NULL."""
+    cur.execute("ALTER TABLE memories ADD COLUMN confirmed bigint, "
+                "ADD COLUMN superseded_by text")
+
+
 #: Version → (name, function). Append only.
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
@@ -240,6 +247,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     7: ("memories by tag", _v7_memories_by_tag),
     8: ("vectors searched in memory", _v8_vectors_in_memory),
     9: ("full-text GIN indexes dropped", _v9_no_gin),
+    10: ("memory confirmation and supersession", _v10_memory_time),
 }
 
 

@@ -45,19 +45,22 @@ class SQLiteMemories(SQLiteBase):
     ) -> None:
         db.executemany(
             "INSERT INTO memories (id, tenant, agent, type, content, tags, created, "
-            "updated, expires, source, metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+            "updated, expires, source, metadata, confirmed, superseded_by) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT (id) DO UPDATE SET type = excluded.type, "
             "embedding = CASE WHEN content = excluded.content THEN embedding END, "
             "content = excluded.content, tags = excluded.tags, "
             "created = excluded.created, updated = excluded.updated, "
             "expires = excluded.expires, source = excluded.source, "
-            "metadata = excluded.metadata",
+            "metadata = excluded.metadata, confirmed = excluded.confirmed, "
+            "superseded_by = excluded.superseded_by",
             [
                 (
                     m.id, scope.tenant, scope.agent, m.type, m.content, dump_tags(m.tags),
                     to_micros(m.created_at), to_micros(m.updated_at),
-                    None if m.expires_at is None else to_micros(m.expires_at),
-                    m.source, dump_json(m.metadata),
+                    _micros(m.expires_at),
+                    m.source, dump_json(m.metadata), _micros(m.confirmed_at),
+                    m.superseded_by,
                 )
                 for m in memories
             ],
@@ -143,3 +146,7 @@ class SQLiteMemories(SQLiteBase):
                 db.execute(f"DELETE FROM memories WHERE id IN ({marks})", chunk)
                 db.execute(f"DELETE FROM memory_versions WHERE memory_id IN ({marks})", chunk)
         return len(ids)
+
+
+def _micros(value: datetime | None) -> int | None:
+    return None if value is None else to_micros(value)

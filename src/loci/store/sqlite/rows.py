@@ -17,7 +17,8 @@ EVENT_COLUMNS = (
     "id, session, type, role, content, ts, tokens, tool_name, tool_call_id, args, "
     "metadata, archived, masked"
 )
-MEMORY_COLUMNS = "id, type, content, tags, created, updated, expires, source, metadata"
+MEMORY_COLUMNS = ("id, type, content, tags, created, updated, expires, source, metadata, "
+                  "confirmed, superseded_by")
 DOCUMENT_COLUMNS = "path, content, tags, version, created, updated, metadata"
 COMPACTION_COLUMNS = (
     "id, session, strategy, first_event_id, last_event_id, summary_event_id, summary, "
@@ -136,7 +137,8 @@ KINDS = {
                   "e.id, e.session, e.content, e.ts, e.role, e.type, "
                   "json_extract(e.metadata, '$.name'), e.tool_name, e.args", "events_fts"),
     "memory": Kind("memories", "m", "rowid", "id",
-                   "m.id, m.type, m.content, m.tags, m.updated", "memories_fts"),
+                   "m.id, m.type, m.content, m.tags, m.updated, m.expires, m.superseded_by",
+                   "memories_fts"),
     "document": Kind("documents", "d", "rowid", "path",
                      "d.path, d.content, d.updated, d.tags", "documents_fts"),
 }

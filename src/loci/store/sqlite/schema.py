@@ -319,6 +319,14 @@ def _v14_events_by_speaker(db: sqlite3.Connection) -> None:
                f"WHERE {SPEAKER} IS NOT NULL")
 
 
+def _v15_memory_time(db: sqlite3.Connection) -> None:
+    """When a memory was last stated again, and the newer fact that superseded it
+    (``memory.service``). Older rows keep NULL: never confirmed since saved, never
+    superseded."""
+    db.execute("ALTER TABLE memories ADD COLUMN confirmed INTEGER")
+    db.execute("ALTER TABLE memories ADD COLUMN superseded_by TEXT")
+
+
 MIGRATIONS: dict[int, tuple[str, Migration]] = {
     1: ("initial schema", _v1_initial),
     2: ("embeddings in rows", _v2_embeddings),
@@ -334,6 +342,7 @@ MIGRATIONS: dict[int, tuple[str, Migration]] = {
     12: ("usage ledger", _v12_usage),
     13: ("events by time", _v13_events_by_time),
     14: ("events by speaker", _v14_events_by_speaker),
+    15: ("memory confirmation and supersession", _v15_memory_time),
 }
 
 
