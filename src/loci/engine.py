@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from loci.checks import check_label, check_name, check_stored_name, check_text, check_window
@@ -34,6 +34,7 @@ from loci.knowledge import (
     SessionKnowledge,
 )
 from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
+from loci.memory.live import Job, extract_turns, extracted_from, worth_reading
 from loci.memory.mirror import Mirror
 from loci.memory.service import MemoryService, ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
@@ -166,6 +167,9 @@ class Loci:
                                             **fields}) for fields in events]
         added = self.store.append_events(self.scope, session, batch)
         self._index_later()
+        if self.settings.memory_extraction and (said := worth_reading(added)):
+            self.runtime.extraction.submit(Job(partial(
+                extract_turns, self._memories, said, self.chat), slow=self.chat is not None))
         return added
 
     def events(self, session: str, *, include_archived: bool = True) -> list[Event]:
@@ -353,6 +357,11 @@ class Loci:
         processes left waiting; False if ``timeout`` seconds passed first."""
         return self.indexer is None or self.indexer.wait_indexed(timeout)
 
+    def wait_extracted(self, timeout: float | None = None) -> bool:
+        """Block until the facts of the turns written so far are saved (writes return
+        before that; see ``loci.memory.live``); False if ``timeout`` passed first."""
+        return self.runtime.extraction.wait(timeout)
+
     def _index_later(self) -> None:
         if self.indexer is not None:
             self.indexer.embed_later()
@@ -480,6 +489,9 @@ class Loci:
         return self._compaction.maybe_compact(session, model=model)[1]
 
     def _consolidate(self, events: Sequence[Event]) -> list[SaveResult]:
+        if self.settings.memory_extraction:  # each turn's facts were saved as it came
+            self.runtime.extraction.finish()
+            return extracted_from(self._memories, events)
         extractor = LLMExtractor(self.chat) if self.chat is not None else None
         return self.extract_memories(events, extractor)
 

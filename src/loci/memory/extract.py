@@ -24,20 +24,16 @@ from typing import Protocol
 
 from loci.llm._transcript import without_injected_lines
 from loci.llm.base import ChatModel
-from loci.llm.salience import is_command
+from loci.memory.facts import said_sentences, statement_of, topics
+from loci.memory.rewrite import third_person
 from loci.memory.tags import parse_reply
 from loci.models import Event, speaker
 
 _FENCED = re.compile(r"```.*?```|~~~.*?~~~", re.DOTALL)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-MAX_FACT_CHARS = 300
 _RELATIVES = (r"my\s+(?:wife|husband|partner|son|daughter|kids?|children|dog|cat|pets?|puppy"
               r"|kitten|co-?founder|boss|manager|team|mom|mother|dad|father|parents?|sister"
               r"|brother|siblings?|grand\w+|aunt|uncle|cousin|(?:best\s+)?friends?|girlfriend"
               r"|boyfriend|fianc[eé]e?)")
-#: Words before a fact that say nothing themselves ("Hi! Oh, by the way, I ...").
-_GREETING = re.compile(r"^(?:(?:hi|hey|hello|oh|wow|well|so|yeah|yes|haha|by the way|btw)"
-                       r"\b[\s,!.]*)+", re.IGNORECASE)
 
 #: (memory type, pattern) in priority order; the first match types a sentence.
 USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
@@ -88,12 +84,13 @@ ASSISTANT_RULES = tuple(r for r in USER_RULES if r[1] == "decision")
 
 @dataclass(frozen=True)
 class Candidate:
-    """A fact proposed for saving."""
+    """A fact proposed for saving, with the topics it is about (memory tags)."""
 
     type: str
     content: str
     event_id: int | None
     rule: str
+    topics: tuple[str, ...] = ()
 
 
 class Extractor(Protocol):
@@ -111,7 +108,7 @@ def readable_lines(event: Event) -> str | None:
 
 
 class RuleExtractor:
-    """Offline extraction by sentence patterns."""
+    """Offline extraction by sentence patterns (see :mod:`loci.memory.facts`)."""
 
     def extract(self, events: Sequence[Event]) -> list[Candidate]:
         found: list[Candidate] = []
@@ -120,26 +117,30 @@ class RuleExtractor:
             if not text:
                 continue
             # A named speaker is a person in the conversation, whatever its role.
-            person = event.role == "user" or speaker(event.metadata) is not None
+            name = speaker(event.metadata)
+            person = event.role == "user" or name is not None
             rules = USER_RULES if person else ASSISTANT_RULES
-            for sentence in _SENTENCE.split(text):
-                candidate = _classify(sentence.strip(), rules, event)
+            who = name or ("User" if event.role == "user" else "Assistant")
+            for sentence in said_sentences(text):
+                candidate = _classify(sentence, rules, event.id, who)
                 if candidate is not None:
                     found.append(candidate)
         return _unique(found)
 
 
 def _classify(
-    sentence: str, rules: Sequence[tuple[str, str, re.Pattern[str]]], event: Event
+    sentence: str, rules: Sequence[tuple[str, str, re.Pattern[str]]], event_id: int | None,
+    who: str,
 ) -> Candidate | None:
-    sentence = _GREETING.sub("", sentence)
-    if not 8 <= len(sentence) <= MAX_FACT_CHARS or sentence.endswith("?") or (
-            is_command(sentence)):
+    statement = statement_of(sentence)
+    if statement is None:
         return None
     for memory_type, name, pattern in rules:
-        if pattern.search(sentence):
-            who = speaker(event.metadata) or ("User" if event.role == "user" else "Assistant")
-            return Candidate(memory_type, f"{who}: {sentence}", event.id, name)
+        if pattern.search(statement):
+            subject = "The user" if who == "User" else who
+            fact = (third_person(statement, subject) if who != "Assistant" else None
+                    ) or f"{who}: {statement}"
+            return Candidate(memory_type, fact, event_id, name, topics(statement))
     return None
 
 
