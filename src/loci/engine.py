@@ -52,6 +52,7 @@ from loci.models import (
     StateItem,
 )
 from loci.runtime import Runtime
+from loci.search.relevance import MIN_RELEVANCE
 from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store
 from loci.timeutil import Clock, utc_now
@@ -168,8 +169,8 @@ class Loci:
         added = self.store.append_events(self.scope, session, batch)
         self._index_later()
         if self.settings.memory_extraction and (said := worth_reading(added)):
-            self.runtime.extraction.submit(Job(partial(
-                extract_turns, self._memories, said, self.chat), slow=self.chat is not None))
+            self.runtime.extraction.submit(Job(partial(extract_turns, self._memories, said,
+                                                       self.chat), self.chat is not None))
         return added
 
     def events(self, session: str, *, include_archived: bool = True) -> list[Event]:
@@ -319,8 +320,10 @@ class Loci:
     def memory_search(
         self, query: str, limit: int = 5, filters: SearchFilters | None = None
     ) -> list[MemorySummary]:
-        """seeds/002 ``memory_search``: summaries, ids, relevance and timestamps."""
-        return [to_summary(hit) for hit in self.search(query, limit, filters=filters)]
+        """seeds/002 ``memory_search``: summaries, ids, relevance and timestamps (of the
+        memories scoring ``search.relevance.MIN_RELEVANCE`` or more)."""
+        return [to_summary(hit) for hit in self.search(query, limit, filters=filters)
+                if hit.score >= MIN_RELEVANCE]
 
     def memory_read(self, memory_id: str, offset: int = 0, limit: int = 1000) -> MemoryPage:
         """seeds/002 ``memory_read``: the memory's markdown, paginated by characters."""
@@ -358,8 +361,7 @@ class Loci:
         return self.indexer is None or self.indexer.wait_indexed(timeout)
 
     def wait_extracted(self, timeout: float | None = None) -> bool:
-        """Block until the facts of the turns written so far are saved (writes return
-        before that; see ``loci.memory.live``); False if ``timeout`` passed first."""
+        """Block until the facts of the turns written so far are saved (``memory.live``)."""
         return self.runtime.extraction.wait(timeout)
 
     def _index_later(self) -> None:
@@ -490,8 +492,7 @@ class Loci:
 
     def _consolidate(self, events: Sequence[Event]) -> list[SaveResult]:
         if self.settings.memory_extraction:  # each turn's facts were saved as it came
-            self.runtime.extraction.finish()
-            return extracted_from(self._memories, events)
+            return extracted_from(self._memories, events, self.runtime.extraction)
         extractor = LLMExtractor(self.chat) if self.chat is not None else None
         return self.extract_memories(events, extractor)
 

@@ -20,6 +20,7 @@ from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
 from loci.models import Document, Event, Memory, Scope, SearchHit, StateItem, speaker
 from loci.retriever import Retriever
+from loci.search.relevance import MIN_RELEVANCE
 from loci.store.base import SearchFilters, Store
 from loci.timeutil import day_label
 
@@ -337,10 +338,8 @@ def recall(ctx: BuildContext) -> list[Item]:
 
 
 #: A recalled item is worth its tokens while it scores at least this share of the best
-#: hit's score ...
+#: hit's score, and never below the calibrated ``search.relevance.MIN_RELEVANCE``.
 RECALL_RELATIVE_FLOOR = 0.5
-#: ... and never below this (search scores are in [0, 1]).
-RECALL_MIN_SCORE = 0.2
 
 
 _LABELS = re.compile(r"^(?:\[[^\]\n]{0,80}\]\s*)*(?:[\w .'-]{1,40}:\s+)?")
@@ -359,7 +358,7 @@ def recall_floor(hits: Sequence[SearchHit]) -> float:
     """The score below which recall stops: a share of the best hit's, so that a question
     with a clear answer is not padded with what merely shares its words."""
     best = max((h.score for h in hits), default=0.0)
-    return max(RECALL_MIN_SCORE, RECALL_RELATIVE_FLOOR * best)
+    return max(MIN_RELEVANCE, RECALL_RELATIVE_FLOOR * best)
 
 
 def _turn_item(ctx: BuildContext, hit: SearchHit, item_id: str) -> Item:

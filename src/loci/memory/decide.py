@@ -79,8 +79,12 @@ def _similar(memories: MemoryService, text: str) -> list[Memory]:
     if terms:
         found.update((h.id, None) for h in memories.store.search_memories(
             memories.scope, " ".join(terms), limit=SIMILAR_FACTS, filters=filters))
-    loaded = (memories.store.get_memory(memories.scope, i) for i in found)
-    return [m for m in loaded if m is not None][:SIMILAR_FACTS]
+    loaded = [m for i in found if (m := memories.store.get_memory(memories.scope, i))]
+    if len(loaded) < SIMILAR_FACTS:  # the newest facts, which a turn most often revises
+        shown = {m.id for m in loaded}
+        loaded += [m for m in memories.store.list_memories(
+            memories.scope, now=filters.now, limit=SIMILAR_FACTS) if m.id not in shown]
+    return loaded[:SIMILAR_FACTS]
 
 
 def _operations(reply: str) -> list[dict[str, Any]] | None:

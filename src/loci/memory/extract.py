@@ -42,7 +42,9 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("sticky", "explicit", r"^(?:please\s+)?(?:remember|don'?t forget|note)\s+(?:that\s+)?\S"),
         ("sticky", "identity", r"\b(?:my name is|call me|i am|i'm)\s+(?-i:[A-Z])[\w'-]+"),
         ("sticky", "identity", r"\bi(?:'m| am)\s+(?:an?|the)\s+\w+"),
-        ("sticky", "identity", r"\bi\s+(?:live|work|am based|'m based)\s+(?:in|at|for)\b"),
+        ("sticky", "identity", r"\bi(?:'m| am)\s+(?:allergic|intolerant|vegan|vegetarian"
+                               r"|diabetic|pregnant)\b"),
+        ("sticky", "identity", r"\bi\s+(?:live|work|am based|'m based)\s+(?:in|at|for|as)\b"),
         # Who someone's relatives are is lasting; "my kids loved it" is an event.
         ("sticky", "identity", rf"\b{_RELATIVES}(?:'s)?\s+(?:is|are|was|lives|lived|works"
                                r"|worked|studies|moved|turns|turned|has|had|called|named)\s+"

@@ -61,6 +61,8 @@ _CHATTER = re.compile(
     r"|foundation|starting point)|get started|dive (?:in|into|deeper)|back to|excited to"
     r"|looking forward|i'm looking for|i'm trying to (?:figure|decide|understand|find)"
     r"|i (?:need|want) to (?:know|find|figure|understand|learn more)|i'm curious"
+    r"|\bi (?:need|want|could use) (?:your |some )?(?:help|advice|suggestions|ideas|tips"
+    r"|recommendations)"
     r"|i have (?:a|one|another|some) (?:question|follow-up|idea))\b", re.IGNORECASE)
 _BRACKETED = re.compile(r"^\s*[\[<{(]")
 #: An instruction on how to work with the speaker: a fact about them without an "I".

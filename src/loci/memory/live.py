@@ -133,8 +133,11 @@ def extract_turns(memories: MemoryService, events: Sequence[Event],
     return results
 
 
-def extracted_from(memories: MemoryService, events: Sequence[Event]) -> list[SaveResult]:
-    """The active memories whose source is one of ``events`` (what the turns gave)."""
+def extracted_from(memories: MemoryService, events: Sequence[Event],
+                   extraction: TurnExtraction) -> list[SaveResult]:
+    """The active memories whose source is one of ``events`` (what the turns gave), once
+    the turns handed over so far are extracted."""
+    extraction.finish()
     sources = {f"event:{e.id}" for e in events}
     return [SaveResult(m, "created") for m in memories.store.list_memories(
         memories.scope, now=memories.clock()) if m.source in sources]

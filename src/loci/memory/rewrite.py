@@ -29,7 +29,8 @@ _PAST = frozenset(
     "grew knew kept heard held built felt fell caught taught fought chose broke spoke woke "
     "wore tore swam sang rang drank ate forgot understood stood sat set let hit cut quit "
     "shut hurt cost led fed slept swept meant dealt lent bent sent rode hid shook threw "
-    "drew stole froze bit hung lit dug struck stuck rose".split())
+    "drew stole froze bit hung lit dug struck stuck rose been seen done gone taken known "
+    "given written eaten begun grown driven flown chosen spoken broken forgotten".split())
 #: Pronouns and verbs after the subject, rewritten in agreement with "they".
 _LATER = (
     (r"\bI(?:'m| am)\b", "they're"),
@@ -111,7 +112,8 @@ def conjugate(verb: str) -> str | None:
         return "doesn't"
     if lower in ("didn't", "can't", "won't", "couldn't", "wouldn't", "haven't"):
         return {"haven't": "hasn't"}.get(lower, lower)
-    if lower in _MODALS or lower in _PAST or (lower.endswith("ed") and not lower.endswith("eed")):
+    if lower in _MODALS or lower in _PAST or (lower.endswith("ed")
+                                              and not lower.endswith("eed")):
         return verb
     if not lower.isalpha() or len(lower) < 2:
         return None
