@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from loci.llm._transcript import without_injected_lines
+from loci.llm import salience as sal
 from loci.llm.base import ChatModel
 from loci.memory.facts import said_sentences, statement_of, topics
 from loci.memory.rewrite import third_person
@@ -65,7 +66,8 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"\bi\s+(?:just\s+)?(?:went|visited|took|started|joined|finished|ran|attended|moved"
          r"|travel?led|painted|won|graduated|met|signed up|volunteered|learned|celebrated)\b"),
         ("project_context", "plan",
-         r"\bi(?:'m| am)\s+(?:going|planning|hoping)\s+to\b|\bi\s+(?:plan|intend|hope)\s+to\b"),
+         r"\bi(?:'m| am)\s+(?:\w+ly\s+|also\s+|still\s+)?(?:going|planning|hoping)\s+to\b"
+         r"|\bi\s+(?:plan|intend|hope)\s+to\b"),
         ("project_context", "relationship", rf"\b{_RELATIVES}\b"),
         ("project_context", "decision",
          r"\b(?:we|i)\s+(?:decided|agreed|chose|will go with|'ll go with|settled on)\b|"
@@ -81,6 +83,8 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"\$\s?\d|\b(?-i:[A-Z]{2,})-\d+\b"),
     )
 )
+#: A statement about the speaker themselves: it opens with "I" or "my".
+_OWN = re.compile(r"^(?:i|i'm|i've|i'd|i'll|my)\b", re.IGNORECASE)
 ASSISTANT_RULES = tuple(r for r in USER_RULES if r[1] == "decision")
 
 
@@ -137,13 +141,16 @@ def _classify(
     statement = statement_of(sentence)
     if statement is None:
         return None
-    for memory_type, name, pattern in rules:
-        if pattern.search(statement):
-            subject = "The user" if who == "User" else who
-            fact = (third_person(statement, subject) if who != "Assistant" else None
-                    ) or f"{who}: {statement}"
-            return Candidate(memory_type, fact, event_id, name, topics(statement))
-    return None
+    typed = next(((t, n) for t, n, pattern in rules if pattern.search(statement)), None)
+    if typed is None and who != "Assistant" and _OWN.match(statement) and (
+            sal.specificity(statement, set()) > 0):
+        typed = ("project_context", "statement")  # something concrete about themselves
+    if typed is None:
+        return None
+    subject = "The user" if who == "User" else who
+    fact = (third_person(statement, subject) if who != "Assistant" else None
+            ) or f"{who}: {statement}"
+    return Candidate(typed[0], fact, event_id, typed[1], topics(statement))
 
 
 def _unique(candidates: list[Candidate]) -> list[Candidate]:

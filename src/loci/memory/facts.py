@@ -42,7 +42,8 @@ _LEAD_IN = re.compile(
     r"|i (?:think|guess|believe|feel like|remember|recall|realized?|know|mean)(?: that)?"
     r"|i'm (?:also )?(?:remembering|thinking|realizing)(?: that)?"
     r"|(?:as )?i (?:mentioned|said)(?: (?:earlier|before))?"
-    r"|to be honest|honestly|to be fair)\b[\s,:;!.-]*)+", re.IGNORECASE)
+    r"|to be honest|honestly|to be fair|speaking of [^,.]{1,60}(?=,))\b[\s,:;!.-]*)+",
+    re.IGNORECASE)
 #: A request to the assistant that follows a statement: cut there.
 _REQUEST_TAIL = re.compile(
     r"(?<=\S)\s*[,;]?\s*(?:\b(?:and|but|so)\s+)?(?:\bi\s+(?:was|am|'m)\s+wondering\b|\bi'?d\s+(?:like"
@@ -52,14 +53,19 @@ _REQUEST_TAIL = re.compile(
     r"|suggestions|ideas|advice|recommendations)\b|\bwhat (?:do|would) you\b"
     r"|\bdo you (?:have|know)\b).*$", re.IGNORECASE)
 #: What is said to or about the conversation, not about the speaker's life or work.
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|you'd|you'll)\b",
+                            re.IGNORECASE)
+#: Where a sentence's clauses part: a dash, or a comma or "and"/"but"/"so" before a new one.
+_CLAUSE = re.compile(r"\s+[-–—]+\s+|[,;]\s+(?=(?:and|but|so|which|because|especially)\b)"
+                     r"|\s+(?:and|but|so)\s+(?=i\b|i'm\b|i've\b)", re.IGNORECASE)
 _CHATTER = re.compile(
-    r"\b(?:you|your|yours|you're|you've|thanks|thank)\b|^(?:this|that|these|those|it|it's"
+    r"\b(?:thanks|thank)\b|^(?:this|that|these|those|it|it's"
     r"|that's|here's|here is|there's|let me|let's|lets)\b"
     r"|\b(?:the|this|that|these|those) (?:\w+ )?(?:ideas?|sound|suggestions?|recommendations?"
     r"|tips|options|resources|list|steps|section)\b"
     r"|\b(?:(?:a |the )?(?:better|good|clear|great|solid) (?:idea|understanding|sense|picture"
     r"|foundation|starting point)|get started|dive (?:in|into|deeper)|back to|excited to"
-    r"|looking forward|i'm looking for|i'm trying to (?:figure|decide|understand|find)"
+    r"|i'm looking for|i'm trying to (?:figure|decide|understand|find)"
     r"|i (?:need|want) to (?:know|find|figure|understand|learn more)|i'm curious"
     r"|\bi (?:need|want|could use) (?:your |some )?(?:help|advice|suggestions|ideas|tips"
     r"|recommendations)"
@@ -107,7 +113,7 @@ def statement_of(sentence: str) -> str | None:
     if not text or _BRACKETED.match(text) or text.endswith("?") or sal.is_command(text):
         return None
     text = _LEAD_IN.sub("", text)
-    text = _REQUEST_TAIL.sub("", text).strip(" ,;:-")
+    text = _before_second_person(_REQUEST_TAIL.sub("", text)).strip(" ,;:-")
     if not MIN_FACT_CHARS <= len(text) <= MAX_FACT_CHARS:
         return None
     if sal.is_filler(text):
@@ -118,6 +124,20 @@ def statement_of(sentence: str) -> str | None:
     if text[0].islower():
         text = text[0].upper() + text[1:]
     return text if text.endswith((".", "!")) else text + "."
+
+
+def _before_second_person(text: str) -> str:
+    """The clauses of ``text`` before the first that speaks to "you" (the assistant):
+    what follows is about the conversation, not the speaker."""
+    kept = ""
+    position = 0
+    for boundary in (*_CLAUSE.finditer(text), None):
+        end = boundary.start() if boundary is not None else len(text)
+        if _SECOND_PERSON.search(text, position, end):
+            return kept
+        kept = text[:end]
+        position = boundary.end() if boundary is not None else end
+    return kept
 
 
 def topics(statement: str) -> tuple[str, ...]:
