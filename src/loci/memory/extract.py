@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from loci.llm._transcript import without_injected_lines
 from loci.llm import salience as sal
+from loci.llm._transcript import without_injected_lines
 from loci.llm.base import ChatModel
 from loci.memory.facts import said_sentences, statement_of, topics
 from loci.memory.rewrite import third_person
