@@ -1,12 +1,18 @@
-"""Memory extraction from conversation events (seeds/000 phase 1), used before
-compaction and at the end of a conversation.
+"""Memory extraction from conversation events (seeds/000 phase 1): of every turn as it
+is written (``loci.memory.live``), or, with that off, before compaction and at the end
+of a conversation.
 
 Two extractors behind one protocol:
 
-- :class:`RuleExtractor`, offline: sentence patterns for identity, relationships,
-  possessions, preferences, explicit "remember that…", decisions, events, plans,
-  project facts and working rules, typed accordingly, saved under the speaker's name
-  (``metadata["name"]``; a named speaker is a person, whatever its role);
+- :class:`RuleExtractor`, offline: of the sentences that are statements about their
+  speaker (``loci.memory.facts``), those that match a pattern for identity,
+  relationships, possessions, preferences, explicit "remember that…", decisions,
+  events, plans, project facts and working rules, or that say something concrete about
+  the speaker, typed accordingly and written in the third person with the speaker as
+  subject ("The user …", or the speaker's name, ``metadata["name"]``: a named speaker
+  is a person, whatever its role; ``loci.memory.rewrite``), or in the speaker's own
+  words, attributed, when no grammatical rewrite is sure; tagged with the rule and the
+  fact's topics;
 - :class:`LLMExtractor`: asks a chat model for ``[MEMORY:type]`` tags and parses them.
 
 Neither reads what Loci injected itself: system and summary events, events marked
