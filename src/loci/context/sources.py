@@ -18,6 +18,7 @@ from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
+from loci.memory.dedup import DUPLICATE_OVERLAP, word_overlap
 from loci.models import Document, Event, Memory, Scope, SearchHit, StateItem, speaker
 from loci.retriever import Retriever
 from loci.search.relevance import MIN_RELEVANCE
@@ -210,8 +211,23 @@ def already_said(ctx: BuildContext, memory: Memory) -> bool:
 
 
 def in_summary(ctx: BuildContext, text: str) -> bool:
-    """Whether the compaction summary shown already states ``text`` word for word."""
-    return bool(ctx.summary_text) and " ".join(text.lower().split()) in ctx.summary_text
+    """Whether the compaction summary shown already states ``text``: word for word, or a
+    sentence of it in the words of the fact extracted from it ("Ana: I adopted …" is
+    "Ana adopted …": ``memory.dedup.word_overlap``)."""
+    if not ctx.summary_text:
+        return False
+    said = " ".join(text.lower().split())
+    return said in ctx.summary_text or any(
+        word_overlap(said, sentence) > DUPLICATE_OVERLAP
+        for sentence in _summary_sentences(ctx.summary_text))
+
+
+@lru_cache(maxsize=4)
+def _summary_sentences(summary: str) -> tuple[str, ...]:
+    return tuple(said(sentence) for sentence in _SUMMARY_SPLIT.split(summary))
+
+
+_SUMMARY_SPLIT = re.compile(r"(?<=[.!?])\s+|\s+-\s+")
 
 
 def state(ctx: BuildContext) -> list[Item]:
