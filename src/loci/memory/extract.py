@@ -61,7 +61,8 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                                  r"|three|\d+)\s"),
         ("user_preference", "preference",
          # Saying what: "I love it!" and "I want to tell you" are not preferences.
-         r"\bi\s+(?:really\s+)?(?:prefer|like|love|hate|dislike|enjoy)\s+(?!(?:it|that|this"
+         r"\bi\s+(?:really\s+|also\s+|still\s+|usually\s+|generally\s+)?(?:prefer|like|love"
+         r"|hate|dislike|enjoy)\s+(?!(?:it|that|this"
          r"|them|to|you)(?:\s+(?:so\s+much|a\s+lot|too))?[\s.!,]*$)"
          r"|\bi\s+(?:really\s+)?(?:want|need)\s+(?!to\b)"),
         ("user_preference", "preference",
@@ -89,8 +90,9 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"\$\s?\d|\b(?-i:[A-Z]{2,})-\d+\b"),
     )
 )
-#: A statement about the speaker themselves: it opens with "I" or "my".
-_OWN = re.compile(r"^(?:i|i'm|i've|i'd|i'll|my)\b", re.IGNORECASE)
+#: A statement about the speaker themselves: it opens with "I" or "my" (after a short
+#: phrase, "Besides great views, I …").
+_OWN = re.compile(r"^(?:[^,]{1,40},\s+)?(?:i|i'm|i've|i'd|i'll|my)\b", re.IGNORECASE)
 ASSISTANT_RULES = tuple(r for r in USER_RULES if r[1] == "decision")
 
 

@@ -51,7 +51,8 @@ _REQUEST_TAIL = re.compile(
     r"|would|will)\s+you\b|\bplease\b|\bi\s+(?:need|want)\s+(?:your|some)?\s*(?:help"
     r"|advice|suggestions|recommendations|ideas|tips)\b|\bhelp me\b|\bany (?:tips"
     r"|suggestions|ideas|advice|recommendations)\b|\bwhat (?:do|would) you\b"
-    r"|\bdo you (?:have|know)\b).*$", re.IGNORECASE)
+    r"|\bdo you (?:have|know)\b|\band\s+(?:need|want)\s+(?:your\s+|some\s+)?(?:help|advice"
+    r"|suggestions|recommendations|ideas|tips)\b).*$", re.IGNORECASE)
 #: What is said to or about the conversation, not about the speaker's life or work.
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|you'd|you'll)\b",
                             re.IGNORECASE)
@@ -64,7 +65,7 @@ _CHATTER = re.compile(
     r"|\b(?:the|this|that|these|those) (?:\w+ )?(?:ideas?|sound|suggestions?|recommendations?"
     r"|tips|options|resources|list|steps|section)\b"
     r"|\b(?:(?:a |the )?(?:better|good|clear|great|solid) (?:idea|understanding|sense|picture"
-    r"|foundation|starting point)|get started|dive (?:in|into|deeper)|back to|excited to"
+    r"|foundation|starting point)|get started|dive (?:in|into|deeper)|back to"
     r"|i'm looking for|i'm trying to (?:figure|decide|understand|find)"
     r"|i (?:need|want) to (?:know|find|figure|understand|learn more)|i'm curious"
     r"|\bi (?:need|want|could use) (?:your |some )?(?:help|advice|suggestions|ideas|tips"
