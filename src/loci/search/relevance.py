@@ -26,7 +26,7 @@ COVERAGE_WEIGHT = 0.25
 #: Share of the answer-holding hits the calibrated floor keeps.
 CALIBRATION_KEEP = 0.95
 #: Calibrated floor (see the module's docstring).
-MIN_RELEVANCE = 0.2
+MIN_RELEVANCE = 0.14
 _WORD = re.compile(r"\w+")
 
 
