@@ -216,9 +216,9 @@ def in_summary(ctx: BuildContext, text: str) -> bool:
     "Ana adopted …": ``memory.dedup.word_overlap``)."""
     if not ctx.summary_text:
         return False
-    said = " ".join(text.lower().split())
-    return said in ctx.summary_text or any(
-        word_overlap(said, sentence) > DUPLICATE_OVERLAP
+    stated = " ".join(text.lower().split())
+    return stated in ctx.summary_text or any(
+        word_overlap(stated, sentence) > DUPLICATE_OVERLAP
         for sentence in _summary_sentences(ctx.summary_text))
 
 
