@@ -13,6 +13,14 @@ question is compiled in a NEW session at each window, and measured:
   the content words are in the context;
 - its tokens, and turn and session recall@10 of ``search_conversation``.
 
+For memories alone (``memories``): the share of the answer's content words in the top
+10 of memory search for the question, against the 10 sentences of the user's turns
+that BM25 ranks highest (``sentences``: a memory must be worth more than the sentence it
+came from); what the memory holds (``memory_quality.quality``: offenders, near-
+duplicates, memories per 100 turns); and, with ``--calibrate``, the score floor that
+keeps 95% of the search hits (memories and turns, as recall searches) that hold words
+of the answer (``loci.search.relevance.calibrated_floor``).
+
 Baselines in the same run, same questions, same token count as Loci's context:
 **recency** (the last N tokens of the dated ``role: text`` transcript), **bm25** (the
 history's turns ranked by BM25 for the question, the best first until N tokens) and
@@ -20,7 +28,7 @@ history's turns ranked by BM25 for the question, the best first until N tokens) 
 
     python benchmarks/longmemeval.py [--data ../shared/data/longmemeval/longmemeval_s_dev.jsonl.gz]
         [--windows 8000,16000] [--limit 0] [--per-type 0] [--types multi-session,...]
-        [--embedder local] [--store-dir DIR] [--json]
+        [--embedder local] [--store-dir DIR] [--calibrate] [--json]
 
 With ``--store-dir``, histories ingested once are reused by later runs (to compare
 compile-time changes; ingest-time changes need a fresh directory).
@@ -34,6 +42,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -49,12 +58,16 @@ from conversation_memory import _WORD, compiled_text, content_words, coverage, s
 from loci import Loci
 from loci.search.query import STOPWORDS
 from loci.tokens import token_counter
+from memory_quality import finish, merged, quality
 
 TYPES = ("single-session-user", "single-session-assistant", "single-session-preference",
          "multi-session", "temporal-reasoning", "knowledge-update")
 TOP_K = 10
 #: An evidence turn counts as shown when this share of its content words is in context.
 EVIDENCE_SHARE = 0.5
+#: Hits searched per question for the calibration: as many as recall weighs.
+CALIBRATION_HITS = 40
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 @dataclass(frozen=True)
@@ -100,7 +113,7 @@ def ingest(base: Loci, row: dict[str, Any], sessions: list[list[Turn]]) -> Loci:
                 loci.add(turn.session, "user", turn.text)
             else:
                 loci.add_reply(turn.session, turn.text)
-        loci.end_session(turns[0].session)
+        finish(loci, turns[0].session)
     clock["now"] = when(row["question_date"])
     return loci
 
@@ -174,8 +187,34 @@ def recall_at_k(loci: Loci, row: dict[str, Any], turns: list[Turn]) -> tuple[flo
     return turn_recall, session_recall
 
 
+def user_sentences(turns: list[Turn]) -> list[str]:
+    return [piece.strip() for t in turns if t.role == "user"
+            for piece in _SENTENCE_END.split(t.text) if piece.strip()]
+
+
+def memories_alone(loci: Loci, row: dict[str, Any], sentences: list[str],
+                   ranker: BM25) -> tuple[float, float] | None:
+    """Answer coverage of the top 10 of memory search, and of the 10 user sentences
+    BM25 ranks highest (None for abstention questions)."""
+    if row["question_id"].endswith("_abs"):
+        return None
+    answer = str(row["answer"])
+    found = " ".join(h.text for h in loci.search(row["question"], TOP_K))
+    best = " ".join(sentences[i] for i in ranker.ranked(row["question"])[:TOP_K])
+    memory, baseline = coverage(answer, content_words(found)), coverage(
+        answer, content_words(best))
+    return None if memory is None or baseline is None else (memory, baseline)
+
+
+def answer_scores(loci: Loci, row: dict[str, Any]) -> list[float]:
+    """The scores of the hits, searched as recall searches, that hold answer words."""
+    wanted = content_words(str(row["answer"]))
+    hits = loci.search(row["question"], CALIBRATION_HITS, kinds=("memory", "event"))
+    return [h.score for h in hits if wanted & content_words(h.text)]
+
+
 def run(rows: list[dict[str, Any]], windows: list[int], home: Path, embedder: str,
-        stores: Path | None = None) -> list[dict[str, Any]]:
+        stores: Path | None = None, calibrate: bool = False) -> list[dict[str, Any]]:
     model = "chat-128k"
     db = (stores or home) / f"lme-{embedder}.db"
     base = Loci.open(home=str(home), store=f"sqlite:///{db}", model=model,
@@ -188,6 +227,9 @@ def run(rows: list[dict[str, Any]], windows: list[int], home: Path, embedder: st
     compile_ms: dict[int, list[float]] = {w: [] for w in windows}
     recalls: list[tuple[float, float]] = []
     full_tokens: list[int] = []
+    alone: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    held: list[dict[str, Any]] = []
+    calibration: list[float] = []
     for row in rows:
         sessions = history(row)
         turns = [t for s in sessions for t in s]
@@ -197,6 +239,14 @@ def run(rows: list[dict[str, Any]], windows: list[int], home: Path, embedder: st
         full_tokens.append(counter.count("\n".join(lines)))
         ranker = BM25([t.text for t in turns])
         recalls.append(recall_at_k(loci, row, turns))
+        sentences = user_sentences(turns)
+        pair = memories_alone(loci, row, sentences, BM25(sentences))
+        if pair is not None:
+            for key in (row["question_type"], "all"):
+                alone[key].append(pair)
+        held.append(quality(loci, len(turns)))
+        if calibrate:
+            calibration += answer_scores(loci, row)
         scored = not row["question_id"].endswith("_abs")
         for window in windows:
             started = time.perf_counter()
@@ -234,6 +284,17 @@ def run(rows: list[dict[str, Any]], windows: list[int], home: Path, embedder: st
             session_recall_at_10=round(statistics.mean(r[1] for r in recalls), 3),
             compile_p50_ms=round(statistics.median(compile_ms[window]), 1),
         )
+        for key in (*TYPES, "all"):
+            pairs = alone.get(key) or []
+            report[f"memories|{key}"] = (round(statistics.mean(p[0] for p in pairs), 3)
+                                         if pairs else None)
+            report[f"sentences|{key}"] = (round(statistics.mean(p[1] for p in pairs), 3)
+                                          if pairs else None)
+        report["memory_quality"] = merged(held)
+        if calibrate:
+            from loci.search.relevance import calibrated_floor
+            report["calibrated_floor"] = round(calibrated_floor(calibration), 3)
+            report["calibration_hits"] = len(calibration)
         reports.append(report)
     return reports
 
@@ -250,6 +311,17 @@ def print_report(report: dict[str, Any]) -> None:
         for key in (*TYPES, "all"):
             cells = [report.get(f"{n}|{metric}|{key}") for n in names]
             print(f"{key:>26} " + " ".join(f"{'-' if c is None else c:>8}" for c in cells))
+    print(f"{'memories alone: answer':>26} {'memories':>8} {'bm25 top10 sentences':>21}")
+    for key in (*TYPES, "all"):
+        cells = [report.get(f"{n}|{key}") for n in ("memories", "sentences")]
+        print(f"{key:>26} " + " ".join(f"{'-' if c is None else c:>8}" for c in cells))
+    held = report["memory_quality"]
+    print(f"memories: {held['memories']} from {held['turns']} turns ({held['per_100_turns']} "
+          f"per 100 turns), {held['near_duplicates']} near-duplicates, offenders "
+          f"{held['offenders']} {held['offender_examples']}")
+    if "calibrated_floor" in report:
+        print(f"calibrated floor: {report['calibrated_floor']} (keeps 95% of "
+              f"{report['calibration_hits']} answer-holding hits)")
 
 
 def load(path: Path, limit: int, types: set[str], per_type: int) -> list[dict[str, Any]]:
@@ -277,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="local", help="local (default), hash or none")
     parser.add_argument("--store-dir", type=Path, default=None,
                         help="keep the ingested histories here and reuse them (compile only)")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="report the score floor that keeps 95%% of answer-holding hits")
     parser.add_argument("--json", action="store_true", help="one JSON line per window")
     args = parser.parse_args(argv)
     data = args.data.resolve()
@@ -291,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="loci-lme-") as tmp:
         os.chdir(tmp)  # no workspace files of the caller's directory in the contexts
         reports = run(rows, [int(w) for w in args.windows.split(",")], Path(tmp), args.embedder,
-                      args.store_dir)
+                      args.store_dir, args.calibrate)
     for report in reports:
         if args.json:
             print(json.dumps(report))

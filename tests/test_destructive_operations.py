@@ -158,6 +158,7 @@ def world(home: Path, clock: FakeClock) -> Any:
         alice.knowledge.put("/docs/plan.md", "Ship the API first.")
         alice.knowledge.put("/memories/notes.md", "Remember the launch.")
         bob.remember("Bob's own fact.")
+        assert root.wait_extracted(30)  # the turns' own facts are in before the snapshot
         yield World(alice, bob, home, memory)
 
 

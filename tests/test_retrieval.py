@@ -18,6 +18,7 @@ from loci import (
     ValidationError,
     load_settings,
 )
+from loci.search.relevance import COVERAGE_WEIGHT
 from tests.conftest import FakeClock
 
 #: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
@@ -94,7 +95,7 @@ def test_empty_store(loci: Loci) -> None:
 
 
 def test_model_change_is_a_clear_error_until_reindex(home: Path, clock: FakeClock) -> None:
-    with open_loci(home, clock, embedding_provider="hash") as loci:
+    with open_loci(home, clock, embedding_provider="hash", memory_extraction=False) as loci:
         loci.remember("the user lives in Lisbon")
         loci.add("s", "user", "I moved to Lisbon")
     with open_loci(home, clock, embedding_provider="local") as loci:
@@ -212,9 +213,11 @@ def test_an_item_found_by_keywords_alone_is_fused_with_its_own_cosine(
         [found] = loci.memory_search("zebra", limit=1)
         config = loci.settings.search
         total = config.vector_weight + config.keyword_weight
-        # The best keyword match (its keyword part is 1), with its own cosine of 0.3.
+        # The best keyword match (its keyword part is 1), with its own cosine of 0.3,
+        # holding the whole question (``search.relevance``).
+        fused = (config.vector_weight * 0.3 + config.keyword_weight) / total
         assert found.id == "target" and found.relevance == pytest.approx(
-            (config.vector_weight * 0.3 + config.keyword_weight) / total, abs=1e-3)
+            (1 - COVERAGE_WEIGHT) * fused + COVERAGE_WEIGHT, abs=1e-3)
 
 
 def test_a_conversation_search_reads_each_row_once(home: Path, clock: FakeClock) -> None:

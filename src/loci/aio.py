@@ -111,6 +111,10 @@ class AsyncLoci:
         """``Loci.wait_indexed``, in a thread (the indexer needs the store meanwhile)."""
         return await self._bulk(lambda: self.loci.wait_indexed(timeout))
 
+    async def wait_extracted(self, timeout: float | None = None) -> bool:
+        """``Loci.wait_extracted``, in a thread (extraction needs the store meanwhile)."""
+        return await self._bulk(lambda: self.loci.wait_extracted(timeout))
+
     async def _local(self, call: Callable[[], T]) -> T:
         runtime = self.loci.runtime
         lock = runtime.local_lock() if runtime.in_process else None

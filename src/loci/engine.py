@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from loci.checks import check_label, check_name, check_stored_name, check_text, check_window
@@ -28,6 +28,7 @@ from loci.eventlog import check_fields, check_message, dump_jsonl, new_event, pa
 from loci.indexing import Indexer
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, Librarian, SessionKnowledge
 from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
+from loci.memory.live import Job, extract_turns, extracted_from, worth_reading
 from loci.memory.mirror import Mirror
 from loci.memory.review import Consolidation, Consolidator, Proposal
 from loci.memory.service import MemoryService, ReplyResult, SaveResult
@@ -47,6 +48,7 @@ from loci.models import (
     StateItem,
 )
 from loci.runtime import Runtime
+from loci.search.relevance import MIN_RELEVANCE
 from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store
 from loci.timeutil import Clock, utc_now
@@ -162,6 +164,9 @@ class Loci:
                                             **fields}) for fields in events]
         added = self.store.append_events(self.scope, session, batch)
         self._index_later()
+        if self.settings.memory_extraction and (said := worth_reading(added)):
+            self.runtime.extraction.submit(Job(partial(extract_turns, self._memories, said,
+                                                       self.chat), self.chat is not None))
         return added
 
     def events(self, session: str, *, include_archived: bool = True) -> list[Event]:
@@ -325,9 +330,10 @@ class Loci:
         self, query: str, limit: int = 5, filters: SearchFilters | None = None,
         past: bool | None = None,
     ) -> list[MemorySummary]:
-        """seeds/002 ``memory_search``: summaries, ids, relevance, timestamps, status."""
+        """seeds/002 ``memory_search``: summaries, ids, relevance, timestamps, status (of
+        the memories scoring ``search.relevance.MIN_RELEVANCE`` or more)."""
         hits = self.search(query, limit, filters=filters, past=past)
-        return [to_summary(hit, self.clock()) for hit in hits]
+        return [to_summary(hit, self.clock()) for hit in hits if hit.score >= MIN_RELEVANCE]
 
     def memory_read(self, memory_id: str, offset: int = 0, limit: int = 1000) -> MemoryPage:
         """seeds/002 ``memory_read``: the memory's markdown, paginated by characters."""
@@ -363,6 +369,10 @@ class Loci:
         background indexer embedded them), this process's writes and the rows other
         processes left waiting; False if ``timeout`` seconds passed first."""
         return self.indexer is None or self.indexer.wait_indexed(timeout)
+
+    def wait_extracted(self, timeout: float | None = None) -> bool:
+        """Block until the facts of the turns written so far are saved (``memory.live``)."""
+        return self.runtime.extraction.wait(timeout)
 
     def _index_later(self) -> None:
         if self.indexer is not None:
@@ -491,6 +501,8 @@ class Loci:
         return self._compaction.maybe_compact(session, model=model)[1]
 
     def _consolidate(self, events: Sequence[Event]) -> list[SaveResult]:
+        if self.settings.memory_extraction:  # each turn's facts were saved as it came
+            return extracted_from(self._memories, events, self.runtime.extraction)
         extractor = LLMExtractor(self.chat) if self.chat is not None else None
         return self.extract_memories(events, extractor)
 

@@ -1,6 +1,7 @@
 """Hybrid retrieval: keyword (BM25) and vector hits for one kind of item, fused.
 
-Without an embedder (provider ``none``) it is keyword search alone.
+Without an embedder (provider ``none``) it is keyword search alone. Memory hits are
+rescored by how much of the question they hold (``search.relevance``).
 
 Conversation search (kind ``event``) does more, all of it generic:
 
@@ -42,6 +43,7 @@ from loci.embeddings.base import Vectors
 from loci.indexing import Indexer
 from loci.models import Scope, SearchHit, speaker
 from loci.search.fusion import Floors, fuse, with_recency
+from loci.search.relevance import by_coverage
 from loci.search.temporal import Period, asks_when, periods, says_when
 from loci.settings import SearchSettings
 from loci.store.base import Scored, SearchFilters, Store
@@ -103,13 +105,15 @@ class Retriever:
         fused = self._fused(scope, kind, (query, vector_query, keyword), pool, filters,
                             named, theirs)
         recency = bool(self.config.recency_weight) and now is not None
-        if kind != "event" and not recency:
+        if kind == "document" and not recency:
             return self.store.hits(scope, kind, fused[:limit])  # read only the winners
         # What follows rescores by the items' times, sessions and text: read them all.
         hits = self._hits(scope, kind, fused, read)
         if recency:
             assert now is not None
             hits = with_recency(hits, self.config, now)
+        if kind == "memory":
+            hits = by_coverage(query, hits)
         if kind == "event":
             hits = _with_session_evidence(hits)
             if asks_when(query):
@@ -140,6 +144,8 @@ class Retriever:
               read: Sequence[SearchHit]) -> list[SearchHit]:
         """The hits of ``scored``, in its order; those already ``read`` are not read
         again (a key without a row is left out, as ``Store.hits`` leaves it)."""
+        if kind != "event":  # keyed by row, named by id: read in the order given
+            return self.store.hits(scope, kind, scored)
         known = {int(hit.id): hit for hit in read}
         fresh = {int(hit.id): hit for hit in self.store.hits(
             scope, kind, [c for c in scored if c[0] not in known])}

@@ -30,6 +30,7 @@ from loci.errors import ValidationError
 from loci.indexing import Indexer, IndexStatus
 from loci.keys import OPERATOR, check_key, create_key, revoke_key
 from loci.llm.base import ChatModel
+from loci.memory.live import TurnExtraction
 from loci.models import ApiKey, Scope
 from loci.portability import export_user, import_user
 from loci.retriever import Retriever
@@ -67,6 +68,7 @@ class Runtime:
                                    else None)
         self.retriever = Retriever(self.store, self.indexer, self.settings.search)
         self.live_events = LiveEvents(LIVE_SESSIONS)
+        self.extraction = TurnExtraction(self.store.local_lock())
         self._owned: list[object] = [self.chat, embedder]
         if store is None:
             self._owned.append(self.store)
@@ -175,6 +177,7 @@ class Runtime:
         if self.closed:
             return
         self.closed = True
+        self.extraction.close()  # its jobs save memories: before what they use closes
         self.retriever.close()
         if self.indexer is not None:  # its worker uses the store and the embedder
             self.indexer.close()

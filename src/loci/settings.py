@@ -234,6 +234,9 @@ class Settings:
     memory_types: dict[str, int] = field(default_factory=dict)
     #: Mirror every memory to ``memory/{id}.md`` in the workspace (or $LOCI_HOME).
     memory_mirror: bool = True
+    #: Extract facts from every new turn in the background (``loci.memory.live``);
+    #: off, facts are extracted at compaction and when a session ends.
+    memory_extraction: bool = True
     #: How many turns of the event log recall weighs for each message (memories: up to
     #: a third of it); how many are shown, the score floor and the budget decide.
     recall_limit: int = 30

@@ -11,6 +11,7 @@ from loci import Loci, ProviderError
 from loci.knowledge.extraction import LIBRARIAN_PROMPT
 from loci.knowledge.librarian import third_person
 from loci.llm import ScriptedChatModel
+from loci.memory.decide import DECISION_PROMPT
 from tests.conftest import FakeClock
 
 #: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
@@ -97,7 +98,8 @@ def test_ending_again_is_idempotent_and_new_turns_make_a_version(
     first = loci.end_session("work")
     again = loci.end_session("work")
     assert again.path == first.path and again.profile == {}
-    assert {m.action for m in again.memories} <= {"refreshed"}
+    # The turns' facts were saved as they came: ending again adds none.
+    assert {m.memory.id for m in again.memories} == {m.memory.id for m in first.memories}
     assert first.path is not None and loci.knowledge.get(first.path).version == 1
     clock.advance(hours=1)
     loci.add("work", "user", "We agreed to launch the beta on 2026-02-01.")
@@ -135,7 +137,12 @@ def _responder(fail: bool) -> Any:
                 raise ProviderError("upstream is down")
             assert "Maya" in messages[1]["content"] and "injected" not in messages[1]["content"]
             return LLM_REPLY
-        return "[MEMORY:project_context] The team uses PostgreSQL [/MEMORY]"
+        if messages[0]["content"] == DECISION_PROMPT:  # one call per user turn
+            if "We're building Loci" in messages[1]["content"]:
+                return ('{"memory": [{"event": "ADD", "text": "The user is building Loci",'
+                        ' "type": "project_context"}]}')
+            return '{"memory": [{"event": "NONE"}]}'
+        raise AssertionError(f"unexpected prompt {messages[0]['content'][:60]!r}")
     return respond
 
 
@@ -153,7 +160,7 @@ def test_a_configured_chat_model_extracts_and_scores(loci: Loci) -> None:
         "- The user prefers concise answers.\n")
     assert "handles sales" in loci.knowledge.get("/profile/people/sarah-chen.md").content
     assert loci.knowledge.find("/profile/identity.md") is None  # importance 0.2: too low
-    assert [m.memory.content for m in filed.memories] == ["The team uses PostgreSQL"]
+    assert [m.memory.content for m in filed.memories] == ["The user is building Loci"]
 
 
 def test_a_failing_chat_model_falls_back_to_rules(loci: Loci) -> None:

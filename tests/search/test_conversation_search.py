@@ -11,8 +11,8 @@ from loci import Loci, load_settings
 from tests.conftest import FakeClock
 
 
-def open_loci(home: Path, clock: FakeClock) -> Loci:
-    return Loci(load_settings(store=f"sqlite:///{home / 'c.db'}"), clock=clock)
+def open_loci(home: Path, clock: FakeClock, **settings: object) -> Loci:
+    return Loci(load_settings(store=f"sqlite:///{home / 'c.db'}", **settings), clock=clock)
 
 
 def turn(name: str, text: str, **metadata: object) -> dict[str, object]:
@@ -93,7 +93,9 @@ def test_when_questions_favour_turns_that_say_when(home: Path, clock: FakeClock)
 def test_a_named_person_favours_the_conversations_they_speak_in(
     home: Path, clock: FakeClock
 ) -> None:
-    with open_loci(home, clock) as loci:
+    # Keywords alone, every run (vectors written in the background would come in at any
+    # moment): what a name does as a word to match is the keyword index's doing.
+    with open_loci(home, clock, embedding_provider="none") as loci:
         for day in range(6):
             loci.add_events(f"other{day}", [
                 turn("Cy", f"Day {day}: how is the garden going?"),
@@ -129,7 +131,7 @@ def test_a_namesake_who_says_a_word_elsewhere_is_not_whom_the_question_means(
     from loci import retriever
 
     monkeypatch.setattr(retriever, "MAX_FOCUS_SESSIONS", 2)  # (as 50 among many more)
-    with open_loci(home, clock) as loci:
+    with open_loci(home, clock, embedding_provider="none") as loci:  # (keywords, every run)
         for day in range(5):  # others' conversations, where some Ana says one line
             loci.add_events(f"others{day}", [
                 turn("Cy", "What did you plant this spring?"),

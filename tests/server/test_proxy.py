@@ -108,7 +108,9 @@ def test_streaming_hides_tags_and_records_the_clean_reply(
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 7
     loci = engine(app)
-    assert [m.content for m in loci.memories("sticky")] == ["Maya has a cat named Io"]
+    # The model's tag, and the user's own turn as the rules read it.
+    assert {m.content for m in loci.memories("sticky")} == {"Maya has a cat named Io",
+                                                            "The user got a cat, Io."}
     assert loci.state_get("pet").value == "Io"
     assert loci.events("pets")[-1].content == "Noted, the cat. Anything else? [1]"
     assert upstream.last["body"]["stream"] is True
@@ -135,7 +137,8 @@ def test_keys_scope_the_proxy(home: Path, upstream: Upstream,
         bob.chat.completions.create(model="m", user="s", messages=[
             {"role": "user", "content": "What is Alice's PIN?"}])
     assert "2468" not in json.dumps(upstream.last["body"])
-    assert [m.content for m in engine(app, "alice").memories()] == ["Alice's PIN is 2468"]
+    assert {m.content for m in engine(app, "alice").memories()} == {
+        "Alice's PIN is 2468", "User: Remember my PIN is 2468."}
     assert engine(app, "bob").memories() == []
     assert engine(app, "bob").events("s")[0].content == "What is Alice's PIN?"
     with client(base, "not-a-key") as stranger, pytest.raises(openai.AuthenticationError):

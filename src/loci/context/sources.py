@@ -18,10 +18,12 @@ from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
+from loci.memory.dedup import DUPLICATE_OVERLAP, word_overlap
 from loci.memory.timeline import asks_about_past, shown_as_past
 from loci.memory.tools import hit_standing
 from loci.models import Document, Event, Memory, Scope, SearchHit, StateItem, speaker
 from loci.retriever import Retriever
+from loci.search.relevance import MIN_RELEVANCE
 from loci.store.base import SearchFilters, Store
 from loci.timeutil import day_label
 
@@ -211,8 +213,23 @@ def already_said(ctx: BuildContext, memory: Memory) -> bool:
 
 
 def in_summary(ctx: BuildContext, text: str) -> bool:
-    """Whether the compaction summary shown already states ``text`` word for word."""
-    return bool(ctx.summary_text) and " ".join(text.lower().split()) in ctx.summary_text
+    """Whether the compaction summary shown already states ``text``: word for word, or a
+    sentence of it in the words of the fact extracted from it ("Ana: I adopted …" is
+    "Ana adopted …": ``memory.dedup.word_overlap``)."""
+    if not ctx.summary_text:
+        return False
+    stated = " ".join(text.lower().split())
+    return stated in ctx.summary_text or any(
+        word_overlap(stated, sentence) > DUPLICATE_OVERLAP
+        for sentence in _summary_sentences(ctx.summary_text))
+
+
+@lru_cache(maxsize=4)
+def _summary_sentences(summary: str) -> tuple[str, ...]:
+    return tuple(said(sentence) for sentence in _SUMMARY_SPLIT.split(summary))
+
+
+_SUMMARY_SPLIT = re.compile(r"(?<=[.!?])\s+|\s+-\s+")
 
 
 def state(ctx: BuildContext) -> list[Item]:
@@ -342,10 +359,8 @@ def recall(ctx: BuildContext) -> list[Item]:
 
 
 #: A recalled item is worth its tokens while it scores at least this share of the best
-#: hit's score ...
+#: hit's score, and never below the calibrated ``search.relevance.MIN_RELEVANCE``.
 RECALL_RELATIVE_FLOOR = 0.5
-#: ... and never below this (search scores are in [0, 1]).
-RECALL_MIN_SCORE = 0.2
 
 
 _LABELS = re.compile(r"^(?:\[[^\]\n]{0,80}\]\s*)*(?:[\w .'-]{1,40}:\s+)?")
@@ -364,7 +379,7 @@ def recall_floor(hits: Sequence[SearchHit]) -> float:
     """The score below which recall stops: a share of the best hit's, so that a question
     with a clear answer is not padded with what merely shares its words."""
     best = max((h.score for h in hits), default=0.0)
-    return max(RECALL_MIN_SCORE, RECALL_RELATIVE_FLOOR * best)
+    return max(MIN_RELEVANCE, RECALL_RELATIVE_FLOOR * best)
 
 
 def _turn_item(ctx: BuildContext, hit: SearchHit, item_id: str) -> Item:

@@ -33,6 +33,7 @@ from loci.knowledge.service import KnowledgeBase
 from loci.llm import salience as sal
 from loci.llm.base import ChatModel
 from loci.memory.dedup import DUPLICATE_OVERLAP, word_overlap
+from loci.memory.rewrite import conjugate, later_pronouns
 from loci.memory.service import SaveResult
 from loci.models import Event
 
@@ -207,7 +208,6 @@ def _keyword_title(events: Sequence[Event]) -> str:
 
 _ADVERBS = (r"really|strongly|usually|generally|always|never|also|often|mostly|rarely"
             r"|sometimes|absolutely|totally|definitely|just|still|mainly|actually")
-_MODALS = frozenset("can could will would should must may might shall".split())
 _STARTS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), replacement) for pattern, replacement in (
         (r"^my name is\b", "The user's name is"),
@@ -224,7 +224,9 @@ _FIRST_VERB = re.compile(rf"^i\s+((?:(?:{_ADVERBS})\s+)?)([a-z]+)\b", re.IGNOREC
 
 
 def third_person(sentence: str) -> str:
-    """A user's first-person sentence as a statement about "the user"."""
+    """A user's first-person sentence as a statement about "the user" (later pronouns
+    agree: "I was" becomes "they were"); a sentence whose opening verb the rules cannot
+    conjugate keeps the user's words, attributed."""
     text = sentence.strip()
     for pattern, replacement in _STARTS:
         if pattern.match(text):
@@ -233,23 +235,8 @@ def third_person(sentence: str) -> str:
     else:
         verb = _FIRST_VERB.match(text)
         if verb is not None:
-            text = f"The user {verb.group(1)}{_conjugate(verb.group(2))}{text[verb.end():]}"
-    text = re.sub(r"\bmyself\b", "themselves", text, flags=re.IGNORECASE)
-    text = re.sub(r"\bmy\b", "their", text, flags=re.IGNORECASE)
-    text = re.sub(r"\bme\b", "them", text, flags=re.IGNORECASE)
-    text = re.sub(r"\bI'm\b", "they're", text)
-    return re.sub(r"\bI\b", "they", text)
-
-
-def _conjugate(verb: str) -> str:
-    lower = verb.lower()
-    if lower in _MODALS or lower.endswith("ed"):
-        return verb
-    irregular = {"have": "has", "do": "does", "go": "goes", "am": "is"}
-    if lower in irregular:
-        return irregular[lower]
-    if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return verb + "es"
-    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
-        return verb[:-1] + "ies"
-    return verb + "s"
+            conjugated = conjugate(verb.group(2))
+            if conjugated is None:
+                return f"The user said: {text}"
+            text = f"The user {verb.group(1)}{conjugated}{text[verb.end():]}"
+    return later_pronouns(text)

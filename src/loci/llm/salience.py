@@ -352,9 +352,9 @@ def classify(sentence: str) -> tuple[str, float]:
 
 #: A line that is a shell command someone typed, not something said about the world.
 _COMMAND_LINE = re.compile(
-    r"^(?:\$\s*)?(?:sudo\s+)?(?:cd|ls|cat|less|git|npm|npx|yarn|pnpm|pip3?|python3?|node"
+    r"^(?:\$\s*|[\w.-]+@[\w.-]+(?:\s+\S+)?\s*[%$#]\s*)?(?:sudo\s+)?(?:cd|ls|cat|less|git|npm|npx|yarn|pnpm|pip3?|python3?|node"
     r"|make|rm|cp|mv|mkdir|touch|echo|curl|wget|grep|rg|find|docker|kubectl|ssh|scp|export"
-    r"|source|chmod|chown|brew|apt(?:-get)?|cargo|go|uv|pytest|ruff|tail|head)"
+    r"|source|chmod|chown|brew|apt(?:-get)?|cargo|go|uv|pytest|ruff|tail|head|~?/[\w./-]+)"
     r"(?:\s+[-\w./~:=@'\"*]+)*\s*$")
 
 

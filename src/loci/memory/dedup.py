@@ -21,9 +21,11 @@ from loci.models import Memory
 DUPLICATE_OVERLAP = 0.7
 NEAR_DUPLICATE_COSINE = 0.9
 _WORD = re.compile(r"\w+", re.UNICODE)
-#: Articles and the forms of "to be" and "I": what rewriting "I'm …" as "The user is …"
+#: Articles, pronouns of the speaker and the forms of "to be" and "to have": what
+#: rewriting "I'm …"/"My …" as "The user is …"/"The user's …" (``memory.rewrite``)
 #: changes, and so what an overlap may also be measured without.
-_GRAMMAR = frozenset({"the", "a", "an", "i", "m", "am", "is", "are"})
+_GRAMMAR = frozenset({"the", "a", "an", "i", "m", "am", "is", "are", "was", "were", "my",
+                      "me", "their", "they", "them", "re", "s", "ve", "has", "have"})
 #: A restated fact changes at most this many words (either side).
 MAX_CHANGED_WORDS = 4
 #: Relations that hold one value at a time: a new value replaces the old one.

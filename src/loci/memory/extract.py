@@ -1,12 +1,18 @@
-"""Memory extraction from conversation events (seeds/000 phase 1), used before
-compaction and at the end of a conversation.
+"""Memory extraction from conversation events (seeds/000 phase 1): of every turn as it
+is written (``loci.memory.live``), or, with that off, before compaction and at the end
+of a conversation.
 
 Two extractors behind one protocol:
 
-- :class:`RuleExtractor`, offline: sentence patterns for identity, relationships,
-  possessions, preferences, explicit "remember that…", decisions, events, plans,
-  project facts and working rules, typed accordingly, saved under the speaker's name
-  (``metadata["name"]``; a named speaker is a person, whatever its role);
+- :class:`RuleExtractor`, offline: of the sentences that are statements about their
+  speaker (``loci.memory.facts``), those that match a pattern for identity,
+  relationships, possessions, preferences, explicit "remember that…", decisions,
+  events, plans, project facts and working rules, or that say something concrete about
+  the speaker, typed accordingly and written in the third person with the speaker as
+  subject ("The user …", or the speaker's name, ``metadata["name"]``: a named speaker
+  is a person, whatever its role; ``loci.memory.rewrite``), or in the speaker's own
+  words, attributed, when no grammatical rewrite is sure; tagged with the rule and the
+  fact's topics;
 - :class:`LLMExtractor`: asks a chat model for ``[MEMORY:type]`` tags and parses them.
 
 Neither reads what Loci injected itself: system and summary events, events marked
@@ -22,22 +28,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from loci.llm import salience as sal
 from loci.llm._transcript import without_injected_lines
 from loci.llm.base import ChatModel
-from loci.llm.salience import is_command
+from loci.memory.facts import said_sentences, statement_of, topics
+from loci.memory.rewrite import third_person
 from loci.memory.tags import parse_reply
 from loci.models import Event, speaker
 
 _FENCED = re.compile(r"```.*?```|~~~.*?~~~", re.DOTALL)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-MAX_FACT_CHARS = 300
 _RELATIVES = (r"my\s+(?:wife|husband|partner|son|daughter|kids?|children|dog|cat|pets?|puppy"
               r"|kitten|co-?founder|boss|manager|team|mom|mother|dad|father|parents?|sister"
               r"|brother|siblings?|grand\w+|aunt|uncle|cousin|(?:best\s+)?friends?|girlfriend"
               r"|boyfriend|fianc[eé]e?)")
-#: Words before a fact that say nothing themselves ("Hi! Oh, by the way, I ...").
-_GREETING = re.compile(r"^(?:(?:hi|hey|hello|oh|wow|well|so|yeah|yes|haha|by the way|btw)"
-                       r"\b[\s,!.]*)+", re.IGNORECASE)
 
 #: (memory type, pattern) in priority order; the first match types a sentence.
 USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
@@ -46,7 +49,9 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("sticky", "explicit", r"^(?:please\s+)?(?:remember|don'?t forget|note)\s+(?:that\s+)?\S"),
         ("sticky", "identity", r"\b(?:my name is|call me|i am|i'm)\s+(?-i:[A-Z])[\w'-]+"),
         ("sticky", "identity", r"\bi(?:'m| am)\s+(?:an?|the)\s+\w+"),
-        ("sticky", "identity", r"\bi\s+(?:live|work|am based|'m based)\s+(?:in|at|for)\b"),
+        ("sticky", "identity", r"\bi(?:'m| am)\s+(?:allergic|intolerant|vegan|vegetarian"
+                               r"|diabetic|pregnant)\b"),
+        ("sticky", "identity", r"\bi\s+(?:live|work|am based|'m based)\s+(?:in|at|for|as)\b"),
         # Who someone's relatives are is lasting; "my kids loved it" is an event.
         ("sticky", "identity", rf"\b{_RELATIVES}(?:'s)?\s+(?:is|are|was|lives|lived|works"
                                r"|worked|studies|moved|turns|turned|has|had|called|named)\s+"
@@ -56,7 +61,8 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                                  r"|three|\d+)\s"),
         ("user_preference", "preference",
          # Saying what: "I love it!" and "I want to tell you" are not preferences.
-         r"\bi\s+(?:really\s+)?(?:prefer|like|love|hate|dislike|enjoy)\s+(?!(?:it|that|this"
+         r"\bi\s+(?:really\s+|also\s+|still\s+|usually\s+|generally\s+)?(?:prefer|like|love"
+         r"|hate|dislike|enjoy)\s+(?!(?:it|that|this"
          r"|them|to|you)(?:\s+(?:so\s+much|a\s+lot|too))?[\s.!,]*$)"
          r"|\bi\s+(?:really\s+)?(?:want|need)\s+(?!to\b)"),
         ("user_preference", "preference",
@@ -67,7 +73,8 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"\bi\s+(?:just\s+)?(?:went|visited|took|started|joined|finished|ran|attended|moved"
          r"|travel?led|painted|won|graduated|met|signed up|volunteered|learned|celebrated)\b"),
         ("project_context", "plan",
-         r"\bi(?:'m| am)\s+(?:going|planning|hoping)\s+to\b|\bi\s+(?:plan|intend|hope)\s+to\b"),
+         r"\bi(?:'m| am)\s+(?:\w+ly\s+|also\s+|still\s+)?(?:going|planning|hoping)\s+to\b"
+         r"|\bi\s+(?:plan|intend|hope)\s+to\b"),
         ("project_context", "relationship", rf"\b{_RELATIVES}\b"),
         ("project_context", "decision",
          r"\b(?:we|i)\s+(?:decided|agreed|chose|will go with|'ll go with|settled on)\b|"
@@ -83,17 +90,21 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"\$\s?\d|\b(?-i:[A-Z]{2,})-\d+\b"),
     )
 )
+#: A statement about the speaker themselves: it opens with "I" or "my" (after a short
+#: phrase, "Besides great views, I …").
+_OWN = re.compile(r"^(?:[^,]{1,40},\s+)?(?:i|i'm|i've|i'd|i'll|my)\b", re.IGNORECASE)
 ASSISTANT_RULES = tuple(r for r in USER_RULES if r[1] == "decision")
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A fact proposed for saving."""
+    """A fact proposed for saving, with the topics it is about (memory tags)."""
 
     type: str
     content: str
     event_id: int | None
     rule: str
+    topics: tuple[str, ...] = ()
 
 
 class Extractor(Protocol):
@@ -111,7 +122,7 @@ def readable_lines(event: Event) -> str | None:
 
 
 class RuleExtractor:
-    """Offline extraction by sentence patterns."""
+    """Offline extraction by sentence patterns (see :mod:`loci.memory.facts`)."""
 
     def extract(self, events: Sequence[Event]) -> list[Candidate]:
         found: list[Candidate] = []
@@ -120,27 +131,34 @@ class RuleExtractor:
             if not text:
                 continue
             # A named speaker is a person in the conversation, whatever its role.
-            person = event.role == "user" or speaker(event.metadata) is not None
+            name = speaker(event.metadata)
+            person = event.role == "user" or name is not None
             rules = USER_RULES if person else ASSISTANT_RULES
-            for sentence in _SENTENCE.split(text):
-                candidate = _classify(sentence.strip(), rules, event)
+            who = name or ("User" if event.role == "user" else "Assistant")
+            for sentence in said_sentences(text):
+                candidate = _classify(sentence, rules, event.id, who)
                 if candidate is not None:
                     found.append(candidate)
         return _unique(found)
 
 
 def _classify(
-    sentence: str, rules: Sequence[tuple[str, str, re.Pattern[str]]], event: Event
+    sentence: str, rules: Sequence[tuple[str, str, re.Pattern[str]]], event_id: int | None,
+    who: str,
 ) -> Candidate | None:
-    sentence = _GREETING.sub("", sentence)
-    if not 8 <= len(sentence) <= MAX_FACT_CHARS or sentence.endswith("?") or (
-            is_command(sentence)):
+    statement = statement_of(sentence)
+    if statement is None:
         return None
-    for memory_type, name, pattern in rules:
-        if pattern.search(sentence):
-            who = speaker(event.metadata) or ("User" if event.role == "user" else "Assistant")
-            return Candidate(memory_type, f"{who}: {sentence}", event.id, name)
-    return None
+    typed = next(((t, n) for t, n, pattern in rules if pattern.search(statement)), None)
+    if typed is None and who != "Assistant" and _OWN.match(statement) and (
+            sal.specificity(statement, set()) > 0):
+        typed = ("project_context", "statement")  # something concrete about themselves
+    if typed is None:
+        return None
+    subject = "The user" if who == "User" else who
+    fact = (third_person(statement, subject) if who != "Assistant" else None
+            ) or f"{who}: {statement}"
+    return Candidate(typed[0], fact, event_id, typed[1], topics(statement))
 
 
 def _unique(candidates: list[Candidate]) -> list[Candidate]:

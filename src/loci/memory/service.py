@@ -242,7 +242,7 @@ class MemoryService:
         for c in extractor.extract(events):
             source = f"event:{c.event_id}" if c.event_id is not None else "extraction"
             if save:
-                results.append(self.save(c.content, c.type, (c.rule,), source,
+                results.append(self.save(c.content, c.type, (c.rule, *c.topics), source,
                                          said_at=said.get(c.event_id or -1)))
             else:
                 now = self.clock()

@@ -184,6 +184,11 @@ def event_stream(events: Iterator[bytes]) -> StreamingResponse:
                              headers={"Cache-Control": "no-cache"})
 
 
+#: How long a call waits for the facts of the turns recorded before it to be saved
+#: (``loci.memory.live``), so that what the user said last time is a memory now.
+EXTRACTION_WAIT_SECONDS = 10.0
+
+
 class ProxyTurn:
     """One proxied exchange: the new message, its compiled context, the recording."""
 
@@ -195,6 +200,7 @@ class ProxyTurn:
         self.spent, self.began = Usage(), 0.0
         #: When the streamed answer being relayed must have ended (``time.monotonic``).
         self.deadline = float("inf")
+        loci.wait_extracted(EXTRACTION_WAIT_SECONDS)
         self.intake = take_in(loci, session, body.messages)
         self.message = self.intake.message  # None once recorded
         self.edits = provider_edits(loci.settings, body.params())

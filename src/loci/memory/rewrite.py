@@ -1,0 +1,130 @@
+"""A person's first-person sentence as a statement about them, or None.
+
+"I'm planning to go shopping this weekend" → "The user is planning to go shopping this
+weekend"; "My dog is called Biscuit" → "The user's dog is called Biscuit"; with a
+speaker's name, "Caroline's dog …". The sentence's subject is its opening "I" or "my";
+later pronouns become "they"/"their" with the verb agreeing ("I was" → "they were", never
+"they was"). A sentence is rewritten only when every change is one the rules are sure
+of: an opening verb they cannot conjugate ("I bought" is past, "I wases" is no word), a
+"we" or an "our", or a quote inside returns None, and the caller keeps the person's
+words, attributed.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ADVERBS = frozenset(
+    "really strongly usually generally always never also often mostly rarely sometimes "
+    "absolutely totally definitely just still mainly actually recently finally already "
+    "currently now even only probably certainly".split())
+_MODALS = frozenset("can could will would should must may might shall".split())
+#: Opening verbs with their third-person form (the regular ones are conjugated below).
+_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "am": "is", "was": "was",
+              "be": "is", "'m": "is", "'ve": "has", "'d": "would", "'ll": "will"}
+#: Past forms that do not end in -ed: kept as they are.
+_PAST = frozenset(
+    "was were had did went took got made bought saw met ran began found gave won lost left "
+    "came became brought thought told said sold sent spent paid put read wrote drove flew "
+    "grew knew kept heard held built felt fell caught taught fought chose broke spoke woke "
+    "wore tore swam sang rang drank ate forgot understood stood sat set let hit cut quit "
+    "shut hurt cost led fed slept swept meant dealt lent bent sent rode hid shook threw "
+    "drew stole froze bit hung lit dug struck stuck rose been seen done gone taken known "
+    "given written eaten begun grown driven flown chosen spoken broken forgotten".split())
+#: Pronouns and verbs after the subject, rewritten in agreement with "they".
+_LATER = (
+    (r"\bI(?:'m| am)\b", "they're"),
+    (r"\bI was\b", "they were"),
+    (r"\bI've\b", "they've"),
+    (r"\bI have\b", "they have"),
+    (r"\bI'd\b", "they'd"),
+    (r"\bI'll\b", "they'll"),
+    (r"\bI\b", "they"),
+    (r"\bmyself\b", "themselves"),
+    (r"\bmine\b", "theirs"),
+    (r"\bmy\b", "their"),
+    (r"\bme\b", "them"),
+)
+_LATER_RX = tuple((re.compile(p, re.IGNORECASE if p.startswith(r"\bm") else 0), r)
+                  for p, r in _LATER)
+_OPENING = re.compile(r"^(?:I(?P<contraction>'m|'ve|'d|'ll)|I|my|My)\b\s*")
+_WORD = re.compile(r"[A-Za-z']+")
+#: What the rules cannot rewrite: a first-person plural, a quotation, a second person.
+_UNSURE = re.compile(r"\b(?:we|we're|we've|we'll|our|ours|us)\b|[\"“”]", re.IGNORECASE)
+
+
+def third_person(sentence: str, subject: str = "The user") -> str | None:
+    """``sentence`` (a person's first-person statement) about ``subject``, or None if
+    the rules cannot make it grammatical."""
+    text = sentence.strip().rstrip(".!…").strip()
+    opening = _OPENING.match(text)
+    if opening is None or _UNSURE.search(text):
+        return None
+    rest = text[opening.end():]
+    if opening.group().lower().startswith("my"):
+        head = f"{_possessive(subject)} "
+    else:
+        verb_phrase = _subject_verb(opening.group("contraction"), rest)
+        if verb_phrase is None:
+            return None
+        head, rest = f"{subject} {verb_phrase[0]}", verb_phrase[1]
+    rest = later_pronouns(rest)
+    return f"{head}{rest}".rstrip(" ,;:") + "."
+
+
+def _possessive(subject: str) -> str:
+    return f"{subject}'" if subject.endswith("s") else f"{subject}'s"
+
+
+def _subject_verb(contraction: str | None, rest: str) -> tuple[str, str] | None:
+    """The opening verb phrase agreeing with a third-person subject, and what follows."""
+    if contraction:
+        lead = _IRREGULAR[contraction]
+        if contraction == "'ve" and not _starts_with_past(rest):
+            # "I've got a dog" is "has got"; "I've two kids" is rare and unsure.
+            return None
+        return lead + " ", rest
+    words = rest.split(" ", 3)
+    adverbs = []
+    while words and words[0].lower() in _ADVERBS:
+        adverbs.append(words.pop(0))
+    if not words or not words[0]:
+        return None
+    verb, after = words[0], " ".join(words[1:])
+    conjugated = conjugate(verb)
+    if conjugated is None:
+        return None
+    phrase = " ".join([*adverbs, conjugated])
+    return phrase + (" " if after else ""), after
+
+
+def _starts_with_past(rest: str) -> bool:
+    first = rest.split(" ", 1)[0].lower()
+    return first.endswith("ed") or first in _PAST or first in _ADVERBS
+
+
+def conjugate(verb: str) -> str | None:
+    """``verb`` as it follows "she" or "the user", or None if that is not clear."""
+    lower = verb.lower()
+    if lower in _IRREGULAR:
+        return _IRREGULAR[lower]
+    if lower in ("don't", "dont"):
+        return "doesn't"
+    if lower in ("didn't", "can't", "won't", "couldn't", "wouldn't", "haven't"):
+        return {"haven't": "hasn't"}.get(lower, lower)
+    if lower in _MODALS or lower in _PAST or (lower.endswith("ed")
+                                              and not lower.endswith("eed")):
+        return verb
+    if not lower.isalpha() or len(lower) < 2:
+        return None
+    if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if lower.endswith("y") and lower[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def later_pronouns(text: str) -> str:
+    for pattern, replacement in _LATER_RX:
+        text = pattern.sub(replacement, text)
+    return text

@@ -1,0 +1,192 @@
+"""Facts, not sentences, from every turn: the offline rules on real sentences of the dev
+sets (LongMemEval_S, LoCoMo, Claude Code sessions under ../shared/data), the third-person
+rewrite, the background extraction of each write and a chat model's decisions."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from loci import Loci
+from loci.knowledge.librarian import third_person as third_person_profile
+from loci.llm import ScriptedChatModel
+from loci.memory.decide import DECISION_PROMPT
+from loci.memory.extract import RuleExtractor
+from loci.memory.rewrite import third_person
+
+#: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
+BOTH_APIS = True
+
+#: (what a user said in a dev set, the fact the rules keep or None).
+KEPT = [
+    # LongMemEval_S: a plan before a request; who a relative is; a date; a preference.
+    ("I'm planning to go shopping this weekend and I was wondering if you could help me "
+     "organize my coupons and discounts.", "The user is planning to go shopping this weekend."),
+    ("I'm trying to organize a baby gift for my sister's friend Christine, who's expecting "
+     "twins through a surrogate.", "The user is trying to organize a baby gift for their "
+     "sister's friend Christine, who's expecting twins through a surrogate."),
+    ("Anyway, I remember that I signed up for the recreational volleyball league about 6 "
+     "weeks ago.", "The user signed up for the recreational volleyball league about 6 weeks "
+     "ago."),
+    ("I'm a big fan of upbeat pop and rock music, as well as motivational podcasts that "
+     "focus on self-improvement and personal growth.", "The user is a big fan of upbeat pop "
+     "and rock music, as well as motivational podcasts that focus on self-improvement and "
+     "personal growth."),
+    ("I need help finding a good immigration lawyer who has experience with asylum cases.",
+     None),
+    ("My mom loves tea, and I think she'd appreciate trying some traditional Ethiopian tea "
+     "alongside the coffee.", "The user's mom loves tea, and they think she'd appreciate "
+     "trying some traditional Ethiopian tea alongside the coffee."),
+    # The issue's offenders: the conversation, filler, a pasted news line, a command.
+    ("Now, back to your project.", None),
+    ("This will give me a solid foundation for the rest of the project.", None),
+    ("I think I have a better idea of how to approach creating an outline now.", None),
+    ("The Serious Fraud Office has refused to comment on suggestions that it may launch an "
+     "inquiry.", None),
+    ("cd /usr/bin", None),
+    ("I'll ask my friend to check out these resources, thanks.", None),
+    ("The user really likes these recipe ideas.", None),
+    # LoCoMo (the user's side of conv-26).
+    ("I went to a LGBTQ support group yesterday and it was so powerful.",
+     "The user went to a LGBTQ support group yesterday and it was so powerful."),
+    ("Hey Mel! Good to see you! How have you been?", None),
+    # Claude Code: a terminal paste and the harness's own line.
+    ("m@book ~ % ~/documents/M-Claude/docs/security-audit-sudo.sh", None),
+    ("[Request interrupted by user for tool use]", None),
+]
+
+
+@pytest.mark.parametrize(("said", "kept"), KEPT)
+def test_rules_keep_facts_not_sentences(loci: Loci, said: str, kept: str | None) -> None:
+    loci.settings = loci.settings.with_overrides(memory_extraction=False)
+    loci.add("s", "user", said)
+    found = [c.content for c in RuleExtractor().extract(loci.events("s"))]
+    assert found == ([kept] if kept else [])
+
+
+@pytest.mark.parametrize(("said", "rewritten"), [
+    ("I was wondering about my options.", "The user was wondering about their options."),
+    ("I'm sure I was there and I'm glad.", "The user is sure they were there and they're glad."),
+    ("I need a new bike.", "The user needs a new bike."),
+    ("I bought a bike for myself.", "The user bought a bike for themselves."),
+    ("I've been to Lisbon twice.", "The user has been to Lisbon twice."),
+    ("I don't eat meat.", "The user doesn't eat meat."),
+    ("My dog is called Biscuit.", "The user's dog is called Biscuit."),
+    # What the rules cannot make grammatical is left to the caller (kept attributed).
+    ("We decided to use PostgreSQL.", None),
+    ('I said "hi" to her.', None),
+    ("I've two kids.", None),
+])
+def test_third_person_agrees_or_gives_up(said: str, rewritten: str | None) -> None:
+    assert third_person(said) == rewritten
+    assert third_person("My sister lives in Porto.", "Caroline") == (
+        "Caroline's sister lives in Porto.")
+
+
+def test_no_broken_rewrite_in_a_real_history(loci: Loci) -> None:
+    """Turns from LongMemEval_S that produced "they was" and "wases" before."""
+    loci.settings = loci.settings.with_overrides(memory_extraction=False)
+    loci.add("s", "user", "I'm planning to go shopping this weekend and I was wondering if "
+             "you could help me organize my coupons and discounts.")
+    loci.add("s", "user", "I was at my sister's wedding last month and I was so happy.")
+    facts = [c.content for c in RuleExtractor().extract(loci.events("s"))]
+    assert facts and not any(" they was" in f or "wases" in f for f in facts)
+    assert "The user was at their sister's wedding last month and they were so happy." in facts
+    # The profile's rewrite (the librarian) of the issue's other quote.
+    assert third_person_profile("I was also thinking of sending a small gift.") == (
+        "The user was also thinking of sending a small gift.")
+
+
+def test_every_write_is_extracted_in_the_background(loci: Loci) -> None:
+    event = loci.add("s", "user", "Hi! My dog is called Biscuit. What should I feed him?")
+    assert loci.wait_extracted(10)
+    (memory,) = loci.memories()
+    assert memory.content == "The user's dog is called Biscuit."
+    assert memory.source == f"event:{event.id}" and memory.created_at == event.timestamp
+    assert {"pet", "name"} <= set(memory.tags)
+    loci.add_events("s", [{"type": "message", "role": "user", "content": "What time is it?"},
+                          {"type": "message", "role": "user", "content": "I live in Lisbon.",
+                           "metadata": {"injected": True}}])
+    assert loci.wait_extracted(10) and len(loci.memories()) == 1
+
+
+def test_a_search_for_a_pet_name_finds_the_pet(loci: Loci) -> None:
+    loci.add("s", "user", "My name is Maya.")
+    loci.add("s", "user", "My dog is called Biscuit.")
+    assert loci.wait_extracted(10)
+    hits = loci.memory_search("pet name")
+    assert hits[0].summary == "The user's dog is called Biscuit."
+
+
+def test_turns_extracted_with_the_extraction_off_wait_for_the_session_end(
+        loci: Loci) -> None:
+    loci.settings = loci.settings.with_overrides(memory_extraction=False)
+    loci.add("s", "user", "I live in Lisbon.")
+    assert loci.wait_extracted(10) and loci.memories() == []
+    assert [m.memory.content for m in loci.end_session("s").memories] == [
+        "The user lives in Lisbon."]
+
+
+def _decider(replies: dict[str, str], seen: list[str]) -> Any:
+    """A chat model that answers the decision prompt by the turn it reads."""
+    def respond(messages: Sequence[Mapping[str, Any]]) -> str:
+        assert messages[0]["content"] == DECISION_PROMPT
+        prompt = str(messages[1]["content"])
+        seen.append(prompt)
+        return next((r for key, r in replies.items() if key in prompt), "not json")
+    return respond
+
+
+def test_a_chat_model_decides_add_update_delete_none_per_turn(loci: Loci) -> None:
+    seen: list[str] = []
+    loci.chat = ScriptedChatModel(responder=_decider({
+        "I live in Lisbon": json.dumps({"memory": [
+            {"event": "ADD", "text": "The user lives in Lisbon", "type": "sticky"}]}),
+        "moved to Porto": json.dumps({"memory": [
+            {"event": "UPDATE", "id": 0, "text": "The user lives in Porto"}]}),
+        "Thanks": json.dumps({"memory": [{"event": "NONE"}]}),
+        "forget where I live": json.dumps({"memory": [{"event": "DELETE", "id": 0}]}),
+    }, seen))
+    loci.add("s", "user", "I live in Lisbon.")
+    loci.add("s", "assistant", "Lisbon is lovely.")  # not the user's: no call
+    assert loci.wait_extracted(10)
+    (lisbon,) = loci.memories()
+    assert (lisbon.content, lisbon.type) == ("The user lives in Lisbon", "sticky")
+    loci.add("s", "user", "I moved to Porto last week.")
+    loci.add("s", "user", "Thanks!")
+    assert loci.wait_extracted(10)
+    (porto,) = loci.memories()
+    assert porto.id == lisbon.id and porto.content == "The user lives in Porto"
+    assert [v.content for v in loci.memory_history(porto.id)] == ["The user lives in Lisbon"]
+    assert "0. The user lives in Lisbon" in seen[1]  # the stored fact, numbered
+    loci.add("s", "user", "Please forget where I live.")
+    assert loci.wait_extracted(10) and loci.memories() == []
+    assert loci.memory(porto.id).content == "The user lives in Porto"  # retired, not lost
+    assert len(seen) == 4
+
+
+def test_a_reply_that_is_no_decision_falls_back_to_the_rules(loci: Loci) -> None:
+    loci.chat = ScriptedChatModel(responder=_decider({}, []))
+    loci.add("s", "user", "My dog is called Biscuit.")
+    assert loci.wait_extracted(10)
+    assert [m.content for m in loci.memories()] == ["The user's dog is called Biscuit."]
+
+
+def test_a_write_returns_before_its_facts_are_decided(loci: Loci) -> None:
+    release, asked = threading.Event(), threading.Event()
+
+    def slow(messages: Sequence[Mapping[str, Any]]) -> str:
+        asked.set()
+        release.wait(10)
+        return json.dumps({"memory": [{"event": "ADD", "text": "The user lives in Lisbon"}]})
+
+    loci.chat = ScriptedChatModel(responder=slow)
+    loci.add("s", "user", "I live in Lisbon.")  # returns while the model is still asked
+    assert asked.wait(10) and loci.memories() == []
+    release.set()
+    assert loci.wait_extracted(10)
+    assert [m.content for m in loci.memories()] == ["The user lives in Lisbon"]
