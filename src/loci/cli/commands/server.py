@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from loci.cli.app import cli, json_option, print_json, scoped
+from loci.cli.app import cli, global_option, json_option, print_json, scoped
 from loci.engine import Loci
 from loci.errors import ConfigError
 from loci.settings import load_settings
@@ -33,7 +33,8 @@ def serve(host: str | None, port: int | None, store: str | None,
     from loci.server.guard import is_loopback
     from loci.server.workers import UVICORN_OPTIONS, Supervisor, listen
 
-    settings = load_settings(store=store, workspace=workspace, server_host=host,
+    settings = load_settings(store=global_option("store", store),
+                             workspace=global_option("workspace", workspace), server_host=host,
                              server_port=port)
     app = create_app(settings, serving=True)
     hub = app.state.hub
@@ -70,9 +71,11 @@ def keys() -> None:
 @click.option("--store", metavar="URL", help="Store URL (default from settings).")
 def keys_create(tenant: str | None, operator: bool, label: str, store: str | None) -> None:
     """Create a key for USER (or an operator key) and print it (shown only this once)."""
+    if not operator:
+        tenant = global_option("user", tenant)
     if operator == (tenant is not None):
         raise click.UsageError("give either --user NAME or --operator")
-    with Loci.open(store=store) as loci:
+    with Loci.open(store=global_option("store", store)) as loci:
         record, key = loci.runtime.create_key(tenant, label)
     click.echo(key)
     whom = "the operator" if operator else f"user {record.tenant}"

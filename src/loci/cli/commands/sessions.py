@@ -67,6 +67,10 @@ def sessions(loci: Loci, as_json: bool) -> None:
     if as_json:
         print_json(infos)
         return
+    if not infos:
+        click.echo("no sessions yet: `loci add SESSION user TEXT` starts one, `loci import "
+                   "--format claude-code ~/.claude/projects/PROJECT` brings your agent's "
+                   "logs, `loci demo --keep` shows an example")
     for s in infos:
         click.echo(
             f"{s.id}: {s.message_count} messages, {s.event_count} events, "
