@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
+from typing import Any
 
 import click
 
@@ -33,7 +34,7 @@ def serve(host: str | None, port: int | None, store: str | None,
     ANTHROPIC_API_KEY for the provider's own API), or --upstream echo.
     """
     with ExitStack() as stack:
-        echo: dict[str, str] = {}
+        echo: dict[str, Any] = {}
         if upstream == "echo":
             from loci.llm.fake_provider import FakeProvider, echo_reply
 
@@ -47,7 +48,7 @@ def serve(host: str | None, port: int | None, store: str | None,
 
 
 def _serve(host: str | None, port: int | None, store: str | None, workspace: str | None,
-           workers: int, overrides: dict[str, str]) -> None:
+           workers: int, overrides: dict[str, Any]) -> None:
     import uvicorn
 
     # The server's modules load only for the commands that serve (a second saved on
