@@ -187,12 +187,13 @@ def replay(sessions: Sequence[tuple[str, Messages]], window: int, home: Path,
         session = Replay(base, name, messages)
         session.loci.clock = base.clock
         trail = trail_of(messages)
-        points = {model_call(messages, int(len(messages) * c)): c for c in cuts}
+        points: dict[int, list[float]] = defaultdict(list)
+        for cut in cuts:  # two points of a short session may fall on one model call
+            points[model_call(messages, int(len(messages) * cut))].append(cut)
         for index in range(len(messages) + 1):
             clock["now"] += timedelta(seconds=5)
-            if index in points:
-                measure(session, trail, index, task, run, points[index],
-                        last=points[index] == max(cuts))
+            for cut in points.get(index, ()):
+                measure(session, trail, index, task, run, cut, last=cut == max(cuts))
             if index < len(messages):
                 session.step(index)
         compile_ms += session.compile_ms
