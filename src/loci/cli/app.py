@@ -23,10 +23,6 @@ from loci.timeutil import format_timestamp
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-#: The options every command that opens a store takes, before or after its name.
-GLOBAL_OPTIONS = ("store", "user", "agent", "workspace")
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="loci-context", prog_name="loci")
 @click.option("--store", metavar="URL", help="Store URL (default from settings).")

@@ -20,6 +20,7 @@ from loci.errors import ValidationError
 from loci.importers.base import (
     ImportedSession,
     content_text,
+    list_name,
     load_json,
     message,
     name_tools,
@@ -50,14 +51,6 @@ def read(path: Path, session: str | None = None) -> list[ImportedSession]:
     name_tools(events)
     return [ImportedSession(session or f"anthropic/{list_name(path)}", source,
                             number_events(source, events))]
-
-
-def list_name(path: Path) -> str:
-    """A session name from a file name without its extensions (``a.json.gz`` → ``a``)."""
-    name = path.name
-    for suffix in (".gz", ".jsonl", ".json"):
-        name = name.removesuffix(suffix)
-    return name or "imported"
 
 
 def message_events(item: Mapping[str, Any], when: datetime | None,

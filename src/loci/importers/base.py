@@ -84,6 +84,14 @@ def jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield number, record
 
 
+def list_name(path: Path) -> str:
+    """A session name from a file name without its extensions (``a.json.gz`` → ``a``)."""
+    name = path.name
+    for suffix in (".gz", ".jsonl", ".json"):
+        name = name.removesuffix(suffix)
+    return name or "imported"
+
+
 def load_json(path: Path) -> Any:
     """A whole JSON file, or each line of a JSONL one as a list."""
     text = read_text(path)

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from loci.errors import ValidationError
-from loci.importers.anthropic import list_name
 from loci.importers.base import (
     ImportedSession,
     arguments,
     content_text,
+    list_name,
     load_json,
     message,
     name_tools,

@@ -42,10 +42,9 @@ def _step(title: str) -> None:
               help="Keep the demo's home (store and workspace) to try commands on it.")
 def demo(store: str | None, user: str | None, keep: bool) -> None:
     """Load an example conversation and show what Loci stores and compiles."""
-    user = global_option("user", user) or "maya"
+    user, store = global_option("user", user) or "maya", global_option("store", store)
     tmp = tempfile.mkdtemp(prefix="loci-demo-")
     try:
-        store = global_option("store", store)
         url = store or f"sqlite:///{Path(tmp) / 'demo.db'}"
         workspace = Path(tmp) / "workspace"
         (workspace / "skills").mkdir(parents=True)
