@@ -168,12 +168,11 @@ def tool_call(name: str, call_id: str, args: dict[str, Any], when: datetime | No
                   when, metadata)
 
 
-def tool_result(call_id: str, text: str, when: datetime | None, *, name: str | None = None,
-                error: bool = False, **metadata: Any) -> dict[str, Any]:
+def tool_result(call_id: str, text: str, when: datetime | None, *, error: bool = False,
+                **metadata: Any) -> dict[str, Any]:
+    """A call's result (its tool's name is filled in by ``name_tools``)."""
     fields: dict[str, Any] = {"type": "tool_result", "role": "tool", "content": text,
                               "tool_call_id": call_id}
-    if name:
-        fields["tool_name"] = name
     if error:
         metadata["is_error"] = True
     return _event(fields, when, metadata)
