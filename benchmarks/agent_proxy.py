@@ -34,21 +34,19 @@ from typing import Any
 from fastapi.testclient import TestClient
 from openai import OpenAI
 
-from agent_sessions import (
+from agent_sessions import load
+from common import machine
+from loci import Usage, load_settings
+from loci.evaluation.replay import CUTS, Tally, model_call
+from loci.evaluation.trail import (
     CLASSES,
-    CUTS,
-    Tally,
     broken_pairs,
     context_text,
-    load,
-    model_call,
     squash,
     tail,
     trail_of,
     transcript_lines,
 )
-from common import machine
-from loci import Usage, load_settings
 from loci.llm.fake_provider import FakeProvider
 from loci.llm.wire import read_usage
 from loci.pricing import price_of

@@ -103,3 +103,26 @@ def load_toml(code: str, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as patch:
         patch.setenv("LOCI_HOME", str(home))
         load_settings()
+
+
+def test_the_first_screen_is_a_quickstart_that_does_what_it_says(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The first section after the introduction: the library in about ten lines (its
+    printed memories as its comment says), the keyless proxy, Claude Code, MCP and an
+    OpenAI client; the reference comes after it."""
+    text = README.read_text(encoding="utf-8")
+    quickstart = text.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    assert text.index("\n## ") + 1 == text.index("## Quickstart")  # the first section
+    for needed in ("loci serve --upstream echo", "ANTHROPIC_BASE_URL=http://127.0.0.1:8765",
+                   "claude mcp add loci -- loci mcp", "from openai import OpenAI",
+                   "loci import --format claude-code"):
+        assert needed in quickstart, needed
+    library = next(b for b in blocks() if b.lang == "python")
+    assert library.line < 40 and len(library.code.strip().splitlines()) <= 10
+    monkeypatch.setenv("LOCI_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(library.code, "README.md:quickstart", "exec"), {"__name__": "readme"})
+    printed = capsys.readouterr().out.strip().splitlines()[-1]
+    promised = library.code.strip().splitlines()[-1].split("# ", 1)[1]
+    assert printed == promised

@@ -101,3 +101,24 @@ def test_an_error_across_sources_names_each_of_them(tmp_path: Path) -> None:
         load_settings(env={"LOCI_HOME": str(tmp_path / "none"),
                            "LOCI_COMPACTION_SLEEP": "0.4"}, cwd=tmp_path)
     assert "loci.toml" in str(caught.value)
+
+
+def test_the_provider_s_own_key_variable_when_loci_s_is_unset(tmp_path: Path) -> None:
+    env = {"OPENAI_API_KEY": "sk-openai", "ANTHROPIC_API_KEY": "sk-ant"}
+    openai = load_settings(env=env, cwd=tmp_path, home=str(tmp_path), proxy_provider="openai")
+    assert openai.proxy.api_key == "sk-openai"
+    anthropic = load_settings(env={**env, "LOCI_PROXY_PROVIDER": "anthropic",
+                                   "LOCI_LLM_PROVIDER": "openai"}, cwd=tmp_path,
+                              home=str(tmp_path))
+    assert (anthropic.proxy.api_key, anthropic.llm.api_key) == ("sk-ant", "sk-openai")
+    own = load_settings(env={**env, "LOCI_PROXY_API_KEY": "mine"}, cwd=tmp_path,
+                        home=str(tmp_path), proxy_provider="openai")
+    assert own.proxy.api_key == "mine"
+
+
+def test_a_provider_key_never_goes_to_another_base_url(tmp_path: Path) -> None:
+    env = {"OPENAI_API_KEY": "sk-openai"}
+    local = load_settings(env=env, cwd=tmp_path, home=str(tmp_path), proxy_provider="openai",
+                          proxy_base_url="http://localhost:11434/v1")
+    assert local.proxy.api_key == ""
+    assert load_settings(env=env, cwd=tmp_path, home=str(tmp_path)).llm.api_key == ""

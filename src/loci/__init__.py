@@ -24,6 +24,7 @@ from loci.errors import (
     StoreError,
     ValidationError,
 )
+from loci.importers import ImportedCount, ImportReport
 from loci.indexing import Indexer, IndexStatus
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
 from loci.knowledge.service import NewDocument, PutResult
@@ -80,6 +81,8 @@ __all__ = [
     "Extractor",
     "Focus",
     "ForbiddenError",
+    "ImportReport",
+    "ImportedCount",
     "IndexStatus",
     "Indexer",
     "Intake",

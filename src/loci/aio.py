@@ -11,7 +11,8 @@ Each method is a coroutine, run where its waiting is:
 - A call that may wait on the chat model (compaction's summary, extraction, the
   librarian: ``compile``, ``turn``, ``reply``, ``add_reply``, ``compact``, ...) runs in a
   worker thread when a chat model is configured; without one it is a local call.
-- Bulk work (``reindex``, ``import_jsonl``, ``export_jsonl``) always runs in a thread.
+- Bulk work (``reindex``, ``import_jsonl``, ``import_log``, ``export_jsonl``) always runs
+  in a thread.
 
 ``knowledge`` and ``usage`` are the view's services as they are (their calls only touch
 the store); ``loci`` is the :class:`Loci` underneath, for anything else.
@@ -30,6 +31,7 @@ from loci.context.focus import Focus
 from loci.context.workspace import Workspace
 from loci.engine import Loci
 from loci.erasure import SessionErasure
+from loci.importers import ImportReport
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
 from loci.memory.consolidate import Consolidation, Proposal
 from loci.memory.extract import Extractor
@@ -219,6 +221,10 @@ class AsyncLoci:
 
     async def import_jsonl(self, lines: Iterable[str], session: str) -> list[Event]:
         return await self._bulk(lambda: self.loci.import_jsonl(lines, session))
+
+    async def import_log(self, format: str, path: str, *, session: str | None = None
+                         ) -> ImportReport:
+        return await self._bulk(lambda: self.loci.import_log(format, path, session=session))
 
     async def maybe_compact(
         self, session: str, *, model: str | None = None

@@ -25,6 +25,7 @@ from loci.context.workspace import Workspace
 from loci.erasure import SessionEraser, SessionErasure
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import check_fields, check_message, dump_jsonl, new_event, parse_jsonl
+from loci.importers import ImportReport, import_log
 from loci.indexing import Indexer
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, Librarian, SessionKnowledge
 from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
@@ -189,6 +190,12 @@ class Loci:
         added = self.store.append_events(self.scope, session, events)
         self._index_later()
         return added
+
+    def import_log(self, format: str, path: str, *, session: str | None = None
+                   ) -> ImportReport:
+        """Import an agent's own logs (``claude-code``, ``codex``, ``openai``,
+        ``anthropic``: ``loci.importers``); events already imported are skipped."""
+        return import_log(self, format, path, session)
 
     def export_jsonl(self, session: str) -> Iterator[str]:
         return dump_jsonl(self.events(session))

@@ -299,7 +299,31 @@ def load_settings(
         origins.update(dict.fromkeys(raw, origin))
     if workspace:
         values["workspace"] = workspace_dir
-    return _build(Settings(), values, origins)
+    return _with_provider_keys(_build(Settings(), values, origins), env)
+
+
+#: Each provider's own key variable, read when Loci's key setting is empty.
+PROVIDER_KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY",
+                          "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def _with_provider_keys(settings: Settings, env: Mapping[str, str]) -> Settings:
+    """``settings`` with the key a user already has for a provider (``OPENAI_API_KEY``,
+    ``ANTHROPIC_API_KEY``) where Loci's own is unset, and only for the provider's own
+    API (no ``base_url``): such a key is never sent to another server."""
+    llm, proxy = settings.llm, settings.proxy
+
+    def standard(provider: str, base_url: str) -> str:
+        variable = PROVIDER_KEY_VARIABLES.get(provider.strip().lower())
+        return env.get(variable, "") if variable and not base_url else ""
+
+    # The proxy falls back on [llm]'s key (``make_upstream``): only a configured one.
+    if not proxy.api_key and not llm.api_key:
+        proxy = replace(proxy, api_key=standard(proxy.provider or llm.provider,
+                                                proxy.base_url or llm.base_url))
+    if not llm.api_key:
+        llm = replace(llm, api_key=standard(llm.provider, llm.base_url))
+    return replace(settings, llm=llm, proxy=proxy)
 
 
 def _build(base: Settings, values: Mapping[str, Any], origins: Mapping[str, str]) -> Settings:

@@ -364,13 +364,29 @@ def test_keys_and_refusals(home: Path, upstream: Upstream, live_server: LiveServ
                                messages=[{"role": "user", "content": "hi"}])
     with client(base, key) as claude:
         assert claude.messages.create(
-            model="m", max_tokens=8, metadata={"user_id": "by-metadata"},
+            model="m", max_tokens=8, extra_body={"loci_session": "by-field"},
             messages=[{"role": "user", "content": "hi"}]).content[0].text == "ok"
         with pytest.raises(anthropic.UnprocessableEntityError, match="as base64"):
             claude.messages.create(model="m", max_tokens=8, extra_headers=SESSION, messages=[
                 {"role": "user", "content": [{"type": "document", "source": {
                     "type": "url", "url": "https://example.com/a.pdf"}}]}])
-        with pytest.raises(anthropic.UnprocessableEntityError, match="session"):
-            claude.messages.create(model="m", max_tokens=8,
+        with pytest.raises(anthropic.UnprocessableEntityError, match="X-Loci-Session"):
+            claude.messages.create(model="m", max_tokens=8, metadata={"user_id": "u-1"},
                                    messages=[{"role": "user", "content": "hi"}])
-    assert [e.content for e in engine(app, "maya").events("by-metadata")] == ["hi", "ok"]
+    assert [e.content for e in engine(app, "maya").events("by-field")] == ["hi", "ok"]
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_the_clients_metadata_goes_on_to_anthropic_only(
+        home: Path, upstream: Upstream, live_server: LiveServer, kind: str) -> None:
+    """The SDK's metadata is Anthropic's (an end user's id), not the session's name;
+    OpenAI refuses a metadata sent without ``store``."""
+    app = proxy_app(home, upstream, kind)
+    with client(live_server(app)) as claude:
+        claude.messages.create(model="m", max_tokens=8, extra_headers=SESSION,
+                               metadata={"user_id": "end-user-7"},
+                               messages=[{"role": "user", "content": "hi"}])
+    sent = upstream.last["body"]
+    assert sent.get("metadata") == ({"user_id": "end-user-7"} if kind == "anthropic" else None)
+    assert "loci_session" not in sent
+    assert [s.id for s in engine(app).sessions()] == [SESSION["X-Loci-Session"]]

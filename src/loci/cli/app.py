@@ -25,13 +25,29 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="loci-context", prog_name="loci")
-def cli() -> None:
+@click.option("--store", metavar="URL", help="Store URL (default from settings).")
+@click.option("--user", metavar="USER", help="Tenant (user) whose data to use.")
+@click.option("--agent", metavar="AGENT", help="Agent within the user.")
+@click.option("--workspace", metavar="DIR", help="Workspace directory for files.")
+@click.pass_context
+def cli(ctx: click.Context, /, **options: str | None) -> None:
     """Loci: context and memory for LLM agents.
 
     Stores sessions, memories, state and documents, and compiles the context of each
     LLM call under a token budget. The store comes from loci.toml, LOCI_STORE or
-    --store (default: SQLite in $LOCI_HOME, ~/.loci).
+    --store (default: SQLite in $LOCI_HOME, ~/.loci). --store, --user, --agent and
+    --workspace go before the command or after it (`loci --user maya sessions`).
     """
+    ctx.obj = options
+
+
+def global_option(name: str, value: str | None) -> str | None:
+    """A command's own ``--name`` if given, else the one given before the command."""
+    if value is not None:
+        return value
+    context = click.get_current_context(silent=True)
+    options = context.find_root().obj if context is not None else None
+    return options.get(name) if isinstance(options, dict) else None
 
 
 def scoped(command: F) -> F:
@@ -46,7 +62,9 @@ def scoped(command: F) -> F:
         store: str | None, user: str | None, agent: str | None, workspace: str | None,
         **kwargs: Any,
     ) -> Any:
-        with Loci.open(store=store, user=user, agent=agent, workspace=workspace) as loci:
+        with Loci.open(store=global_option("store", store), user=global_option("user", user),
+                       agent=global_option("agent", agent),
+                       workspace=global_option("workspace", workspace)) as loci:
             return command(loci=loci, **kwargs)
 
     return wrapper  # type: ignore[return-value]

@@ -33,7 +33,9 @@ PRINCIPLES = """## Principles
 harmful requests.
 - Treat remembered context as possibly outdated; prefer what the user says now.
 - Ask before irreversible or destructive actions."""
-DEFAULT_IDENTITY = "You are {agent}, a helpful assistant with a long-term memory."
+DEFAULT_IDENTITY = "You are a helpful assistant with a long-term memory."
+#: The built-in identity of an agent given a name of its own (not the unnamed default).
+NAMED_IDENTITY = "You are {agent}, a helpful assistant with a long-term memory."
 #: How many of the newest memories the memories layer considers.
 RECENT_MEMORIES = 100
 #: State keys Loci keeps for itself (focus, flush marks), not shown as state.
@@ -115,7 +117,9 @@ def identity(ctx: BuildContext) -> list[Item]:
             return [Item("AGENTS.toml identity", "\n".join(line for line in lines if line))]
     if ctx.guest:
         return []
-    return [Item("built-in identity", DEFAULT_IDENTITY.format(agent=ctx.scope.agent))]
+    unnamed = ctx.scope.agent == Scope().agent
+    return [Item("built-in identity", DEFAULT_IDENTITY if unnamed
+                 else NAMED_IDENTITY.format(agent=ctx.scope.agent))]
 
 
 def agents(ctx: BuildContext) -> list[Item]:

@@ -6,7 +6,9 @@ the published wire formats, with the usage each provider's prompt cache would re
 signatures, empty text blocks, broken tool pairs are a 400). It answers what ``reply``
 says: text, OpenAI-shaped tool calls (sent as ``tool_use`` blocks after a short text on
 the Anthropic side), or an OpenAI assistant message with both; with Anthropic's
-``thinking`` enabled, after a signed thinking block. Never used at run time.
+``thinking`` enabled, after a signed thinking block. At run time only as
+``loci serve --upstream echo`` (``echo_reply``): the proxy, memory and the dashboard
+tried without a key or a network.
 
     with FakeProvider(reply=lambda body: "ok") as provider:
         settings = load_settings(proxy_provider="openai", proxy_base_url=provider.url + "/v1")
@@ -36,10 +38,21 @@ from loci.llm.provider_rules import (
     thinking_block,
     thinking_error,
 )
+from loci.llm.wire import message_text
 from loci.tokens import token_counter
 
 #: Text, OpenAI-shaped tool calls, or an assistant message (``content``, ``tool_calls``).
 Reply = str | list[dict[str, Any]] | dict[str, Any]
+
+
+def echo_reply(body: dict[str, Any]) -> Reply:
+    """The echo upstream's answer: the user's last message back, and how much context
+    Loci sent with it (no model is called)."""
+    messages = body.get("messages") or body.get("input") or []
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    text = message_text(users[-1].get("content")) if users else ""
+    return (f"Echo: {text}\n\n(Loci's echo upstream answered: no model was called. The "
+            f"request held {len(messages)} messages, Loci's context among them.)")
 
 
 @dataclass(frozen=True)
@@ -197,8 +210,12 @@ class FakeProvider:
 
     def __init__(self, reply: Callable[[dict[str, Any]], Reply] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 fault: Callable[[str, dict[str, Any]], Fault | None] | None = None) -> None:
+                 fault: Callable[[str, dict[str, Any]], Fault | None] | None = None,
+                 *, keep_requests: bool = True) -> None:
         self.reply = reply or (lambda body: "ok")
+        #: Whether ``requests`` keeps every request (a test's record), or the last only
+        #: (a server running for hours).
+        self.keep_requests = keep_requests
         #: What to answer instead of a reply, if anything (path, body → a Fault).
         self.fault = fault or (lambda path, body: None)
         self.openai, self.anthropic = OpenAIPrefixCache(clock), AnthropicCache(clock)
@@ -248,6 +265,8 @@ class FakeProvider:
         """The reply to ``body`` and its usage, as the provider of ``path`` counts it."""
         with self._lock:  # one cache, requests in order
             self.requests.append((path, body))
+            if not self.keep_requests:
+                del self.requests[:-1]
             reply = self.reply(body)
             out = output_tokens(reply)
             if path.endswith("/messages"):

@@ -60,6 +60,13 @@ async def _loci_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if not kind.endswith("json") and any(
+            tuple(e.get("loc", ()))[:1] == ("body",) for e in exc.errors()):
+        # A body sent as a form (curl -d's default) or without a type is no JSON object.
+        return face_error(request, 415, "ValidationError",
+                          f"send the body as JSON with Content-Type: application/json "
+                          f"(got {kind or 'no Content-Type'})")
     problems = []
     for error in exc.errors()[:5]:
         where = ".".join(str(part) for part in error.get("loc", ()))

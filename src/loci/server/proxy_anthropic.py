@@ -33,7 +33,8 @@ ANTHROPIC_MAX_TOKENS = 4096
 ANTHROPIC_TOOL = "anthropic_tool"
 #: Messages parameters passed on as the client sent them (``context_management``: the
 #: client's own edits of the context Loci sends, e.g. clearing old tool uses).
-_PASSED = ("temperature", "top_p", "top_k", "thinking", "service_tier", "context_management")
+_PASSED = ("temperature", "top_p", "top_k", "thinking", "service_tier", "context_management",
+           "metadata")
 
 
 class AnthropicUpstream:

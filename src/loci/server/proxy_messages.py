@@ -9,7 +9,10 @@ the same session rules, recording, tags and upstreams. The answer comes back in 
 Messages shape: ``text`` and ``tool_use`` blocks, ``stop_reason``, ``usage``; streamed as
 the published event sequence (``message_start``, content blocks with their deltas,
 ``message_delta``, ``message_stop``). The session is the ``X-Loci-Session`` header, else
-``metadata.user_id``. Keys come as ``x-api-key`` (the SDK's header) or a bearer token.
+the request's ``loci_session`` field (the SDK's ``extra_body``); the client's
+``metadata`` is the provider's (an end user's id for abuse checks) and goes on to an
+Anthropic upstream.
+Keys come as ``x-api-key`` (the SDK's header) or a bearer token.
 
 Extended thinking works as Anthropic specifies it: the upstream's signed ``thinking``
 and ``redacted_thinking`` blocks are relayed to the client as they came and recorded
@@ -56,13 +59,14 @@ from loci.server.proxy_requests import (
     checked,
 )
 from loci.server.proxy_types import Delta, Upstream
+from loci.server.proxy_upstream import provider_of
 
 router = APIRouter(tags=["proxy"])
 #: OpenAI finish reasons as Messages stop reasons.
 _STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 #: Request fields read here, not passed on as parameters.
 _OWN = frozenset({"model", "messages", "system", "stream", "metadata", "tools",
-                  "tool_choice", "max_tokens", "stop_sequences"})
+                  "tool_choice", "max_tokens", "stop_sequences", "loci_session"})
 _SYSTEM: TypeAdapter[list[AnthropicTextBlock]] = TypeAdapter(list[AnthropicTextBlock])
 
 
@@ -77,6 +81,8 @@ class MessagesRequest(FaceRequest):
     system: str | list[dict[str, Any]] | None = None
     stream: StrictBool = False
     metadata: AnthropicMetadata | None = None
+    #: The session, for a client that cannot send the ``X-Loci-Session`` header.
+    loci_session: str | None = Field(None, min_length=1)
     tools: list[dict[str, Any]] | None = None
     tool_choice: AnthropicToolChoice | None = None
     stop_sequences: list[str] | None = None
@@ -101,15 +107,17 @@ class MessagesRequest(FaceRequest):
                                                checked(ANTHROPIC_TOOLS, value, "tools"))
 
     def session(self, header: str | None) -> str:
-        user = self.metadata.user_id if self.metadata else None
-        session = header or user
+        session = header or self.loci_session
         if not session:
-            raise ValidationError("name the session: send the header 'X-Loci-Session: "
-                                  "<name>' or metadata.user_id")
+            raise ValidationError(
+                "name the session: send the header 'X-Loci-Session: <name>' (Claude Code: "
+                "ANTHROPIC_CUSTOM_HEADERS='X-Loci-Session: <name>') or the field "
+                "loci_session")
         return session
 
-    def as_chat(self) -> ChatRequest:
-        """The chat-completions request this one means."""
+    def as_chat(self, *, to_anthropic: bool = False) -> ChatRequest:
+        """The chat-completions request this one means (with the client's ``metadata``
+        when it goes ``to_anthropic``)."""
         messages = ([{"role": "system", "content": system_content(self.system)}]
                     if self.system else [])
         for message in self.messages:
@@ -120,6 +128,9 @@ class MessagesRequest(FaceRequest):
             params["max_tokens"] = self.max_tokens
         if self.stop_sequences:
             params["stop"] = self.stop_sequences
+        if self.metadata is not None and to_anthropic:
+            # Anthropic's own field; OpenAI refuses a metadata without store.
+            params["metadata"] = self.metadata.model_dump(exclude_none=True)
         if self.tools:
             params["tools"] = [_chat_tool(tool) for tool in self.tools]
             choice = self.tool_choice.model_dump(exclude_none=True) if self.tool_choice \
@@ -137,7 +148,8 @@ def messages(
     """Anthropic's Messages API, with Loci's context in and memory out."""
     if body.max_tokens is None:
         raise ValidationError("max_tokens is required")
-    session, chat = body.session(x_loci_session), body.as_chat()
+    session = body.session(x_loci_session)
+    chat = body.as_chat(to_anthropic=provider_of(loci.settings) == "anthropic")
     reply_id = f"msg_loci_{secrets.token_hex(12)}"
     with upstream_for(loci, body.stream) as upstream:
         turn = ProxyTurn(loci, session, chat, beta=anthropic_beta, face="messages")

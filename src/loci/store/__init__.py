@@ -5,6 +5,9 @@ from __future__ import annotations
 from loci.errors import ConfigError, StoreError
 from loci.store.base import NO_FILTERS, NewCompaction, ScopeData, SearchFilters, Store
 
+#: The modules of the ``postgres`` extra (``pip install "loci-context[postgres]"``).
+POSTGRES_MODULES = frozenset({"psycopg", "psycopg_pool", "psycopg_binary", "pgvector"})
+
 __all__ = ["NO_FILTERS", "NewCompaction", "ScopeData", "SearchFilters", "Store", "open_store"]
 
 
@@ -32,8 +35,14 @@ def _open(url: str, vector_memory_mb: int | None) -> Store:
 
         return SQLiteStore(url, vector_memory_mb=vector_memory_mb)
     if url.startswith(("postgresql:", "postgres:")):
-        from loci.store.postgres import PostgresStore
-
+        try:
+            from loci.store.postgres import PostgresStore
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] not in POSTGRES_MODULES:
+                raise
+            raise ConfigError(
+                f"a PostgreSQL store needs the postgres extra ({exc.name} is not "
+                f"installed): pip install \"loci-context[postgres]\"") from None
         return PostgresStore(url, vector_memory_mb=vector_memory_mb)
     raise ConfigError(
         f"unknown store URL {url!r}: expected sqlite:///PATH or postgresql://USER@HOST/DB"

@@ -5,6 +5,7 @@ from loci.cli.commands import (
     context,
     demo,
     erasure,
+    evaluation,
     knowledge,
     mcp,
     memory,
@@ -15,5 +16,5 @@ from loci.cli.commands import (
     workspace,
 )
 
-__all__ = ["compaction", "context", "demo", "erasure", "knowledge", "mcp", "memory", "migrate",
-           "server", "sessions", "usage", "workspace"]
+__all__ = ["compaction", "context", "demo", "erasure", "evaluation", "knowledge", "mcp",
+           "memory", "migrate", "server", "sessions", "usage", "workspace"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from loci.cli.app import cli, one_line
+from loci.cli.app import cli, global_option, one_line
 from loci.engine import Loci
 
 QUESTION = "Why did station 9414290 fail, and what did we decide to do about it?"
@@ -37,11 +37,12 @@ def _step(title: str) -> None:
 
 @cli.command()
 @click.option("--store", metavar="URL", help="Store to load into (default: a temporary one).")
-@click.option("--user", default="maya", show_default=True)
+@click.option("--user", help="The user to load it for (default: maya).")
 @click.option("--keep", is_flag=True,
               help="Keep the demo's home (store and workspace) to try commands on it.")
-def demo(store: str | None, user: str, keep: bool) -> None:
+def demo(store: str | None, user: str | None, keep: bool) -> None:
     """Load an example conversation and show what Loci stores and compiles."""
+    user, store = global_option("user", user) or "maya", global_option("store", store)
     tmp = tempfile.mkdtemp(prefix="loci-demo-")
     try:
         url = store or f"sqlite:///{Path(tmp) / 'demo.db'}"

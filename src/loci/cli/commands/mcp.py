@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from loci.cli.app import cli
+from loci.cli.app import cli, global_option
 from loci.settings import load_settings
 
 
@@ -30,7 +30,10 @@ def mcp(store: str | None, user: str | None, agent: str | None,
     from loci.server.hub import Hub, Principal
     from loci.server.mcp import build_mcp
 
-    settings = load_settings(store=store, user=user, agent=agent, workspace=workspace)
+    settings = load_settings(store=global_option("store", store),
+                             user=global_option("user", user),
+                             agent=global_option("agent", agent),
+                             workspace=global_option("workspace", workspace))
     hub = Hub(settings)
     try:
         server = build_mcp(hub, Principal(Scope(hub.base.scope.tenant, hub.base.scope.agent)))

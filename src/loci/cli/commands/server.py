@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+from typing import Any
+
 import click
 
-from loci.cli.app import cli, json_option, print_json, scoped
+from loci.cli.app import cli, global_option, json_option, print_json, scoped
 from loci.engine import Loci
 from loci.errors import ConfigError
 from loci.settings import load_settings
@@ -17,14 +20,35 @@ from loci.settings import load_settings
 @click.option("--workspace", metavar="DIR", help="Workspace directory for files.")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Server processes (one per core is a good start).")
+@click.option("--upstream", type=click.Choice(["echo"]),
+              help="echo: the proxy answers from a local fake model that repeats the "
+                   "message (no key, no network): try the proxy, memory and dashboard.")
 def serve(host: str | None, port: int | None, store: str | None,
-          workspace: str | None, workers: int) -> None:
+          workspace: str | None, workers: int, upstream: str | None) -> None:
     """Run the server: REST at /api, MCP at /mcp, the OpenAI-compatible proxy at /v1,
     the dashboard at / and the API docs at /docs.
 
     Without API keys the server only binds to loopback; create one with
-    `loci keys create --user NAME` to serve other hosts.
+    `loci keys create --user NAME` to serve other hosts. The proxy's upstream is
+    [proxy] in loci.toml (its key: LOCI_PROXY_API_KEY, else OPENAI_API_KEY or
+    ANTHROPIC_API_KEY for the provider's own API), or --upstream echo.
     """
+    with ExitStack() as stack:
+        echo: dict[str, Any] = {}
+        if upstream == "echo":
+            from loci.llm.fake_provider import FakeProvider, echo_reply
+
+            fake = stack.enter_context(FakeProvider(reply=echo_reply, keep_requests=False))
+            echo = {"proxy_provider": "openai", "proxy_base_url": f"{fake.url}/v1",
+                    "proxy_api_key": "echo"}
+            click.echo(f"loci: the proxy's upstream is the local echo model ({fake.url})",
+                       err=True)
+        _serve(host, port, global_option("store", store),
+               global_option("workspace", workspace), workers, echo)
+
+
+def _serve(host: str | None, port: int | None, store: str | None, workspace: str | None,
+           workers: int, overrides: dict[str, Any]) -> None:
     import uvicorn
 
     # The server's modules load only for the commands that serve (a second saved on
@@ -34,7 +58,7 @@ def serve(host: str | None, port: int | None, store: str | None,
     from loci.server.workers import UVICORN_OPTIONS, Supervisor, listen
 
     settings = load_settings(store=store, workspace=workspace, server_host=host,
-                             server_port=port)
+                             server_port=port, **overrides)
     app = create_app(settings, serving=True)
     hub = app.state.hub
     if not is_loopback(settings.server.host) and not hub.has_keys():
@@ -70,9 +94,11 @@ def keys() -> None:
 @click.option("--store", metavar="URL", help="Store URL (default from settings).")
 def keys_create(tenant: str | None, operator: bool, label: str, store: str | None) -> None:
     """Create a key for USER (or an operator key) and print it (shown only this once)."""
+    if not operator:
+        tenant = global_option("user", tenant)
     if operator == (tenant is not None):
         raise click.UsageError("give either --user NAME or --operator")
-    with Loci.open(store=store) as loci:
+    with Loci.open(store=global_option("store", store)) as loci:
         record, key = loci.runtime.create_key(tenant, label)
     click.echo(key)
     whom = "the operator" if operator else f"user {record.tenant}"

@@ -9,6 +9,7 @@ import click
 
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
 from loci.engine import Loci
+from loci.importers import FORMATS
 from loci.models import ROLES
 from loci.timeutil import format_timestamp
 
@@ -66,6 +67,10 @@ def sessions(loci: Loci, as_json: bool) -> None:
     if as_json:
         print_json(infos)
         return
+    if not infos:
+        click.echo("no sessions yet: `loci add SESSION user TEXT` starts one, `loci import "
+                   "--format claude-code ~/.claude/projects/PROJECT` brings your agent's "
+                   "logs, `loci demo --keep` shows an example")
     for s in infos:
         click.echo(
             f"{s.id}: {s.message_count} messages, {s.event_count} events, "
@@ -75,21 +80,41 @@ def sessions(loci: Loci, as_json: bool) -> None:
 
 
 @cli.command(name="import")
-@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--session", help="Session to import into (default: the file name).")
+@click.argument("path", type=click.Path(allow_dash=True))
+@click.option("--format", "log_format", default="loci", show_default=True,
+              type=click.Choice(["loci", *FORMATS]),
+              help="The log's format: Loci's own JSONL, or an agent's own logs.")
+@click.option("--session", help="Session to import into (default: the file name, or the "
+                                 "log's own session id).")
 @json_option
 @scoped
-def import_(loci: Loci, file: str, session: str | None, as_json: bool) -> None:
-    """Import a JSONL session log (one event per line; '-' reads stdin).
+def import_(loci: Loci, path: str, log_format: str, session: str | None,
+            as_json: bool) -> None:
+    """Import a session log: Loci's JSONL (one event per line; '-' reads stdin), or an
+    agent's own logs with --format: claude-code (a session file or a project folder
+    under ~/.claude/projects), codex (a rollout or a folder of them), openai (Chat
+    Completions messages or Responses items), anthropic (a Messages list).
 
-    The whole file is checked first: a bad line names its number and nothing is stored.
+    Importing an agent's log again adds only what is new. A Loci JSONL file is checked
+    first: a bad line names its number and nothing is stored.
     """
-    if file == "-":
+    if log_format != "loci":
+        report = loci.import_log(log_format, path, session=session)
+        if as_json:
+            print_json(report)
+            return
+        if not report.sessions:
+            click.echo(f"no {log_format} sessions found in {path}")
+        for s in report.sessions:
+            click.echo(f"imported {s.added} events into {s.session} ({s.tool_calls} tool "
+                       f"calls, {s.tool_results} results; {s.skipped} already there)")
+        return
+    if path == "-":
         lines = sys.stdin.read().splitlines()
         session = session or "stdin"
     else:
-        lines = Path(file).read_text(encoding="utf-8").splitlines()
-        session = session or Path(file).stem
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        session = session or Path(path).stem
     events = loci.import_jsonl(lines, session)
     if as_json:
         print_json({"session": session, "imported": len(events)})

@@ -71,6 +71,10 @@ def skills_list(loci: Loci, as_json: bool) -> None:
                                for s in found.skills],
                     "issues": [{"path": str(i.path), "reason": i.reason} for i in found.issues]})
         return
+    if not found.skills and not found.issues:
+        where = loci.workspace().directories[0] / "skills"
+        click.echo(f"no skills yet: write {where}/NAME.md (a skill with its triggers; "
+                   "`loci init` writes an example)")
     for s in found.skills:
         click.echo(f"{s.slug}: {s.skill.name} ({s.path})")
     for issue in found.issues:

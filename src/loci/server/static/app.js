@@ -39,6 +39,8 @@ const app = {
       badge.textContent = typeof value === 'object'
         ? Object.values(value).reduce((a, b) => a + b, 0) : value;
     }
+    $('#empty-hint').hidden = Boolean(overview.sessions || overview.state || overview.documents
+      || Object.keys(overview.memories).length);
     $('#whoami').textContent = `${overview.user} · ${overview.agent} · ` +
       (overview.auth === 'key' ? 'API key' : 'open mode') +
       (overview.vectors_pending ? ` · ${overview.vectors_pending} waiting for vectors` : '');

@@ -1,0 +1,77 @@
+"""Importing the logs agents already write: one reader per format, one writer.
+
+``FORMATS`` names the readers (``claude-code``, ``codex``, ``openai``, ``anthropic``);
+each turns a file or a folder into :class:`ImportedSession` values, and
+``import_log`` appends their events to a ``Loci``'s sessions, skipping the ones a
+previous import stored (by their ``import_id``): importing twice changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from loci.checks import check_name
+from loci.errors import ValidationError
+from loci.importers import anthropic, claude_code, codex, openai
+from loci.importers.base import IMPORT_ID, ImportedCount, ImportedSession, ImportReport
+
+if TYPE_CHECKING:
+    from loci.engine import Loci
+
+Reader = Callable[[Path, "str | None"], list[ImportedSession]]
+
+#: The formats ``import_log`` reads, by name.
+FORMATS: dict[str, Reader] = {
+    "claude-code": claude_code.read,
+    "codex": codex.read,
+    "openai": openai.read,
+    "anthropic": anthropic.read,
+}
+
+__all__ = ["FORMATS", "ImportReport", "ImportedCount", "ImportedSession", "import_log",
+           "read_log"]
+
+
+def read_log(format: str, path: str | Path, session: str | None = None
+             ) -> list[ImportedSession]:
+    """The sessions of a log (nothing stored); ``session`` names the one session of a
+    single file (a subagent's becomes ``<session>/agent-<id>``)."""
+    reader = FORMATS.get(format)
+    if reader is None:
+        raise ValidationError(f"unknown log format {format!r}; expected one of "
+                              f"{', '.join(FORMATS)}")
+    source = Path(path).expanduser()
+    if not source.exists():
+        raise ValidationError(f"no such file or folder: {source}")
+    if session is not None:
+        check_name("session", session)
+    sessions = reader(source, session)
+    for imported in sessions:
+        check_name("session", imported.name)
+    return sessions
+
+
+def import_log(loci: Loci, format: str, path: str | Path, session: str | None = None
+               ) -> ImportReport:
+    """Append each session's new events (those whose ``import_id`` the session does not
+    hold yet) in one batch per session, in log order."""
+    counts = []
+    for imported in read_log(format, path, session):
+        held = {e.metadata.get(IMPORT_ID) for e in
+                loci.store.list_events(loci.scope, imported.name)}
+        new = []
+        for fields in imported.events:
+            key = fields["metadata"][IMPORT_ID]
+            if key not in held:
+                held.add(key)
+                new.append(fields)
+        if new:
+            loci.add_events(imported.name, new)
+        counts.append(ImportedCount(
+            session=imported.name, source_id=imported.source_id, added=len(new),
+            skipped=len(imported.events) - len(new),
+            tool_calls=sum(e["type"] == "tool_call" for e in new),
+            tool_results=sum(e["type"] == "tool_result" for e in new)))
+    return ImportReport(format=format, sessions=counts)

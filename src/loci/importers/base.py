@@ -1,0 +1,204 @@
+"""What every importer produces, and the event fields they share.
+
+An importer reads one log format into :class:`ImportedSession` values: a session name,
+the stable id of its source (a Claude Code or Codex session id, a file name) and the
+fields of each event, in log order. Every event carries an ``import_id`` in its metadata
+(the source's own record id where it has one, else the source id and the position):
+writing a session again skips the events already there, so importing twice changes
+nothing and importing a log that grew adds only its new events.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from loci.errors import ValidationError
+from loci.timeutil import parse_timestamp
+
+#: The metadata key holding an imported event's stable id.
+IMPORT_ID = "import_id"
+
+
+@dataclass(frozen=True)
+class ImportedSession:
+    """One session read from a log, not yet stored."""
+
+    name: str
+    source_id: str
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ImportedCount:
+    """What importing one session did: events added, and events already there."""
+
+    session: str
+    source_id: str
+    added: int
+    skipped: int
+    tool_calls: int
+    tool_results: int
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What ``Loci.import_log`` did, per session."""
+
+    format: str
+    sessions: list[ImportedCount]
+
+    @property
+    def added(self) -> int:
+        return sum(s.added for s in self.sessions)
+
+    @property
+    def skipped(self) -> int:
+        return sum(s.skipped for s in self.sessions)
+
+
+def read_text(path: Path) -> str:
+    """A file's text; a ``.gz`` file is read through gzip."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            return handle.read()
+    return path.read_text(encoding="utf-8")
+
+
+def jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSONL file with their line numbers; a line cut short (a log
+    still being written, a redacted line) is passed over, never fatal."""
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(record, dict):
+            yield number, record
+
+
+def list_name(path: Path) -> str:
+    """A session name from a file name without its extensions (``a.json.gz`` → ``a``)."""
+    name = path.name
+    for suffix in (".gz", ".jsonl", ".json"):
+        name = name.removesuffix(suffix)
+    return name or "imported"
+
+
+def load_json(path: Path) -> Any:
+    """A whole JSON file, or each line of a JSONL one as a list."""
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"{path}: neither JSON nor JSONL: {exc.msg} "
+                                  f"(line {exc.lineno})") from exc
+
+
+def stamp(value: Any) -> datetime | None:
+    """A record's timestamp (ISO 8601 text or Unix seconds), if it has a readable one."""
+    if isinstance(value, str) and value.strip():
+        try:
+            return parse_timestamp(value)
+        except (ValueError, ValidationError):
+            return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return datetime.fromtimestamp(value, tz=UTC)
+    return None
+
+
+def arguments(raw: Any) -> dict[str, Any]:
+    """A tool call's arguments as an object: a JSON object as it is, JSON text parsed,
+    anything else (a free-form tool's input, text that is not JSON) under ``input``."""
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError:
+            return {"input": raw}
+        return value if isinstance(value, dict) else {"input": value}
+    return {} if raw is None else {"input": raw}
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's or a tool result's content (a string, or a list of typed
+    parts: text kept, an image or file named so the reader knows it was there)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        content = [content]
+    if not isinstance(content, list):
+        return json.dumps(content, ensure_ascii=False)
+    parts = []
+    for part in content:
+        if isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, Mapping):
+            text = part.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+            elif part.get("type"):
+                parts.append(f"[{part['type']}]")
+    return "\n".join(p for p in parts if p)
+
+
+def message(role: str, text: str, when: datetime | None, **metadata: Any) -> dict[str, Any]:
+    return _event({"type": "message", "role": role, "content": text}, when, metadata)
+
+
+def tool_call(name: str, call_id: str, args: dict[str, Any], when: datetime | None,
+              text: str = "", **metadata: Any) -> dict[str, Any]:
+    """A call; ``text`` is what the assistant said with it (rendered as the content of
+    the assistant message that carries the call)."""
+    return _event({"type": "tool_call", "role": "assistant", "content": text,
+                   "tool_name": name or "unknown", "tool_call_id": call_id, "args": args},
+                  when, metadata)
+
+
+def tool_result(call_id: str, text: str, when: datetime | None, *, error: bool = False,
+                **metadata: Any) -> dict[str, Any]:
+    """A call's result (its tool's name is filled in by ``name_tools``)."""
+    fields: dict[str, Any] = {"type": "tool_result", "role": "tool", "content": text,
+                              "tool_call_id": call_id}
+    if error:
+        metadata["is_error"] = True
+    return _event(fields, when, metadata)
+
+
+def _event(fields: dict[str, Any], when: datetime | None, metadata: dict[str, Any]
+           ) -> dict[str, Any]:
+    if when is not None:
+        fields["timestamp"] = when
+    fields["metadata"] = {k: v for k, v in metadata.items() if v is not None}
+    return fields
+
+
+def number_events(source_id: str, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Give each event without one an ``import_id`` from its position in the source
+    (stable as long as the source only grows at its end)."""
+    for index, fields in enumerate(events):
+        fields["metadata"].setdefault(IMPORT_ID, f"{source_id}#{index}")
+    return events
+
+
+def name_tools(events: list[dict[str, Any]]) -> None:
+    """Give each tool result the name of the call it answers, where the log left it out."""
+    names = {e["tool_call_id"]: e["tool_name"] for e in events if e["type"] == "tool_call"}
+    for fields in events:
+        if fields["type"] == "tool_result" and "tool_name" not in fields:
+            name = names.get(fields["tool_call_id"])
+            if name:
+                fields["tool_name"] = name
