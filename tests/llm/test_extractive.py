@@ -295,7 +295,7 @@ def test_a_prose_summary_written_by_an_llm_is_folded(summarizer: ExtractiveSumma
 def test_huge_lines_are_cheap(summarizer: ExtractiveSummarizer) -> None:
     log = Log()
     log.user("x" * 200_000 + " The vault path is secret/big/line.")
-    log.tool("cat", {"path": "min.js"}, ("a=1;" * 50_000 + "\n") * 3 + "Error: boom at line 7")
+    log.tool("node", {"path": "min.js"}, ("a=1;" * 50_000 + "\n") * 3 + "Error: boom at line 7")
     summary = summarizer.summarize(log.events)
     assert "Error: boom at line 7" in summary
     assert summarizer.count(summary) <= 800
