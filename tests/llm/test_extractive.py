@@ -265,8 +265,8 @@ def test_it_is_a_chat_model_reading_a_summarization_prompt() -> None:
     found = sections(reply.content)
     assert found["Decisions"] == ["User: We decided to ship v2.3.1 on 2026-02-10."]
     assert found["Critical context"] == ["Maya's flight is on 2026-12-03."]
-    assert found["Commands"] == ["`pytest` → === 3 failed, 10 passed in 1.2s ===",
-                                 "`read_file(path=src/app.py)`"]
+    # The file read is listed once, under Files, not again as a command.
+    assert found["Commands"] == ["`pytest` → === 3 failed, 10 passed in 1.2s ==="]
     assert found["Files"] == ["Read: src/app.py"]
     assert "How's it going" not in reply.content and "Summarize" not in reply.content
     assert reply.model == "extractive" and 0 < reply.output_tokens <= 200

@@ -42,7 +42,7 @@ SUMMARY_LAYER = "compaction_summary"
 #: Texts whose token counts are remembered (per model's counter).
 COUNT_CACHE = 8192
 #: Layers whose budget is a floor, not a ceiling: they take what the others left.
-ELASTIC = frozenset({"recall"})
+ELASTIC = frozenset({"recall", "earlier_trail"})
 
 
 @dataclass(frozen=True)
@@ -225,6 +225,7 @@ class ContextCompiler:
             report.included.append(item.id)
             report.used += tokens
             ctx.included.add(item.id)
+        ctx.summary_text = " ".join(" ".join(text.lower().split()) for text in kept)
         return report, kept
 
     def _dated(self, history: History, today: date) -> History:

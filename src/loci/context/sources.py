@@ -18,6 +18,7 @@ from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
+from loci.llm.trail import TRAIL_KEY, Trail
 from loci.models import Document, Event, Memory, Scope, SearchHit, StateItem, speaker
 from loci.retriever import Retriever
 from loci.store.base import SearchFilters, Store
@@ -73,6 +74,15 @@ class BuildContext:
     shown: set[str] = field(default_factory=set)
     #: The scope's state, read once for the layers that show it (``stored_state``).
     _state: list[StateItem] | None = field(default=None, init=False, repr=False)
+    #: The session's latest summary, once read: a tuple, since it may be None.
+    _summary: tuple[Event | None] | None = field(default=None, init=False, repr=False)
+
+    def latest_summary(self) -> Event | None:
+        """The session's latest compaction summary (read on first use)."""
+        if self._summary is None:
+            self._summary = (self.store.latest_summary(self.scope, self.session)
+                             if self.session else None,)
+        return self._summary[0]
 
     def stored_state(self) -> list[StateItem]:
         """The scope's state items, internal ones included (read on first use)."""
@@ -225,9 +235,38 @@ def memories(ctx: BuildContext) -> list[Item]:
 
 
 def compaction_summary(ctx: BuildContext) -> list[Item]:
-    latest = ctx.store.latest_summary(ctx.scope, ctx.session) if ctx.session else None
+    latest = ctx.latest_summary()
     return [Item(f"summary event {latest.id}, by Loci's compaction", latest.content)
             ] if latest else []
+
+
+@lru_cache(maxsize=64)
+def trail_entries(kept: str) -> tuple[tuple[str, str], ...]:
+    """A kept trail's lines, parsed once per summary (every compile reads them)."""
+    return tuple(Trail.parse(kept).entries())
+
+
+def earlier_trail(ctx: BuildContext) -> list[Item]:
+    """What the session's trail holds beyond what its summary shows (files, edits,
+    errors, commands of every compacted span), newest first: the summary's size is
+    fixed between compactions, the room a call has left is not."""
+    latest = ctx.latest_summary()
+    kept = latest.metadata.get(TRAIL_KEY) if latest else None
+    if not isinstance(kept, str):
+        return []
+    by_section: dict[str, list[str]] = {}
+    for section, line in trail_entries(kept):
+        key = line.removeprefix("- ").removeprefix("Edited: ").removeprefix("Read: ")
+        if not in_summary(ctx, key):
+            by_section.setdefault(section, []).append(line)
+    ranked = []
+    for section, lines in by_section.items():
+        group = f"[EARLIER IN THIS SESSION: {section}]"
+        for number, line in enumerate(lines):
+            age = (len(lines) - number) / len(lines)  # sections interleave, newest first
+            ranked.append((age, Item(f"trail {section.lower()} {number}", line, group,
+                                     (0.0, number))))
+    return [item for _, item in sorted(ranked, key=lambda pair: pair[0])]
 
 
 def focus(ctx: BuildContext) -> list[Item]:
@@ -413,5 +452,6 @@ BUILDERS: dict[str, Builder] = {
     "date_user": date_user, "user_file": user_file, "profile": profile, "boot": boot,
     "memory_file": memory_file, "daily_log": daily_log, "sticky": sticky, "state": state,
     "memories": memories, "compaction_summary": compaction_summary, "focus": focus,
+    "earlier_trail": earlier_trail,
     "reflexion": reflexion, "skills": skills, "recall": recall, "flush": flush,
 }

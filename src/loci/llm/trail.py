@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from loci.llm._transcript import turns_from_events
+from loci.models import Event
+
+#: The summary event's metadata key holding the session's whole trail so far.
+TRAIL_KEY = "trail"
 FILES, EDITS, ERRORS, COMMANDS, PLAN = "Files", "Edits", "Errors", "Commands", "Plan"
 #: Trail sections in the order a summary lists them (a cut summary loses the last).
 SECTIONS = (PLAN, FILES, EDITS, ERRORS, COMMANDS)
@@ -184,7 +189,9 @@ class Trail:
         shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items()
                           if k not in ("content", "file_text"))[:MAX_COMMAND]
         reads = bool(tool and _READ_TOOL.search(tool)) and bool(named)
-        self._pending.append((f"{tool or 'tool'}({shown})", editing, not reads))
+        # Reading a file is listed under Files; only a failure to read it is news.
+        self._pending.append(("" if reads else f"{tool or 'tool'}({shown})", editing,
+                              not reads))
 
     def result(self, output: str, tool: str | None = None) -> None:
         """A tool result: the outcome of the oldest call still waiting for one."""
@@ -232,21 +239,27 @@ class Trail:
             commands[key.group(1) if key else text] = text
         return True
 
-    def render(self, budget: int, count: Callable[[str], int]) -> str:
-        """The trail's sections within ``budget`` tokens: the longest section gives
-        way first, its oldest successful line before any failure."""
-        files = []
-        read = [p for p in self.read if p not in self.edited][-MAX_FILES:]
-        if self.edited:
-            files.append(_EDITED + ", ".join(list(self.edited)[-MAX_FILES:]))
-        if read:
-            files.append(_READ + ", ".join(read))
-        lists = {PLAN: [f"- {item}" for item in self.plan], FILES: files, EDITS: [f"- {e}" for e in self.edits.values()],
-                 ERRORS: [f"- {e}" for e in self.errors],
-                 COMMANDS: [f"- {c}" for c in self.commands.values()]}
+    def lines(self, max_files: int | None = MAX_FILES) -> dict[str, list[str]]:
+        """Each section's lines, oldest first (files: the last ``max_files`` of each
+        kind, None for all)."""
+        cut = slice(-max_files if max_files else None, None)
+        edited = list(self.edited)[cut]
+        read = [p for p in self.read if p not in self.edited][cut]
+        files = ([_EDITED + ", ".join(edited)] if edited else []) + (
+            [_READ + ", ".join(read)] if read else [])
+        return {PLAN: [f"- {item}" for item in self.plan], FILES: files,
+                EDITS: [f"- {e}" for e in self.edits.values()],
+                ERRORS: [f"- {e}" for e in self.errors],
+                COMMANDS: [f"- {c}" for c in self.commands.values()]}
+
+    def render(self, budget: int | None, count: Callable[[str], int] = len) -> str:
+        """The trail's sections within ``budget`` tokens (None: all of it, every file):
+        the longest section gives way first, its oldest successful line before any
+        failure."""
+        lists = self.lines(MAX_FILES if budget is not None else None)
         costs = {name: [count(line) + 1 for line in lines] for name, lines in lists.items()}
         spent = sum(count(f"## {n}") + 2 + sum(c) for n, c in costs.items() if c)
-        while spent > budget and any(lists.values()):
+        while budget is not None and spent > budget and any(lists.values()):
             longest = max(lists, key=lambda n: sum(costs[n]) * _GIVES_WAY.get(n, 1.0))
             lines = lists[longest]
             # The oldest line that did not fail goes first: failures teach more.
@@ -255,6 +268,37 @@ class Trail:
             del lines[index]
         return "\n\n".join(f"## {name}\n" + "\n".join(lines)
                             for name, lines in lists.items() if lines)
+
+    def entries(self) -> list[tuple[str, str]]:
+        """(section, line) for every line of the trail, oldest first within a
+        section, each file its own line ("- Read: a.py")."""
+        files = [(FILES, _EDITED + p) for p in self.edited] + [
+            (FILES, _READ + p) for p in self.read if p not in self.edited]
+        return files + [(name, line) for name, lines in self.lines(None).items()
+                        if name != FILES for line in lines]
+
+    @classmethod
+    def parse(cls, text: str) -> Trail:
+        """The trail a rendered one (or a summary holding one) lists."""
+        trail, section = cls(), None
+        for line in text.splitlines():
+            heading = re.match(r"^#+\s*(.+?)\s*$", line)
+            if heading:
+                section = next((s for s in SECTIONS if s.lower() == heading[1].lower()), None)
+            elif section is not None and line.strip():
+                trail.absorb(section, line)
+        return trail
+
+
+def span_trail(events: Sequence[Event], earlier: str = "") -> Trail:
+    """The trail of ``events`` (a compacted span) after the one ``earlier`` lists."""
+    trail = Trail.parse(earlier)
+    for turn in turns_from_events(events):
+        if turn.kind == "tool_call":
+            trail.call(turn.tool_name, turn.args)
+        elif turn.kind == "tool_result":
+            trail.result(turn.text, turn.tool_name)
+    return trail
 
 
 def plan_of(tool: str | None, args: Mapping[str, Any]) -> list[str] | None:
