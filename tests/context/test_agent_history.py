@@ -223,3 +223,24 @@ def test_a_second_compaction_continues_the_whole_trail(home: Path, clock: FakeCl
         kept = latest.metadata["trail"]
         assert "pydicom/module_0.py" in kept and "TypeError: argument of type" in kept
         assert "`pytest tests/test_40.py` → exit 0" in kept
+
+
+def test_a_narrower_view_summarizes_for_itself_and_stores_nothing(
+        home: Path, clock: FakeClock) -> None:
+    with open_agent(home, clock, compaction_auto=False) as loci:
+        tool_loop(loci, 30)
+        before = [(e.id, e.archived, e.content) for e in loci.events("s", include_archived=True)]
+        view = loci.compile("s", "Continue the task.", window=3_000)
+        assert view.total_tokens <= view.budget <= 3_000
+        assert "[CONTEXT SUMMARY]" in view.dynamic  # made for this call, with its trail
+        shown = view.dynamic + view.retrieved
+        assert "`grep -n 'def __iter__' pydicom/module_0.py` → exit 0" in shown
+        assert "TypeError: argument of type 'PersonName3' is not iterable" in shown
+        report = next(r for r in view.layers if r.name == "compaction_summary")
+        assert "made for this call" in report.included[0]
+        # ...and nothing of it stored: same events, no compaction, no summary event.
+        after = [(e.id, e.archived, e.content) for e in loci.events("s", include_archived=True)]
+        assert after == before and loci.compactions("s") == []
+        whole = loci.compile("s", "Continue the task.")
+        assert "[CONTEXT SUMMARY]" not in whole.dynamic
+        assert view.history[-1] == whole.history[-1] and pairs_intact(view.history)

@@ -38,6 +38,10 @@ INTERNAL_STATE = (STATE_PREFIX, "flushed:", "provider_edits:")
 _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNORECASE)
 
 
+#: (events, earlier summary, earlier trail, token budget) → (summary, whole trail)
+ViewSummary = Callable[[Sequence[Event], str | None, str, int], tuple[str, str]]
+
+
 @dataclass(frozen=True)
 class Item:
     id: str
@@ -70,6 +74,11 @@ class BuildContext:
     included: set[str] = field(default_factory=set)
     #: The compaction summary shown, lower-cased: facts it states are not repeated.
     summary_text: str = ""
+    #: Summarizes what a view narrower than the session's window leaves out
+    #: (``compile(window=…)``); None: the view only selects.
+    view_summary: ViewSummary | None = None
+    #: The whole trail, when this call made its own summary (else the stored one's).
+    trail: str | None = None
     #: What the kept items of the layers so far say (``said``): recall repeats none.
     shown: set[str] = field(default_factory=set)
     #: The scope's state, read once for the layers that show it (``stored_state``).
@@ -240,24 +249,23 @@ def compaction_summary(ctx: BuildContext) -> list[Item]:
             ] if latest else []
 
 
-@lru_cache(maxsize=64)
-def trail_entries(kept: str) -> tuple[tuple[str, str], ...]:
-    """A kept trail's lines, parsed once per summary (every compile reads them)."""
-    return tuple(Trail.parse(kept).entries())
-
-
 def earlier_trail(ctx: BuildContext) -> list[Item]:
     """What the session's trail holds beyond what its summary shows (files, edits,
     errors, commands of every compacted span), newest first: the summary's size is
     fixed between compactions, the room a call has left is not."""
     latest = ctx.latest_summary()
-    kept = latest.metadata.get(TRAIL_KEY) if latest else None
-    if not isinstance(kept, str):
-        return []
+    kept = ctx.trail if ctx.trail is not None else (
+        latest.metadata.get(TRAIL_KEY) if latest else None)
+    return list(_trail_items(kept, ctx.summary_text)) if isinstance(kept, str) else []
+
+
+@lru_cache(maxsize=64)
+def _trail_items(kept: str, summary_text: str) -> tuple[Item, ...]:
+    """The items of ``earlier_trail`` (the same for every call between compactions)."""
     by_section: dict[str, list[str]] = {}
-    for section, line in trail_entries(kept):
+    for section, line in Trail.parse(kept).entries():
         key = line.removeprefix("- ").removeprefix("Edited: ").removeprefix("Read: ")
-        if not in_summary(ctx, key):
+        if " ".join(key.lower().split()) not in summary_text:
             by_section.setdefault(section, []).append(line)
     ranked = []
     for section, lines in by_section.items():
@@ -266,7 +274,7 @@ def earlier_trail(ctx: BuildContext) -> list[Item]:
             age = (len(lines) - number) / len(lines)  # sections interleave, newest first
             ranked.append((age, Item(f"trail {section.lower()} {number}", line, group,
                                      (0.0, number))))
-    return [item for _, item in sorted(ranked, key=lambda pair: pair[0])]
+    return tuple(item for _, item in sorted(ranked, key=lambda pair: pair[0]))
 
 
 def focus(ctx: BuildContext) -> list[Item]:
