@@ -130,7 +130,26 @@ class MessagesAgent(ChatAgent):
 
 def to_anthropic(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Chat messages as a Messages list: tool calls as ``tool_use`` blocks, the results
-    that follow a call as one user turn of ``tool_result`` blocks."""
+    that follow a call as one user turn of ``tool_result`` blocks. A call the log holds
+    no result for (an interrupted parallel call) gets the error result the client must
+    have sent, or the API would refuse the list."""
+    out = _as_blocks(messages)
+    for number, message in enumerate(out):
+        calls = [b["id"] for b in message["content"] if b["type"] == "tool_use"]
+        after = out[number + 1] if number + 1 < len(out) else None
+        if not calls or after is None:
+            continue
+        if after["role"] != "user":
+            after = {"role": "user", "content": []}
+            out.insert(number + 1, after)
+        answered = {b.get("tool_use_id") for b in after["content"]}
+        after["content"][:0] = [{"type": "tool_result", "tool_use_id": c, "is_error": True,
+                                 "content": "(no result was recorded)"}
+                                for c in calls if c not in answered]
+    return out
+
+
+def _as_blocks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in messages:
         if message["role"] == "tool":
