@@ -40,6 +40,7 @@ from openai import OpenAI
 
 from agent_sessions import (
     CLASSES,
+    CONTINUE,
     CUTS,
     Tally,
     broken_pairs,
@@ -207,6 +208,10 @@ def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Pat
                 if message["role"] != "assistant":
                     sent.append(message)
                     continue
+                if sent and sent[-1]["role"] == "assistant":
+                    # Two answers in a row (a log's split record, or the end of a
+                    # session): the API wants a user turn between them.
+                    sent.append({"role": "user", "content": CONTINUE})
                 replies.append(message)
                 started = time.perf_counter()
                 spent["loci"].append(agent.call(False, model, sent, name))
