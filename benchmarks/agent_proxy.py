@@ -1,5 +1,6 @@
 """Long agent sessions through the proxy: an agent that sends its whole message list on
-every Chat Completions call, with the official ``openai`` client.
+every call, with the official ``openai`` client (Chat Completions) or, with ``--face
+messages``, the official ``anthropic`` client (Messages: Claude Code's own API).
 
 The same 23 sessions as ``agent_sessions.py``. The agent holds its own message list (its
 system prompt, the task, every answer and tool result) and sends all of it on each call,
@@ -16,6 +17,8 @@ message list straight to a second fake provider (as if its model's window held i
 both priced as gpt-4.1, and the whole list uncached beside them.
 
     python benchmarks/agent_proxy.py --data ../shared/data/agent_sessions --json
+    python benchmarks/agent_proxy.py --data ../shared/data/claude_code_sessions \
+        --face messages --json
 """
 
 from __future__ import annotations
@@ -31,13 +34,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from anthropic import Anthropic
 from fastapi.testclient import TestClient
 from openai import OpenAI
 
-from agent_sessions import load
+from agent_sessions import from_anthropic, load
 from common import machine
 from loci import Usage, load_settings
-from loci.evaluation.replay import CUTS, Tally, model_call
+from loci.evaluation.replay import CONTINUE, CUTS, Tally, model_call
 from loci.evaluation.trail import (
     CLASSES,
     broken_pairs,
@@ -59,15 +63,127 @@ BASH = {"type": "function", "function": {
                    "required": ["command"]}}}
 
 
-def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Path
-        ) -> dict[str, Any]:
+BASH_TOOL = {"name": "bash", "description": "Run a shell command.",
+             "input_schema": BASH["function"]["parameters"]}
+
+
+class ChatAgent:
+    """An agent on Chat Completions: sends its list as it is."""
+
+    provider = "openai"
+
+    def __init__(self, http: Any, upstream: str) -> None:
+        self.client = OpenAI(base_url="http://127.0.0.1/v1", api_key="open", http_client=http,
+                             max_retries=0)
+        self.direct = OpenAI(base_url=f"{upstream}/v1", api_key="sk-fake", max_retries=0)
+
+    def call(self, direct: bool, model: str, sent: list[dict[str, Any]], name: str) -> Usage:
+        client = self.direct if direct else self.client
+        headers = {} if direct else {"X-Loci-Session": name, "X-Loci-User": name}
+        answer = client.chat.completions.create(
+            model=model, messages=sent, tools=[BASH],  # type: ignore[arg-type]
+            extra_headers=headers)
+        return read_usage(answer.usage)
+
+    @staticmethod
+    def received(body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The upstream request as chat messages, without the agent's own system prompt
+        (not Loci's doing: left out of what is measured)."""
+        messages = list(body["messages"])
+        return messages[1:] if messages and messages[0]["role"] == "system" else messages
+
+
+class MessagesAgent(ChatAgent):
+    """An agent on Anthropic's Messages API (as Claude Code is): its list in content
+    blocks, tool results in user turns."""
+
+    provider = "anthropic"
+
+    def __init__(self, http: Any, upstream: str) -> None:
+        self.claude = Anthropic(base_url="http://127.0.0.1", api_key="open", http_client=http,
+                                max_retries=0)
+        self.direct_claude = Anthropic(base_url=upstream, api_key="sk-fake", max_retries=0)
+
+    def call(self, direct: bool, model: str, sent: list[dict[str, Any]], name: str) -> Usage:
+        client = self.direct_claude if direct else self.claude
+        headers = {} if direct else {"X-Loci-Session": name, "X-Loci-User": name}
+        own = [m for m in sent if m["role"] == "system"]
+        extra = {"system": str(own[0]["content"])} if own else {}
+        answer = client.messages.create(
+            model=model, max_tokens=1024, tools=[BASH_TOOL],  # type: ignore[list-item]
+            messages=to_anthropic([m for m in sent if m["role"] != "system"]),  # type: ignore[arg-type]
+            extra_headers=headers, **extra)
+        return read_usage(answer.usage)
+
+    @staticmethod
+    def received(body: dict[str, Any]) -> list[dict[str, Any]]:
+        """Loci's system blocks (the agent's own prompt, if any, among them: these
+        sessions have none) and the messages, as chat messages."""
+        system = body.get("system") or []
+        text = system if isinstance(system, str) else "\n".join(
+            str(b.get("text") or "") for b in system)
+        return [{"role": "system", "content": text}, *from_anthropic(body["messages"])]
+
+
+def to_anthropic(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Chat messages as a Messages list: tool calls as ``tool_use`` blocks, the results
+    that follow a call as one user turn of ``tool_result`` blocks. A call the log holds
+    no result for (an interrupted parallel call) gets the error result the client must
+    have sent, or the API would refuse the list."""
+    out = _as_blocks(messages)
+    for number, message in enumerate(out):
+        calls = [b["id"] for b in message["content"] if b["type"] == "tool_use"]
+        after = out[number + 1] if number + 1 < len(out) else None
+        if not calls or after is None:
+            continue
+        if after["role"] != "user":
+            after = {"role": "user", "content": []}
+            out.insert(number + 1, after)
+        answered = {b.get("tool_use_id") for b in after["content"]}
+        after["content"][:0] = [{"type": "tool_result", "tool_use_id": c, "is_error": True,
+                                 "content": "(no result was recorded)"}
+                                for c in calls if c not in answered]
+    return out
+
+
+def _as_blocks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message["role"] == "tool":
+            block = {"type": "tool_result", "tool_use_id": message["tool_call_id"],
+                     "content": str(message.get("content") or "") or "(no output)"}
+            if out and out[-1]["role"] == "user" and out[-1]["content"][-1]["type"] == (
+                    "tool_result"):
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+            continue
+        text = str(message.get("content") or "")
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text.strip() else []
+        blocks += [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
+                    "input": json.loads(c["function"].get("arguments") or "{}")}
+                   for c in message.get("tool_calls") or ()]
+        role = "user" if message["role"] == "user" else "assistant"
+        if out and out[-1]["role"] == role:  # Messages alternates roles
+            out[-1]["content"] += blocks or [{"type": "text", "text": "(empty)"}]
+        else:
+            out.append({"role": role, "content": blocks or [{"type": "text",
+                                                             "text": "(empty)"}]})
+    return out
+
+
+FACES = {"chat": ChatAgent, "messages": MessagesAgent}
+
+
+def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Path,
+        face: str = "chat") -> dict[str, Any]:
     model = f"agent-{window // 1000}k"
     replies: list[dict[str, Any]] = []
     upstream = FakeProvider(reply=lambda body: replies[0]).__enter__()
     naive = FakeProvider(reply=lambda body: replies.pop(0)).__enter__()
     settings = load_settings(home=str(home), store=f"sqlite:///{home}/proxy-{window}.db",
                              model=model, models={model: window}, memory_mirror=False,
-                             workspace=str(home), proxy_provider="openai",
+                             workspace=str(home), proxy_provider=FACES[face].provider,
                              proxy_base_url=f"{upstream.url}/v1", proxy_api_key="sk-fake")
     counter = token_counter(model)
     tally = {name: Tally() for name in ("loci", "tail_at_loci_tokens", "whole")}
@@ -76,9 +192,7 @@ def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Pat
     spent: dict[str, list[Usage]] = {"loci": [], "naive": []}
     broken = empty = requests = 0
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as http:
-        client = OpenAI(base_url="http://127.0.0.1/v1", api_key="open", http_client=http,
-                        max_retries=0)
-        direct = OpenAI(base_url=f"{naive.url}/v1", api_key="sk-fake", max_retries=0)
+        agent = FACES[face](http, naive.url)
         for name, messages in sessions:
             trail = trail_of(messages)
             task = next(str(m["content"]) for m in messages if m["role"] == "user")
@@ -90,16 +204,16 @@ def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Pat
                 if message["role"] != "assistant":
                     sent.append(message)
                     continue
+                if sent and sent[-1]["role"] == "assistant":
+                    # Two answers in a row (a log's split record, or the end of a
+                    # session): the API wants a user turn between them.
+                    sent.append({"role": "user", "content": CONTINUE})
                 replies.append(message)
                 started = time.perf_counter()
-                answer = client.chat.completions.create(
-                    model=model, messages=sent, tools=[BASH],  # type: ignore[arg-type]
-                    extra_headers={"X-Loci-Session": name, "X-Loci-User": name})
+                spent["loci"].append(agent.call(False, model, sent, name))
                 calls_ms.append((time.perf_counter() - started) * 1000)
-                spent["loci"].append(read_usage(answer.usage))
-                spent["naive"].append(read_usage(direct.chat.completions.create(
-                    model=model, messages=sent, tools=[BASH]).usage))  # type: ignore[arg-type]
-                request = upstream.requests[-1][1]["messages"]
+                spent["naive"].append(agent.call(True, model, sent, name))
+                request = agent.received(upstream.requests[-1][1])
                 history = [m for m in request if m["role"] != "system"]
                 broken += broken_pairs(history)
                 # Empty: nothing but the newest message, though the agent sent more.
@@ -112,7 +226,7 @@ def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Pat
                              ("role", "content", "tool_calls")})
     upstream.__exit__(None, None, None)
     naive.__exit__(None, None, None)
-    report: dict[str, Any] = {"window": window, **cache_figures(spent)}
+    report: dict[str, Any] = {"window": window, "face": face, **cache_figures(spent)}
     for cut in CUTS:
         for key in (*CLASSES, "all"):
             for label, t in tally.items():
@@ -144,9 +258,7 @@ def cache_figures(spent: dict[str, list[Usage]]) -> dict[str, Any]:
 def measure(request: list[dict[str, Any]], trail: Any, position: int, lines: list[str],
             task: str, tally: dict[str, Tally], figures: dict[str, list[float]],
             counter: Any, cut: float) -> None:
-    # The agent's own system prompt is not Loci's doing: left out of what is measured.
-    text = context_text([m for m in request if not (m["role"] == "system" and
-                                                     m is request[0])])
+    text = context_text(request)
     tokens = sum(counter.count_message(m["role"], str(m.get("content") or "")) +
                  counter.count(json.dumps(m.get("tool_calls") or "")) for m in request)
     haystacks = {"loci": text, "tail_at_loci_tokens": squash(tail(lines, tokens, counter.count)),
@@ -166,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--windows", default="16000,32000")
     parser.add_argument("--sessions", default="", help="comma-separated names (default: all)")
     parser.add_argument("--json", action="store_true", help="print one JSON line per window")
+    parser.add_argument("--face", choices=sorted(FACES), default="chat",
+                        help="the API the agent speaks (default: chat)")
     args = parser.parse_args(argv)
     data = args.data.resolve()
     if not data.is_dir():
@@ -176,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="loci-agent-proxy-") as tmp:
         os.chdir(tmp)
         for window in (int(w) for w in args.windows.split(",")):
-            report = run(sessions, window, Path(tmp))
+            report = run(sessions, window, Path(tmp), args.face)
             if args.json:
                 print(json.dumps(report))
                 continue

@@ -141,7 +141,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rng = random.Random(3)
-    with tempfile.TemporaryDirectory() as name:
+    # A worker thread may still be closing a store's files when the run ends.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as name:
         tmp = Path(name)
         sim = simulate(tmp, args.turns, rng)
         plan = provider_cache.script(args.turns, random.Random(3))

@@ -153,6 +153,42 @@ def test_an_anthropic_tool_loop_with_thinking(loci: Loci, fake: FakeProvider) ->
         "message", "message", "tool_call", "tool_result", "message"]
 
 
+def test_a_user_turn_that_also_answers_the_calls_keeps_the_results(
+        loci: Loci, fake: FakeProvider) -> None:
+    """Claude Code's turn after the user stops a tool: the rejected call's result and
+    the user's words in one user message (a real log's shape). The fake refuses a call
+    whose result does not follow it, as Anthropic does."""
+    client = anthropic.Anthropic(base_url=fake.url, api_key="x")
+    tools = [{"name": "weather", "input_schema": {"type": "object"}}]
+    messages: list[Any] = [{"role": "user", "content": "What's the weather?"}]
+
+    def call() -> Any:
+        turn = loci.turn("s1", messages, api="anthropic", model="claude-opus-4-5")
+        answer = client.messages.create(model="claude-opus-4-5", max_tokens=512,
+                                        tools=tools, **turn.request)
+        loci.reply(turn, answer)
+        return answer
+
+    first = call()
+    rejected = ("The user doesn't want to proceed with this tool use. The tool use was "
+                "rejected (eg. if it was a file edit, the new_string was NOT written to "
+                "the file). STOP what you are doing and wait for the user to tell you how "
+                "to proceed.")
+    messages += [{"role": "assistant", "content": [b.model_dump() for b in first.content]},
+                 {"role": "user", "content": [
+                     {"type": "tool_result", "tool_use_id": "call_w", "is_error": True,
+                      "content": rejected},
+                     {"type": "text", "text": "[Request interrupted by user for tool use]"},
+                     {"type": "text", "text": "Just tell me about Lisbon instead."}]}]
+    call()
+    sent = fake.requests[1][1]["messages"]
+    assert sent[-1]["content"][0]["type"] == "tool_result"
+    assert sent[-1]["content"][0]["tool_use_id"] == "call_w"
+    assert "Lisbon instead" in str(sent[-1]["content"])
+    assert [(e.type, e.tool_call_id) for e in loci.events("s1")][2:4] == [
+        ("tool_call", "call_w"), ("tool_result", "call_w")]
+
+
 def test_a_responses_tool_loop(loci: Loci, fake: FakeProvider) -> None:
     client = openai.OpenAI(base_url=fake.url + "/v1", api_key="x")
     tools = [{"type": "function", "name": "weather", "parameters": {"type": "object"}}]

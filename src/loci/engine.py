@@ -474,8 +474,8 @@ class Loci:
         sources = Sources(self.store, self.scope, self.settings, self.workspace(),
                           self.retriever, self.runtime.live_events, self._compaction.edits)
         size = self._compaction.window(model, window)
-        compiled = compile_call(sources, Call(session, message, model, size, flush, guest),
-                                self.clock())
+        call = Call(session, message, model, size, flush, guest, view=window is not None)
+        compiled = compile_call(sources, call, self.clock())
         if window is None and known_window(model, self.settings.models) is None:
             compiled.warnings.append(unknown_model(model, size))
         return compiled

@@ -18,6 +18,8 @@ Role = Literal["user", "assistant", "system", "tool"]
 
 EVENT_TYPES: tuple[str, ...] = ("message", "tool_call", "tool_result", "summary")
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+#: The first line of a summary event's content (a compaction's, or one made for a view).
+SUMMARY_HEADER = "[CONTEXT SUMMARY]"
 #: The role an event of each non-message type is stored with.
 DEFAULT_ROLE: dict[str, str] = {
     "tool_call": "assistant",

@@ -120,7 +120,15 @@ def take_in(log: SessionLog, session: str, messages: Sequence[dict[str, Any]]) -
     text, logged, attachments = read(last.get("content"))
     if last.get("role") == "user":
         message = check_message("user", check_text("message", logged))
-        import_history(log, session, talk[:-1])
+        earlier = talk[:-1]
+        if earlier and earlier[-1].get("role") == "tool":
+            # The user's turn also answers the last calls (Messages: tool_result blocks
+            # and text in one turn, as when the user interrupts a tool): results first.
+            earlier, results = split_results(earlier)
+            import_history(log, session, earlier[:-1])
+            record_results(log, session, earlier[-1], results)
+        else:
+            import_history(log, session, earlier)
         return Intake(message, text or message, attachments, system)
     if last.get("role") == "tool":
         earlier, results = split_results(talk)

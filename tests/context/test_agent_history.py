@@ -177,3 +177,70 @@ def test_history_says_when_each_day_began(loci: Loci, clock: FakeClock) -> None:
     clock.advance(hours=1)
     loci.add("s", "assistant", "Good dog.")
     assert loci.compile("s", "And now?").history[-1]["content"] == "Good dog."
+
+
+def test_the_room_a_call_has_left_shows_the_trail_beyond_the_summary(
+        home: Path, clock: FakeClock) -> None:
+    with open_agent(home, clock, context_budgets={"compaction_summary": 120}) as loci:
+        tool_loop(loci, 40)
+        loci.compile("s", None)
+        summary = next(e for e in loci.events("s", include_archived=True)
+                       if e.type == "summary")
+        kept = summary.metadata["trail"]
+        assert all(f"pydicom/module_{i}.py`" in kept for i in range(20))  # none cut
+        compiled = loci.compile("s", "Continue the task.")
+        shown, earlier = compiled.dynamic, compiled.retrieved
+        assert "shortened to fit" in shown
+        assert "[EARLIER IN THIS SESSION: Commands]" in earlier
+        # What the summary could not show is there, once, in the order it happened.
+        lines = [line for line in earlier.splitlines() if "grep -n 'def __iter__'" in line]
+        assert len(lines) > 10 and not any(line in shown for line in lines)
+        numbers = [int(line.split("module_")[1].split(".")[0]) for line in lines]
+        assert numbers == sorted(numbers)
+        report = next(r for r in compiled.layers if r.name == "earlier_trail")
+        assert report.used > 0 and compiled.total_tokens <= compiled.budget
+        # With less room (a longer message) the newest lines win.
+        filler = " word" * (compiled.budget - compiled.total_tokens + report.used // 2)
+        tight = loci.compile("s", "Continue the task." + filler)
+        tight_lines = [line for line in tight.retrieved.splitlines() if "module_" in line]
+        assert 0 < len(tight_lines) < len(lines)
+        assert max(n for n in numbers) == max(
+            int(line.split("module_")[1].split(".")[0]) for line in tight_lines)
+
+
+def test_a_second_compaction_continues_the_whole_trail(home: Path, clock: FakeClock) -> None:
+    with open_agent(home, clock) as loci:
+        tool_loop(loci, 40)
+        loci.compile("s", None)
+        for i in range(40, 80):
+            loci.add_event("s", type="tool_call", tool_name="bash", tool_call_id=f"d{i}",
+                           args={"command": f"pytest tests/test_{i}.py"})
+            loci.add_event("s", type="tool_result", tool_call_id=f"d{i}",
+                           content="<returncode>0</returncode>\n" + "passed " * 100)
+        loci.compile("s", None)
+        assert len(loci.compactions("s")) == 2
+        latest = [e for e in loci.events("s", include_archived=True) if e.type == "summary"][-1]
+        kept = latest.metadata["trail"]
+        assert "pydicom/module_0.py" in kept and "TypeError: argument of type" in kept
+        assert "`pytest tests/test_40.py` → exit 0" in kept
+
+
+def test_a_narrower_view_summarizes_for_itself_and_stores_nothing(
+        home: Path, clock: FakeClock) -> None:
+    with open_agent(home, clock, compaction_auto=False) as loci:
+        tool_loop(loci, 30)
+        before = [(e.id, e.archived, e.content) for e in loci.events("s", include_archived=True)]
+        view = loci.compile("s", "Continue the task.", window=3_000)
+        assert view.total_tokens <= view.budget <= 3_000
+        assert "[CONTEXT SUMMARY]" in view.dynamic  # made for this call, with its trail
+        shown = view.dynamic + view.retrieved
+        assert "`grep -n 'def __iter__' pydicom/module_0.py` → exit 0" in shown
+        assert "TypeError: argument of type 'PersonName3' is not iterable" in shown
+        report = next(r for r in view.layers if r.name == "compaction_summary")
+        assert "made for this call" in report.included[0]
+        # ...and nothing of it stored: same events, no compaction, no summary event.
+        after = [(e.id, e.archived, e.content) for e in loci.events("s", include_archived=True)]
+        assert after == before and loci.compactions("s") == []
+        whole = loci.compile("s", "Continue the task.")
+        assert "[CONTEXT SUMMARY]" not in whole.dynamic
+        assert view.history[-1] == whole.history[-1] and pairs_intact(view.history)

@@ -265,8 +265,8 @@ def test_it_is_a_chat_model_reading_a_summarization_prompt() -> None:
     found = sections(reply.content)
     assert found["Decisions"] == ["User: We decided to ship v2.3.1 on 2026-02-10."]
     assert found["Critical context"] == ["Maya's flight is on 2026-12-03."]
-    assert found["Commands"] == ["`pytest` → === 3 failed, 10 passed in 1.2s ===",
-                                 "`read_file(path=src/app.py)`"]
+    # The file read is listed once, under Files, not again as a command.
+    assert found["Commands"] == ["`pytest` → === 3 failed, 10 passed in 1.2s ==="]
     assert found["Files"] == ["Read: src/app.py"]
     assert "How's it going" not in reply.content and "Summarize" not in reply.content
     assert reply.model == "extractive" and 0 < reply.output_tokens <= 200
@@ -295,7 +295,7 @@ def test_a_prose_summary_written_by_an_llm_is_folded(summarizer: ExtractiveSumma
 def test_huge_lines_are_cheap(summarizer: ExtractiveSummarizer) -> None:
     log = Log()
     log.user("x" * 200_000 + " The vault path is secret/big/line.")
-    log.tool("cat", {"path": "min.js"}, ("a=1;" * 50_000 + "\n") * 3 + "Error: boom at line 7")
+    log.tool("node", {"path": "min.js"}, ("a=1;" * 50_000 + "\n") * 3 + "Error: boom at line 7")
     summary = summarizer.summarize(log.events)
     assert "Error: boom at line 7" in summary
     assert summarizer.count(summary) <= 800

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from loci.llm.trail import COMMANDS, EDITS, ERRORS, FILES, Trail, command_paths, edited_paths
+from loci.llm.trail import (
+    COMMANDS,
+    EDITS,
+    ERRORS,
+    FILES,
+    PLAN,
+    Trail,
+    command_paths,
+    edited_paths,
+)
 from loci.tokens import heuristic_count
 
 TRACEBACK = """<returncode>1</returncode>
@@ -156,3 +165,66 @@ def test_edits_give_way_last_when_the_trail_is_cut() -> None:
     text = trail.render(300, heuristic_count)
     assert text.count("Edit src/m") == 6
     assert text.count("ls -la dir_") < 30
+
+
+def test_a_todo_tool_keeps_only_its_latest_plan() -> None:
+    trail = Trail()
+    trail.call("TodoWrite", {"todos": [
+        {"activeForm": "Creating backup of repository", "content": "Create backup of repository",
+         "status": "in_progress"},
+        {"activeForm": "Installing cleanup tools", "content": "Install cleanup tools",
+         "status": "pending"}]})
+    trail.result("Todos have been modified successfully.")
+    trail.call("TodoWrite", {"todos": [
+        {"content": "Create backup of repository", "status": "completed"},
+        {"content": "Install cleanup tools", "status": "in_progress"}]})
+    trail.result("Todos have been modified successfully.")
+    trail.call("update_plan", {"plan": [{"step": "Run the test suite", "status": "pending"}]})
+    trail.result("Plan updated")
+    text = trail.render(1_000, heuristic_count)
+    assert text == f"## {PLAN}\n- [pending] Run the test suite"
+    assert "TodoWrite" not in text and "backup" not in text  # not an edit, not a command
+    assert f"## {EDITS}" not in text and f"## {COMMANDS}" not in text
+
+
+def test_an_edit_tool_names_its_file_whatever_its_name() -> None:
+    trail = Trail()
+    trail.call("Write", {"file_path": "/Users/[USER]/Documents/M-Claude/.git/hooks/pre-commit",
+                         "content": "#!/usr/bin/env bash\nset -e\nfi\n"})
+    trail.result("File created successfully")
+    text = trail.render(1_000, heuristic_count)
+    assert "- Edited: /Users/[USER]/Documents/M-Claude/.git/hooks/pre-commit" in text
+    assert "`Write /Users/[USER]/Documents/M-Claude/.git/hooks/pre-commit: +\"#!/usr" in text
+    assert "Write ?" not in text
+
+
+def test_a_file_read_back_is_not_this_session_s_errors() -> None:
+    transcript = ("    34→\n    35→**You:** [{'type': 'tool_result', 'content': 'Exit code 127\\n"
+                  "/usr/bin/bash: line 1: gh: command not found', 'is_error': True}]\n"
+                  "    36→Error: something the file says\n")
+    trail = Trail()
+    trail.call("Read", {"file_path": "/Users/[USER]/Documents/M-Claude/CHAT_LOGS/s.md"})
+    trail.result(transcript)
+    trail.call("Read", {"file_path": "missing.md"})
+    trail.result("File does not exist.")
+    trail.call("Bash", {"command": "gh pr list"})
+    trail.result("Exit code 127\n/usr/bin/bash: line 1: gh: command not found")
+    errors = trail.render(1_000, heuristic_count).split(f"## {ERRORS}\n")[1].split("\n\n")[0]
+    assert errors.splitlines() == ["- /usr/bin/bash: line 1: gh: command not found"]
+
+
+def test_the_whole_trail_survives_a_round_trip_and_continues() -> None:
+    trail = Trail()
+    for n in range(60):
+        trail.call("Bash", {"command": f"ls -la dir_{n}"})
+        trail.result("ok" if n != 7 else "Exit code 1\nls: dir_7: No such file or directory")
+    trail.call("Read", {"file_path": "src/app.py"})
+    trail.result("1→print()")
+    whole = trail.render(None)
+    assert whole.count("`ls -la dir_") == 60  # no budget: nothing cut
+    again = Trail.parse(whole)
+    assert again.render(None) == whole
+    entries = again.entries()
+    assert (FILES, "- Read: src/app.py") in entries
+    assert entries[-1] == (COMMANDS, "- `ls -la dir_59` → ok")  # a file read is no command
+    assert sum(section == COMMANDS for section, _ in entries) == 60

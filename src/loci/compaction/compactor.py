@@ -21,13 +21,13 @@ from loci.context.history import group_steps, turn_opener
 from loci.context.render import since_provider_compaction
 from loci.errors import ConflictError
 from loci.eventlog import new_event
-from loci.models import Compaction, Document, Event, NewEvent, Scope
+from loci.llm.trail import TRAIL_KEY, span_trail
+from loci.models import SUMMARY_HEADER, Compaction, Document, Event, NewEvent, Scope
 from loci.settings import CompactionSettings
 from loci.store.base import CompactionPlan, NewCompaction, Store
 from loci.timeutil import Clock, format_timestamp
 from loci.tokens import TokenCounter
 
-SUMMARY_HEADER = "[CONTEXT SUMMARY]"
 STRATEGIES = ("full", "mask", "auto")
 
 Flush = Callable[[Sequence[Event]], int]
@@ -99,7 +99,9 @@ class Compactor:
                 summaries) else None
             summary_text = self.summarizer.summarize(old, previous, instructions,
                                                      self.summary_tokens)
-            plan_summary = self._summary_event(summary_text, old, before)
+            trail = span_trail(old, _trail_of(summaries[-1]) if summaries else "")
+            plan_summary = self._summary_event(summary_text, old, before,
+                                               trail.render(None) if trail else "")
             archive = tuple(e.id for e in (*summaries, *old))
             after = sum(masked_tokens.get(e.id, e.tokens) for e in recent) + plan_summary.tokens
         span = old or recent
@@ -156,8 +158,13 @@ class Compactor:
             recent.insert(0, opener)
         return old, recent
 
-    def _summary_event(self, text: str, span: Sequence[Event], before: int) -> NewEvent:
+    def _summary_event(self, text: str, span: Sequence[Event], before: int,
+                       trail: str) -> NewEvent:
         content = f"{SUMMARY_HEADER}\n{text}"
+        # The whole trail rides along: the summary shows what fits its budget, the
+        # compiler what else fits the call's (``earlier_trail``), and the next
+        # compaction continues it rather than a cut copy.
+        kept = {TRAIL_KEY: trail} if trail else {}
         return new_event(
             self.counter, type="summary", role="system", content=content,
             timestamp=self.clock(), metadata={
@@ -167,6 +174,7 @@ class Compactor:
                 "original_token_count": sum(e.tokens for e in span),
                 "summary_token_count": self.counter.count(content),
                 "tokens_before": before,
+                **kept,
             },
         )
 
@@ -180,3 +188,10 @@ class Compactor:
                      {"session": session, "event_id": m.event_id})
             for m in masks if m.artifact_path
         )
+
+
+def _trail_of(summary: Event) -> str:
+    """The trail a summary event carries (a summary written before the trail was kept
+    whole: the part its text shows)."""
+    kept = summary.metadata.get(TRAIL_KEY)
+    return kept if isinstance(kept, str) else summary.content

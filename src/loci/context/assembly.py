@@ -4,17 +4,21 @@ compiler takes, so that the facade only decides when a compile may compact first
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from loci.context.compiled import CompiledContext
 from loci.context.compiler import CompileRequest, ContextCompiler
 from loci.context.history import LiveEvents
 from loci.context.layers import configure
-from loci.context.sources import BuildContext, agent_spec, skill_items
+from loci.context.sources import BuildContext, ViewSummary, agent_spec, skill_items
 from loci.context.workspace import Workspace
-from loci.models import Scope, StateItem
+from loci.llm import ExtractiveSummarizer
+from loci.llm.trail import span_trail
+from loci.models import Event, Scope, StateItem
 from loci.retriever import Retriever
 from loci.settings import Settings
 from loci.store.base import Store
@@ -34,6 +38,8 @@ class Call:
     window: int
     flush: bool = False
     guest: bool = False
+    #: A window given for this call only: what it cannot show is summarized for it.
+    view: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,7 @@ def compile_call(sources: Sources, call: Call, now: datetime) -> CompiledContext
         retriever=sources.retriever, agent=agent_spec(workspace, sources.scope.agent),
         skills=skill_items(workspace, call.message), recall_limit=settings.recall_limit,
         reflexion_threshold=settings.reflexion_threshold, flush=call.flush, guest=call.guest,
+        view_summary=_view_summary(call.model) if call.view else None,
     )
     compactions = 0
     if call.session is not None:
@@ -69,3 +76,28 @@ def compile_call(sources: Sources, call: Call, now: datetime) -> CompiledContext
         provider_edits=sources.edits(call.session, ctx.stored_state()) if call.session
         else ())
     return ContextCompiler(token_counter(call.model, settings.tokenizer)).compile(ctx, request)
+
+
+#: Summaries made for views, by what they summarize: a view is often compiled again.
+VIEW_SUMMARIES = 64
+_view_cache: OrderedDict[tuple[object, ...], tuple[str, str]] = OrderedDict()
+
+
+@lru_cache(maxsize=8)
+def _view_summary(model: str) -> ViewSummary:
+    """The offline summarizer for views (a summary and the whole trail so far): made on
+    every such compile, so never a model call; remembered by span."""
+    summarizer = ExtractiveSummarizer(model=model)
+
+    def summarize(events: Sequence[Event], previous: str | None, trail: str, budget: int
+                  ) -> tuple[str, str]:
+        # By content, not ids alone: two stores in one process may share ids.
+        key = (model, hash(tuple((e.id, e.content) for e in events)), previous, trail, budget)
+        if key not in _view_cache:
+            whole = span_trail(events, trail)
+            _view_cache[key] = (summarizer.summarize(events, previous, None, budget),
+                                whole.render(None) if whole else "")
+            while len(_view_cache) > VIEW_SUMMARIES:
+                _view_cache.popitem(last=False)
+        return _view_cache[key]
+    return summarize

@@ -23,7 +23,8 @@ from loci.context.layers import LayerSpec, history_budget, tokens_for
 from loci.context.render import COMPACTS, events_to_messages, since_provider_compaction
 from loci.context.sources import BUILDERS, BuildContext, Item, said
 from loci.errors import BudgetExceededError
-from loci.models import Event
+from loci.llm.trail import TRAIL_KEY
+from loci.models import SUMMARY_HEADER, Event
 from loci.timeutil import day_label
 from loci.tokens import REPLY_PRIMING, MemoCounts, TokenCounter
 
@@ -42,7 +43,7 @@ SUMMARY_LAYER = "compaction_summary"
 #: Characters of the texts whose token counts are remembered (per model's counter).
 COUNT_CACHE_CHARS = 2_000_000
 #: Layers whose budget is a floor, not a ceiling: they take what the others left.
-ELASTIC = frozenset({"recall"})
+ELASTIC = frozenset({"recall", "earlier_trail"})
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,12 @@ class ContextCompiler:
         reports: dict[str, LayerReport] = {}
         summary = self._summary(ctx, request, planned)
         history = self._history(ctx, planned - summary.cost, reports, request.provider_edits)
+        if history.dropped_steps and ctx.view_summary is not None:
+            # A view narrower than the session's window: what it cannot show verbatim is
+            # summarized for this call (the stored session stays as it is).
+            history = self._history(ctx, planned - summary.limit, reports,
+                                    request.provider_edits)
+            summary = self._view_summary(ctx, summary, history)
         free = available - history.tokens - summary.cost
         sections = self._section_budgets(request, free)
         # What no section was given (a new session's idle history budget) and what the
@@ -225,6 +232,7 @@ class ContextCompiler:
             report.included.append(item.id)
             report.used += tokens
             ctx.included.add(item.id)
+        ctx.summary_text = " ".join(" ".join(text.lower().split()) for text in kept)
         return report, kept
 
     def _dated(self, history: History, today: date) -> History:
@@ -259,6 +267,28 @@ class ContextCompiler:
         limit = min(tokens_for(spec.budget, request.window), planned // 2)
         cost = min(sum(self.counter.count(i.text) + 1 for i in items), limit)
         return Summary(items, limit, cost)
+
+    def _view_summary(self, ctx: BuildContext, stored: Summary, history: History) -> Summary:
+        """A summary of the live steps ``history`` left out (after the stored summary),
+        made for this call within the stored summary's limit."""
+        assert ctx.view_summary is not None
+        kept = {e.id for e in history.events}
+        first = min((e.id for e in history.events if e is not history.pinned_task),
+                    default=None)
+        left_out = [e for e in ctx.events if not e.archived and e.type != "summary"
+                    and e.id not in kept and (first is None or e.id < first)]
+        if not left_out:
+            return stored
+        previous = "\n".join(item.text.removeprefix(SUMMARY_HEADER).strip()
+                             for item in stored.items) or None
+        latest = ctx.latest_summary()
+        earlier = latest.metadata.get(TRAIL_KEY) if latest else None
+        text, ctx.trail = ctx.view_summary(left_out, previous, earlier or "", stored.limit)
+        item = Item(f"a summary of events {left_out[0].id}-{left_out[-1].id} made for this "
+                    "call (the stored session is unchanged)", f"{SUMMARY_HEADER}\n{text}")
+        ctx.summary_text = " ".join(text.lower().split())
+        cost = min(self.counter.count(item.text) + 1, stored.limit)
+        return Summary([item], stored.limit, cost)
 
     def _shrink(self, text: str, budget: int) -> str:
         """The first lines of ``text`` that fit ``budget`` tokens, and a note."""

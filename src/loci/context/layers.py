@@ -10,7 +10,8 @@ Sections, in the order they reach the model (the cache-friendly order of seeds/0
 - ``history``: whole steps since the last compaction (``context.history``), append-only
   between compactions, within ``history_budget``.
 - ``retrieved``: what depends on the current message (recall, matched skills, focus,
-  reflexion hints), as a system message right before it, so that it never breaks the
+  reflexion hints) and on the room left (the trail of compacted spans beyond what the
+  summary shows), as a system message right before it, so that it never breaks the
   cache of everything above.
 
 A budget of 1 or more is tokens; below 1 it is a share of the model's window. When a
@@ -56,6 +57,7 @@ DEFAULT_LAYERS: tuple[LayerSpec, ...] = (
     LayerSpec("reflexion", "retrieved", 400, 75),
     LayerSpec("skills", "retrieved", 2_000, 65),
     LayerSpec("recall", "retrieved", 2_000, 60),
+    LayerSpec("earlier_trail", "retrieved", 1_000, 55),
 )
 #: seeds/004: static ~8K, dynamic ~5K, retrieved ~5K. History gets 60% of the window
 #: rather than seeds/004's ~10K: history is trimmed by compaction (which summarizes)

@@ -18,6 +18,7 @@ from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
+from loci.llm.trail import TRAIL_KEY, Trail
 from loci.memory.dedup import DUPLICATE_OVERLAP, word_overlap
 from loci.memory.timeline import asks_about_past, shown_as_past
 from loci.memory.tools import hit_standing
@@ -41,6 +42,10 @@ RECENT_MEMORIES = 100
 #: State keys Loci keeps for itself (focus, flush marks), not shown as state.
 INTERNAL_STATE = (STATE_PREFIX, "flushed:", "provider_edits:", "consolidation:")
 _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNORECASE)
+
+
+#: (events, earlier summary, earlier trail, token budget) → (summary, whole trail)
+ViewSummary = Callable[[Sequence[Event], str | None, str, int], tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -75,10 +80,24 @@ class BuildContext:
     included: set[str] = field(default_factory=set)
     #: The compaction summary shown, lower-cased: facts it states are not repeated.
     summary_text: str = ""
+    #: Summarizes what a view narrower than the session's window leaves out
+    #: (``compile(window=…)``); None: the view only selects.
+    view_summary: ViewSummary | None = None
+    #: The whole trail, when this call made its own summary (else the stored one's).
+    trail: str | None = None
     #: What the kept items of the layers so far say (``said``): recall repeats none.
     shown: set[str] = field(default_factory=set)
     #: The scope's state, read once for the layers that show it (``stored_state``).
     _state: list[StateItem] | None = field(default=None, init=False, repr=False)
+    #: The session's latest summary, once read: a tuple, since it may be None.
+    _summary: tuple[Event | None] | None = field(default=None, init=False, repr=False)
+
+    def latest_summary(self) -> Event | None:
+        """The session's latest compaction summary (read on first use)."""
+        if self._summary is None:
+            self._summary = (self.store.latest_summary(self.scope, self.session)
+                             if self.session else None,)
+        return self._summary[0]
 
     def stored_state(self) -> list[StateItem]:
         """The scope's state items, internal ones included (read on first use)."""
@@ -248,9 +267,37 @@ def memories(ctx: BuildContext) -> list[Item]:
 
 
 def compaction_summary(ctx: BuildContext) -> list[Item]:
-    latest = ctx.store.latest_summary(ctx.scope, ctx.session) if ctx.session else None
+    latest = ctx.latest_summary()
     return [Item(f"summary event {latest.id}, by Loci's compaction", latest.content)
             ] if latest else []
+
+
+def earlier_trail(ctx: BuildContext) -> list[Item]:
+    """What the session's trail holds beyond what its summary shows (files, edits,
+    errors, commands of every compacted span), newest first: the summary's size is
+    fixed between compactions, the room a call has left is not."""
+    latest = ctx.latest_summary()
+    kept = ctx.trail if ctx.trail is not None else (
+        latest.metadata.get(TRAIL_KEY) if latest else None)
+    return list(_trail_items(kept, ctx.summary_text)) if isinstance(kept, str) else []
+
+
+@lru_cache(maxsize=64)
+def _trail_items(kept: str, summary_text: str) -> tuple[Item, ...]:
+    """The items of ``earlier_trail`` (the same for every call between compactions)."""
+    by_section: dict[str, list[str]] = {}
+    for section, line in Trail.parse(kept).entries():
+        key = line.removeprefix("- ").removeprefix("Edited: ").removeprefix("Read: ")
+        if " ".join(key.lower().split()) not in summary_text:
+            by_section.setdefault(section, []).append(line)
+    ranked = []
+    for section, lines in by_section.items():
+        group = f"[EARLIER IN THIS SESSION: {section}]"
+        for number, line in enumerate(lines):
+            age = (len(lines) - number) / len(lines)  # sections interleave, newest first
+            ranked.append((age, Item(f"trail {section.lower()} {number}", line, group,
+                                     (0.0, number))))
+    return tuple(item for _, item in sorted(ranked, key=lambda pair: pair[0]))
 
 
 def focus(ctx: BuildContext) -> list[Item]:
@@ -437,5 +484,6 @@ BUILDERS: dict[str, Builder] = {
     "date_user": date_user, "user_file": user_file, "profile": profile, "boot": boot,
     "memory_file": memory_file, "daily_log": daily_log, "sticky": sticky, "state": state,
     "memories": memories, "compaction_summary": compaction_summary, "focus": focus,
+    "earlier_trail": earlier_trail,
     "reflexion": reflexion, "skills": skills, "recall": recall, "flush": flush,
 }

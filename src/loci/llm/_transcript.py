@@ -19,9 +19,8 @@ from datetime import datetime
 from typing import Any
 
 from loci.llm.wire import message_text
-from loci.models import Event, speaker
+from loci.models import SUMMARY_HEADER, Event, speaker
 
-SUMMARY_HEADER = "[CONTEXT SUMMARY]"
 _INJECTED_LINE = re.compile(r"^\s*\[(?:STICKY|MEMORY|STATE|RECALL)\b", re.IGNORECASE)
 _LABEL = re.compile(
     r"^\s*\[?(?P<role>user|assistant|tool|system|human|ai)\]?"

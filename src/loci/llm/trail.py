@@ -14,19 +14,28 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-FILES, EDITS, ERRORS, COMMANDS = "Files", "Edits", "Errors", "Commands"
+from loci.llm._transcript import turns_from_events
+from loci.models import Event
+
+#: The summary event's metadata key holding the session's whole trail so far.
+TRAIL_KEY = "trail"
+FILES, EDITS, ERRORS, COMMANDS, PLAN = "Files", "Edits", "Errors", "Commands", "Plan"
 #: Trail sections in the order a summary lists them (a cut summary loses the last).
-SECTIONS = (FILES, EDITS, ERRORS, COMMANDS)
+SECTIONS = (PLAN, FILES, EDITS, ERRORS, COMMANDS)
 MAX_COMMAND = 120
 #: An edit's line: the tool, the file and what changed (each line of it cut at EDIT_LINE).
 MAX_EDIT = 400
 EDIT_LINE = 80
 MAX_ERROR = 200
+#: A command's outcome quotes at most this much of an error the Errors section lists.
+OUTCOME_ERROR = 80
 MAX_FILES = 40
+#: A plan's items (a todo tool's list), each cut at this length.
+MAX_PLAN_ITEM = 100
 ERRORS_PER_OUTPUT = 3
 _READ, _EDITED = "- Read: ", "- Edited: "
 _PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "target", "dest")
@@ -57,7 +66,11 @@ _NEW_KEYS = ("new_string", "new_str", "new_text", "replace", "content", "file_te
 _PATCH_START = re.compile(r"\s*(?:\*\*\* Begin Patch|--- \S|diff --git )")
 _PATCH_FILE = re.compile(r"^(?:\*\*\* (?:Update|Add|Delete) File: |\+\+\+ )(.+)$", re.MULTILINE)
 #: How much a section's length counts when the trail must shrink (edits give way last).
-_GIVES_WAY = {EDITS: 0.5}
+_GIVES_WAY = {EDITS: 0.5, PLAN: 0.5}
+_SPACE = re.compile(r"\s")
+_READ_TOOL = re.compile(r"read|view|open|cat\b|show", re.IGNORECASE)
+_PLAN_KEYS = ("todos", "plan", "steps")
+_ITEM_KEYS = ("content", "step", "title", "text", "description")
 
 
 def is_path(token: str) -> bool:
@@ -104,7 +117,8 @@ def outcome(output: str, errors: list[str]) -> str:
     parts = [f"exit {status}"] if status is not None else []
     kind = _KIND.match(error) if error else None
     details = [kind.group(0) if kind else error, results[-1] if results else None]
-    shown = "; ".join(dict.fromkeys(d for d in details if d))
+    # The whole error line is under Errors: the outcome names it, briefly.
+    shown = "; ".join(dict.fromkeys(_clip(d, OUTCOME_ERROR) for d in details if d))
     return ": ".join(p for p in (", ".join(parts), shown) if p)
 
 
@@ -133,41 +147,59 @@ class Trail:
     edits: dict[str, str] = field(default_factory=dict)
     errors: dict[str, None] = field(default_factory=dict)
     commands: dict[str, str] = field(default_factory=dict)
-    _pending: list[tuple[str, bool]] = field(default_factory=list)
+    #: The latest plan a todo tool wrote ("[status] item"): earlier plans are stale.
+    plan: list[str] = field(default_factory=list)
+    #: Calls waiting for their result: (line, writes a file, output is the call's own
+    #: rather than a file's content).
+    _pending: list[tuple[str, bool, bool]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.read or self.edited or self.edits or self.errors or self.commands)
+        return bool(self.read or self.edited or self.edits or self.errors or self.commands
+                    or self.plan)
 
     def call(self, tool: str | None, args: Mapping[str, Any] | None) -> None:
         """A tool call: its files, and a command line waiting for its result."""
         args = args or {}
+        plan = plan_of(tool, args)
+        if plan is not None:
+            self.plan = plan
+            self._pending.append(("", False, False))
+            return
         command = args.get("command") or args.get("cmd") or args.get("script")
         if isinstance(command, list):
             command = " ".join(str(part) for part in command)
-        paths = [str(args[k]) for k in _PATH_KEYS if isinstance(args.get(k), str)
-                 and is_path(str(args[k]))]
+        named = [str(args[k]).strip() for k in _PATH_KEYS if isinstance(args.get(k), str)]
+        paths = [p for p in named if is_path(p)]
         structured = any(k in args for k in (*_OLD_KEYS, *_NEW_KEYS, "edits"))
         if isinstance(command, str) and command.strip() and not structured:
             edited = edited_paths(command) if _WRITES.search(command) else []
             self._files([*command_paths(command), *paths], edited)
-            self._pending.append((first_line(command), bool(edited)))
+            self._pending.append((first_line(command), bool(edited), True))
             return
         patched = patch_paths(args)
         editing = bool(tool and _EDIT_TOOL.search(tool)) or bool(patched)
+        if editing:  # an edit tool names its file whatever the file's name
+            paths = [p for p in named if p and not _SPACE.search(p)]
         self._files([*paths, *patched], [*paths, *patched] if editing else [])
         change = change_of(args) if editing else None
         if change is not None:
             where = ", ".join(dict.fromkeys([*paths, *patched])) or "?"
-            self._pending.append((f"{tool or 'edit'} {where}: {change}"[:MAX_EDIT], True))
+            self._pending.append((f"{tool or 'edit'} {where}: {change}"[:MAX_EDIT], True, False))
             return
         shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items()
                           if k not in ("content", "file_text"))[:MAX_COMMAND]
-        self._pending.append((f"{tool or 'tool'}({shown})", editing))
+        reads = bool(tool and _READ_TOOL.search(tool)) and bool(named)
+        # Reading a file is listed under Files; only a failure to read it is news.
+        self._pending.append(("" if reads else f"{tool or 'tool'}({shown})", editing,
+                              not reads))
 
     def result(self, output: str, tool: str | None = None) -> None:
         """A tool result: the outcome of the oldest call still waiting for one."""
-        line, editing = self._pending.pop(0) if self._pending else (tool or "", False)
-        errors = error_lines(output)
+        line, editing, own = self._pending.pop(0) if self._pending else (tool or "", False,
+                                                                          True)
+        # A file's content read back is not this session's errors: only a failure to
+        # read it (its first line) is.
+        errors = error_lines(output if own else output.lstrip().split("\n", 1)[0])
         for error in errors:
             self.errors[error] = None
         if not line:
@@ -187,6 +219,9 @@ class Trail:
     def absorb(self, section: str, line: str) -> bool:
         """Take a line of an earlier summary's trail section; True if it was one."""
         text = line.strip().removeprefix("- ").strip()
+        if section == PLAN and text:
+            self.plan.append(text)
+            return True
         if section == FILES and line.strip().startswith((_READ.strip(), _EDITED.strip())):
             kind, _, names = text.partition(": ")
             target = self.edited if kind == "Edited" else self.read
@@ -204,21 +239,27 @@ class Trail:
             commands[key.group(1) if key else text] = text
         return True
 
-    def render(self, budget: int, count: Callable[[str], int]) -> str:
-        """The trail's sections within ``budget`` tokens: the longest section gives
-        way first, its oldest successful line before any failure."""
-        files = []
-        read = [p for p in self.read if p not in self.edited][-MAX_FILES:]
-        if self.edited:
-            files.append(_EDITED + ", ".join(list(self.edited)[-MAX_FILES:]))
-        if read:
-            files.append(_READ + ", ".join(read))
-        lists = {FILES: files, EDITS: [f"- {e}" for e in self.edits.values()],
-                 ERRORS: [f"- {e}" for e in self.errors],
-                 COMMANDS: [f"- {c}" for c in self.commands.values()]}
+    def lines(self, max_files: int | None = MAX_FILES) -> dict[str, list[str]]:
+        """Each section's lines, oldest first (files: the last ``max_files`` of each
+        kind, None for all)."""
+        cut = slice(-max_files if max_files else None, None)
+        edited = list(self.edited)[cut]
+        read = [p for p in self.read if p not in self.edited][cut]
+        files = ([_EDITED + ", ".join(edited)] if edited else []) + (
+            [_READ + ", ".join(read)] if read else [])
+        return {PLAN: [f"- {item}" for item in self.plan], FILES: files,
+                EDITS: [f"- {e}" for e in self.edits.values()],
+                ERRORS: [f"- {e}" for e in self.errors],
+                COMMANDS: [f"- {c}" for c in self.commands.values()]}
+
+    def render(self, budget: int | None, count: Callable[[str], int] = len) -> str:
+        """The trail's sections within ``budget`` tokens (None: all of it, every file):
+        the longest section gives way first, its oldest successful line before any
+        failure."""
+        lists = self.lines(MAX_FILES if budget is not None else None)
         costs = {name: [count(line) + 1 for line in lines] for name, lines in lists.items()}
         spent = sum(count(f"## {n}") + 2 + sum(c) for n, c in costs.items() if c)
-        while spent > budget and any(lists.values()):
+        while budget is not None and spent > budget and any(lists.values()):
             longest = max(lists, key=lambda n: sum(costs[n]) * _GIVES_WAY.get(n, 1.0))
             lines = lists[longest]
             # The oldest line that did not fail goes first: failures teach more.
@@ -227,6 +268,58 @@ class Trail:
             del lines[index]
         return "\n\n".join(f"## {name}\n" + "\n".join(lines)
                             for name, lines in lists.items() if lines)
+
+    def entries(self) -> list[tuple[str, str]]:
+        """(section, line) for every line of the trail, oldest first within a
+        section, each file its own line ("- Read: a.py")."""
+        files = [(FILES, _EDITED + p) for p in self.edited] + [
+            (FILES, _READ + p) for p in self.read if p not in self.edited]
+        return files + [(name, line) for name, lines in self.lines(None).items()
+                        if name != FILES for line in lines]
+
+    @classmethod
+    def parse(cls, text: str) -> Trail:
+        """The trail a rendered one (or a summary holding one) lists."""
+        trail, section = cls(), None
+        for line in text.splitlines():
+            heading = re.match(r"^#+\s*(.+?)\s*$", line)
+            if heading:
+                section = next((s for s in SECTIONS if s.lower() == heading[1].lower()), None)
+            elif section is not None and line.strip():
+                trail.absorb(section, line)
+        return trail
+
+
+def span_trail(events: Sequence[Event], earlier: str = "") -> Trail:
+    """The trail of ``events`` (a compacted span) after the one ``earlier`` lists."""
+    trail = Trail.parse(earlier)
+    for turn in turns_from_events(events):
+        if turn.kind == "tool_call":
+            trail.call(turn.tool_name, turn.args)
+        elif turn.kind == "tool_result":
+            trail.result(turn.text, turn.tool_name)
+    return trail
+
+
+def plan_of(tool: str | None, args: Mapping[str, Any]) -> list[str] | None:
+    """The plan a todo or plan tool writes (Claude Code's ``TodoWrite`` ``todos``, an
+    ``update_plan`` tool's ``plan``), one "[status] item" line each; None for other calls."""
+    if not tool or not re.search(r"todo|plan", tool, re.IGNORECASE):
+        return None
+    items = next((args[k] for k in _PLAN_KEYS if isinstance(args.get(k), list)), None)
+    if items is None:
+        return None
+    plan = []
+    for item in items:
+        if isinstance(item, Mapping):
+            text = next((str(item[k]) for k in _ITEM_KEYS if isinstance(item.get(k), str)), "")
+            status = item.get("status")
+            text = f"[{status}] {text}" if isinstance(status, str) and status else text
+        else:
+            text = str(item)
+        if text.strip():
+            plan.append(" ".join(text.split())[:MAX_PLAN_ITEM])
+    return plan
 
 
 def change_of(args: Mapping[str, Any]) -> str | None:
@@ -279,6 +372,10 @@ def _ends(text: str | None) -> str:
     if len(lines) > 2:
         lines = [lines[0], "…", lines[-1]]
     return " ⏎ ".join(ln[:EDIT_LINE] for ln in lines)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rstrip() + " …"
 
 
 def _short(value: Any) -> str:
