@@ -18,7 +18,7 @@ from loci.checks import check_label, check_name, check_stored_name, check_text, 
 from loci.compaction.compactor import CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService
-from loci.context.assembly import Call, Sources, compile_call
+from loci.context.assembly import Sources, compile_for
 from loci.context.compiled import CompiledContext
 from loci.context.focus import Focus, save_focus
 from loci.context.workspace import Workspace
@@ -53,7 +53,7 @@ from loci.search.relevance import MIN_RELEVANCE
 from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store
 from loci.timeutil import Clock, utc_now
-from loci.tokens import TokenCounter, known_window, token_counter, unknown_model
+from loci.tokens import TokenCounter, token_counter
 from loci.turns import Turn, answer_turn, as_chat, take_in
 from loci.usage import UsageLedger
 
@@ -429,11 +429,10 @@ class Loci:
         self, session: str | None, message: str | None = None, *, model: str | None = None,
         window: int | None = None, guest: bool = False, provider_edits: Sequence[str] | None = None,
     ) -> CompiledContext:
-        """The context for the next LLM call of ``session`` around ``message``, the session
-        compacted first if its policy says so, by its model's window; a ``window`` given
-        here sizes this call's view only and never changes the stored session; ``guest``
-        (someone else's agent: the proxy) adds no built-in persona; ``provider_edits``: the
-        context edits the session's provider applies (``CompactionService.note_edits``)."""
+        """The context for the next LLM call of ``session`` around ``message``, compacted
+        first if its policy says so; a ``window`` here sizes this call's view only
+        (``context.assembly``); ``guest``: the proxy's (no built-in persona);
+        ``provider_edits``: what the provider edits (``CompactionService.note_edits``)."""
         window = self._checked(message, window)
         decision = Decision.NONE
         if session is not None:
@@ -470,15 +469,10 @@ class Loci:
         self, session: str | None, message: str | None, model: str | None,
         window: int | None, *, flush: bool, guest: bool = False,
     ) -> CompiledContext:
-        model = model or self.settings.model
         sources = Sources(self.store, self.scope, self.settings, self.workspace(),
                           self.retriever, self.runtime.live_events, self._compaction.edits)
-        size = self._compaction.window(model, window)
-        call = Call(session, message, model, size, flush, guest, view=window is not None)
-        compiled = compile_call(sources, call, self.clock())
-        if window is None and known_window(model, self.settings.models) is None:
-            compiled.warnings.append(unknown_model(model, size))
-        return compiled
+        return compile_for(sources, session, message, model, window, self.clock(),
+                           flush=flush, guest=guest)
 
     # -- compaction ---------------------------------------------------------------
     def compact(

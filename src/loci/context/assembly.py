@@ -22,7 +22,7 @@ from loci.models import Event, Scope, StateItem
 from loci.retriever import Retriever
 from loci.settings import Settings
 from loci.store.base import Store
-from loci.tokens import token_counter
+from loci.tokens import context_window, known_window, token_counter, unknown_model
 
 #: The provider's context edits of a session, found in the scope's state items.
 Edits = Callable[[str, Sequence[StateItem]], tuple[str, ...]]
@@ -53,6 +53,22 @@ class Sources:
     retriever: Retriever | None
     live: LiveEvents
     edits: Edits
+
+
+def compile_for(
+    sources: Sources, session: str | None, message: str | None, model: str | None,
+    window: int | None, now: datetime, *, flush: bool, guest: bool,
+) -> CompiledContext:
+    """A compile for ``model`` (the settings' by default) at ``window`` (a view) or the
+    model's own window (warned about when the model is unknown)."""
+    settings = sources.settings
+    model = model or settings.model
+    size = window or context_window(model, settings.models)
+    call = Call(session, message, model, size, flush, guest, view=window is not None)
+    compiled = compile_call(sources, call, now)
+    if window is None and known_window(model, settings.models) is None:
+        compiled.warnings.append(unknown_model(model, size))
+    return compiled
 
 
 def compile_call(sources: Sources, call: Call, now: datetime) -> CompiledContext:
