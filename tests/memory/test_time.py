@@ -56,6 +56,20 @@ def test_a_newer_value_supersedes_the_older_and_keeps_it(loci: Loci) -> None:
     assert back.superseded_by is None and not back.is_expired(loci.clock())
 
 
+def test_purging_expired_facts_keeps_what_was_superseded(
+        loci: Loci, clock: FakeClock) -> None:
+    """A superseded fact is the history of the newer one ("was …, until …"): purging
+    the expired facts, a harmless-looking command, must not erase it."""
+    old = loci._memories.save(PAGE_200, said_at=MAY_20).memory
+    new = loci._memories.save(PAGE_220, said_at=MAY_29).memory
+    stale = loci.remember("A short-lived project note", type="project_context")
+    clock.advance(days=31)
+    assert loci.purge_expired() == 2  # the note and, by now, the newer value itself
+    left = {m.id: m for m in loci.memories(include_expired=True)}
+    assert old.id in left and left[old.id].content == PAGE_200
+    assert stale.id not in left and new.id not in left
+
+
 def test_a_value_said_before_the_stored_one_arrives_superseded(loci: Loci) -> None:
     newer = loci._memories.save(PAGE_220, said_at=MAY_29).memory
     older = loci._memories.save(PAGE_200, said_at=MAY_20)

@@ -215,7 +215,11 @@ class MemoryService:
         return self.store.redact_events(self.scope, session, changed) if changed else 0
 
     def purge_expired(self) -> int:
-        expired = self.store.list_memories(self.scope, now=self.clock(), expired_only=True)
+        """Hard-delete the facts whose time ran out; a superseded fact stays, as the
+        history of the one that replaced it ("was …, until …")."""
+        expired = [m for m in self.store.list_memories(self.scope, now=self.clock(),
+                                                       expired_only=True)
+                   if m.superseded_by is None]
         count = self.store.purge_expired(self.scope, self.clock())
         if self.mirror is not None:
             for memory in expired:

@@ -227,7 +227,8 @@ class Store(ABC):
 
     @abstractmethod
     def purge_expired(self, scope: Scope, now: datetime) -> int:
-        """Hard-delete memories expired at ``now`` (and their history); returns how many."""
+        """Hard-delete memories expired at ``now`` (and their history), not those another
+        memory superseded (its history); returns how many."""
 
     def search_memories(
         self, scope: Scope, query: str, *, limit: int = 10, filters: SearchFilters = NO_FILTERS

@@ -194,7 +194,8 @@ class PostgresMemories(PostgresVectors):
         with self._write() as cur:
             cur.execute(
                 "DELETE FROM memories WHERE tenant = %s AND agent = %s AND expires <= %s "
-                "RETURNING id", (scope.tenant, scope.agent, to_micros(now)))
+                "AND superseded_by IS NULL RETURNING id",
+                (scope.tenant, scope.agent, to_micros(now)))
             ids = [r[0] for r in cur.fetchall()]
             if ids:
                 cur.execute(

@@ -137,7 +137,8 @@ class SQLiteMemories(SQLiteBase):
     def purge_expired(self, scope: Scope, now: datetime) -> int:
         with self._write() as db:
             ids = [r[0] for r in db.execute(
-                "SELECT id FROM memories WHERE tenant = ? AND agent = ? AND expires <= ?",
+                "SELECT id FROM memories WHERE tenant = ? AND agent = ? AND expires <= ? "
+                "AND superseded_by IS NULL",
                 (scope.tenant, scope.agent, to_micros(now)),
             )]
             for start in range(0, len(ids), 500):
