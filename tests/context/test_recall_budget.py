@@ -40,6 +40,14 @@ def test_a_new_session_gives_recall_the_idle_history_budget(home: Path,
         assert compiled.total_tokens <= compiled.budget
         history = _layer(compiled, "history")
         assert history.used == 0  # type: ignore[attr-defined]  # a new session
+        # Once the session has history, what recall shows is sent uncached behind the
+        # history the provider caches: its budget is a ceiling again.
+        loci.add("new", "user", "How much water did the tomato beds get?")
+        loci.add_reply("new", "Let me look at the garden log.")
+        ongoing = loci.compile("new", "And which compost batch went to bed 7?")
+        recall = _layer(ongoing, "recall")
+        assert 0 < recall.used <= recall.budget == 2_000  # type: ignore[attr-defined]
+        assert _layer(ongoing, "history").used > 0  # type: ignore[attr-defined]
 
 
 def test_recall_stops_at_a_floor_relative_to_the_best_hit(home: Path,

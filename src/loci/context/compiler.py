@@ -113,7 +113,7 @@ class ContextCompiler:
         for section in ("static", "dynamic", "retrieved"):
             budget = sections[section] + (spare if section == "retrieved" else 0)
             spare += budget - self._fit_section(ctx, request, section, budget, reports,
-                                                texts, summary)
+                                                texts, summary, elastic=not history.events)
         rendered = {s: self._join(request, s, texts) for s in ("static", "dynamic", "retrieved")}
         fixed = sum(self.counter.count_message("system", t) for t in rendered.values() if t)
         if fixed + message_tokens + REPLY_PRIMING > request.budget:
@@ -162,8 +162,12 @@ class ContextCompiler:
     def _fit_section(
         self, ctx: BuildContext, request: CompileRequest, section: str, budget: int,
         reports: dict[str, LayerReport], texts: dict[str, list[str]], summary: Summary,
+        *, elastic: bool,
     ) -> int:
-        """Fit the section's layers into ``budget``; returns the tokens used."""
+        """Fit the section's layers into ``budget``; returns the tokens used. With
+        ``elastic`` (a new session: no history the provider could cache), the
+        ``ELASTIC`` layers take what the section has left; otherwise their budget is a
+        ceiling, since what they show is sent uncached on every call."""
         layers = [layer for layer in request.layers if layer.section == section]
         remaining = budget
         for layer in sorted(layers, key=lambda spec: -spec.priority):
@@ -172,7 +176,7 @@ class ContextCompiler:
                                                                            summary)
                 continue
             limit = tokens_for(layer.budget, request.window)
-            if layer.name in ELASTIC:  # its budget is a floor: it takes what is left
+            if elastic and layer.name in ELASTIC:
                 limit = max(limit, remaining)
             report = reports[layer.name] = LayerReport(layer.name, section, limit)
             kept = self._fit_layer(ctx, layer.name, section, report, remaining)

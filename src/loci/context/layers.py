@@ -57,7 +57,7 @@ DEFAULT_LAYERS: tuple[LayerSpec, ...] = (
     LayerSpec("reflexion", "retrieved", 400, 75),
     LayerSpec("skills", "retrieved", 2_000, 65),
     LayerSpec("recall", "retrieved", 2_000, 60),
-    LayerSpec("earlier_trail", "retrieved", 1_000, 55),
+    LayerSpec("earlier_trail", "retrieved", 2_000, 55),
 )
 #: seeds/004: static ~8K, dynamic ~5K, retrieved ~5K. History gets 60% of the window
 #: rather than seeds/004's ~10K: history is trimmed by compaction (which summarizes)
