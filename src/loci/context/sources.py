@@ -19,7 +19,7 @@ from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
 from loci.llm.trail import TRAIL_KEY, Trail
-from loci.memory.dedup import DUPLICATE_OVERLAP, word_overlap
+from loci.memory.dedup import DUPLICATE_OVERLAP, overlap_sets, sets_overlap
 from loci.memory.timeline import asks_about_past, shown_as_past
 from loci.memory.tools import hit_standing
 from loci.models import Document, Event, Memory, Scope, SearchHit, StateItem, speaker
@@ -242,14 +242,18 @@ def in_summary(ctx: BuildContext, text: str) -> bool:
     if not ctx.summary_text:
         return False
     stated = " ".join(text.lower().split())
-    return stated in ctx.summary_text or any(
-        word_overlap(stated, sentence) > DUPLICATE_OVERLAP
-        for sentence in _summary_sentences(ctx.summary_text))
+    if stated in ctx.summary_text:
+        return True
+    words = overlap_sets(stated)
+    return any(sets_overlap(words, sentence) > DUPLICATE_OVERLAP
+               for sentence in _summary_sentences(ctx.summary_text))
 
 
 @lru_cache(maxsize=4)
-def _summary_sentences(summary: str) -> tuple[str, ...]:
-    return tuple(said(sentence) for sentence in _SUMMARY_SPLIT.split(summary))
+def _summary_sentences(summary: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    """The word sets of the summary's sentences (read once per summary: every recalled
+    hit is compared with each)."""
+    return tuple(overlap_sets(said(sentence)) for sentence in _SUMMARY_SPLIT.split(summary))
 
 
 _SUMMARY_SPLIT = re.compile(r"(?<=[.!?])\s+|\s+-\s+")

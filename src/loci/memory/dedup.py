@@ -50,8 +50,18 @@ def word_overlap(a: str, b: str) -> float:
     """|A ∩ B| / |A ∪ B| of the two texts' word sets (0 when both are empty), or of
     their words without the grammar a third-person rewrite changes, if that is higher
     ("User: I'm Maya, in Lisbon" and "The user is Maya, in Lisbon" are the same)."""
-    return max(_jaccard(word_set(a), word_set(b)),
-               _jaccard(word_set(a) - _GRAMMAR, word_set(b) - _GRAMMAR))
+    return sets_overlap(overlap_sets(a), overlap_sets(b))
+
+
+def overlap_sets(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The two word sets ``word_overlap`` compares, to compute once for many pairs."""
+    words = word_set(text)
+    return words, words - _GRAMMAR
+
+
+def sets_overlap(a: tuple[frozenset[str], frozenset[str]],
+                 b: tuple[frozenset[str], frozenset[str]]) -> float:
+    return max(_jaccard(a[0], b[0]), _jaccard(a[1], b[1]))
 
 
 def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
