@@ -126,3 +126,13 @@ def test_the_faces_reach_storage_only_through_the_public_api() -> None:
             reaching += [f"{path.relative_to(PACKAGE)} imports {m}" for m in imports(path)
                          if m.startswith(("loci.store", "loci.llm._http"))]
     assert not reaching, "\n".join(reaching)
+
+
+#: Modules stay small enough to read in one sitting; split one by domain past this.
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    long = {str(path.relative_to(PACKAGE)): n for path in PACKAGE.rglob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"split these modules by domain: {long}"

@@ -193,8 +193,7 @@ class Loci:
 
     def import_log(self, format: str, path: str, *, session: str | None = None
                    ) -> ImportReport:
-        """Import an agent's own logs (``claude-code``, ``codex``, ``openai``,
-        ``anthropic``: ``loci.importers``); events already imported are skipped."""
+        """Import an agent's own logs (``loci.importers``), each event once."""
         return import_log(self, format, path, session)
 
     def export_jsonl(self, session: str) -> Iterator[str]:
@@ -202,8 +201,7 @@ class Loci:
 
     def erase_session(self, session: str, *, keep_derived: bool = False,
                       dry_run: bool = False) -> SessionErasure:
-        """Erase a session (events, compactions, their index entries) and, unless
-        ``keep_derived``, the memories and documents derived from it; ``dry_run`` lists."""
+        """Erase a session and, unless ``keep_derived``, what was derived from it."""
         eraser = SessionEraser(self.store, self.scope, self._memories, self.knowledge,
                                self.runtime.live_events)
         return eraser.erase(check_text("session", session), keep_derived=keep_derived,
@@ -236,9 +234,8 @@ class Loci:
         return self._memories.history(check_text("memory id", memory_id))
 
     def forget(self, memory_id: str, *, redact_source: bool = False) -> int:
-        """Hard-delete a memory, its history and its markdown file. With
-        ``redact_source``, the reply tags that wrote it are also removed from the raw
-        replies kept in the log; returns how many replies were redacted."""
+        """Hard-delete a memory, its history and file; ``redact_source`` also removes
+        the tags that wrote it from the raw replies (returns how many)."""
         return self._memories.forget(check_text("memory id", memory_id),
                                      redact_source=redact_source)
 
@@ -254,9 +251,8 @@ class Loci:
         return self._memories.extract(events, extractor or RuleExtractor(), save=save)
 
     def sync(self, *, dry_run: bool = False, confirm: bool = False) -> SyncReport:
-        """Apply edits of the markdown mirror to the store (see ``loci.memory.sync``):
-        nothing with ``dry_run``; ``confirm`` lets many deleted files delete (retire)
-        their memories. A folder of another store or scope raises ``ConflictError``."""
+        """Apply the markdown mirror's edits (``loci.memory.sync``); ``confirm`` lets
+        many deleted files retire their memories; another store's folder: ``ConflictError``."""
         mirror = self._memories.mirror
         if mirror is None:
             raise ValidationError("the markdown mirror is off (memory_mirror = false)")
@@ -279,13 +275,11 @@ class Loci:
         return Consolidator(self._memories, self.chat).pending()
 
     def apply_reply(self, text: str, source: str | None = None) -> ReplyResult:
-        """Save the [MEMORY:type] and [STATE:key] tags of an assistant reply and return
-        the reply without them, as the user should see it."""
+        """Save a reply's [MEMORY:type] and [STATE:key] tags; the reply without them."""
         return self._memories.apply_reply(text, source)
 
     def add_reply(self, session: str, text: str, **metadata: Any) -> tuple[Event, ReplyResult]:
-        """Append an assistant reply to the log with its tags saved and stripped; the
-        raw reply stays in the event's metadata, so nothing is lost."""
+        """Append an assistant reply, its tags saved and stripped (the raw reply kept)."""
         check_name("session", session)
         result = self.apply_reply(text, source=f"session:{session}")
         if result.clean != text:
@@ -299,20 +293,17 @@ class Loci:
         window: int | None = None, system: Any = None, guest: bool | None = None,
         thinking: bool = False,
     ) -> Turn:
-        """The context of the next LLM call of ``session``, from the caller's messages
-        as its ``api`` ("openai", "anthropic", "responses") shapes them: the new text,
-        or the whole list, of which only what is new is recorded, once (``loci.turns``).
-        Send ``Turn.request`` to the model, then the answer to ``reply``. ``guest``
-        (no built-in persona) defaults to whether the caller brings a system prompt."""
+        """The next LLM call of ``session`` from the caller's messages in its ``api``'s
+        shape (only what is new is recorded: ``loci.turns``): send ``Turn.request``,
+        then the answer to ``reply``. ``guest`` defaults to having a system prompt."""
         intake = take_in(self, check_name("session", session), as_chat(messages, api, system))
         guest = bool(intake.system) if guest is None else guest
         context = self.compile(session, intake.shown, model=model, window=window, guest=guest)
         return Turn(session, api, context, intake, thinking)
 
     def reply(self, turn: Turn, answer: Any) -> ReplyResult:
-        """Record the model's ``answer`` to ``turn`` (text, a message, or the SDK's
-        result as it came): its usage, the user's message, the answer with its tags
-        saved and stripped, its tool calls and the blocks the provider needs back."""
+        """Record the model's ``answer`` to ``turn`` (text, a message or the SDK's
+        result): usage, the message, the answer's tags, tool calls and blocks."""
         return answer_turn(self, turn, answer)
 
     def search(
@@ -349,8 +340,7 @@ class Loci:
     def memory_write(
         self, type: str, tags: Sequence[str], content: str, id: str | None = None
     ) -> Memory:
-        """seeds/002 ``memory_write``: create, or update the memory ``id`` (its old
-        version stays in its history)."""
+        """seeds/002 ``memory_write``: create, or update the memory ``id`` (versioned)."""
         if id is None:
             return self.remember(content, type=type, tags=tags)
         return self._memories.update(check_text("memory id", id), content, type, tags).memory
@@ -371,10 +361,8 @@ class Loci:
         return self.indexer.reindex(progress)
 
     def wait_indexed(self, timeout: float | None = None) -> bool:
-        """Block until what was written so far has its vectors (writes return before
-        that: keyword search finds new items at once, vector search once the
-        background indexer embedded them), this process's writes and the rows other
-        processes left waiting; False if ``timeout`` seconds passed first."""
+        """Block until every row written so far (by any process) has its vectors: writes
+        return before that; False if ``timeout`` seconds passed first."""
         return self.indexer is None or self.indexer.wait_indexed(timeout)
 
     def wait_extracted(self, timeout: float | None = None) -> bool:
@@ -416,8 +404,7 @@ class Loci:
         return self.knowledge.read_document(path, offset, limit)
 
     def end_session(self, session: str) -> SessionKnowledge:
-        """The librarian: file ``session`` into /conversations/ and /profile/ documents
-        and consolidate it into memories (offline rules unless a chat model is set)."""
+        """The librarian: file ``session`` into documents and consolidate its memories."""
         librarian = Librarian(self.knowledge, self.chat, self._consolidate)
         return librarian.end_session(session, self.events(session))
 
