@@ -37,7 +37,14 @@ def _base(word: str) -> str:
 
 def coverage(query: str, text: str, tags: Iterable[str] = ()) -> float:
     """The share of the query's words (stop words out) that ``text`` or ``tags`` hold."""
-    wanted = {_base(w) for w in query_terms(query)}
+    return _held(_wanted(query), text, tags)
+
+
+def _wanted(query: str) -> frozenset[str]:
+    return frozenset(_base(w) for w in query_terms(query))
+
+
+def _held(wanted: frozenset[str], text: str, tags: Iterable[str]) -> float:
     if not wanted:
         return 0.0
     held = {_base(w.lower()) for w in _WORD.findall(text)} | {_base(t.lower()) for t in tags}
@@ -46,9 +53,9 @@ def coverage(query: str, text: str, tags: Iterable[str] = ()) -> float:
 
 def by_coverage(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
     """Memory hits rescored with ``COVERAGE_WEIGHT`` of their coverage, best first."""
-    w = COVERAGE_WEIGHT
-    rescored = [h.rescored((1 - w) * h.score + w * coverage(
-        query, h.text, h.metadata.get("tags") or ())) for h in hits]
+    w, wanted = COVERAGE_WEIGHT, _wanted(query)  # the query's words, read once
+    rescored = [h.rescored((1 - w) * h.score + w * _held(
+        wanted, h.text, h.metadata.get("tags") or ())) for h in hits]
     return sorted(rescored, key=lambda h: h.score, reverse=True)
 
 
