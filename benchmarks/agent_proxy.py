@@ -93,7 +93,7 @@ class ChatAgent:
         return messages[1:] if messages and messages[0]["role"] == "system" else messages
 
 
-class MessagesAgent(ChatAgent):
+class MessagesAgent:
     """An agent on Anthropic's Messages API (as Claude Code is): its list in content
     blocks, tool results in user turns."""
 

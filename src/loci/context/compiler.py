@@ -23,7 +23,6 @@ from loci.context.layers import LayerSpec, history_budget, tokens_for
 from loci.context.render import COMPACTS, events_to_messages, since_provider_compaction
 from loci.context.sources import BUILDERS, BuildContext, Item, said
 from loci.errors import BudgetExceededError
-from loci.llm.trail import TRAIL_KEY
 from loci.models import SUMMARY_HEADER, Event
 from loci.timeutil import day_label
 from loci.tokens import REPLY_PRIMING, MemoCounts, TokenCounter
@@ -285,9 +284,8 @@ class ContextCompiler:
             return stored
         previous = "\n".join(item.text.removeprefix(SUMMARY_HEADER).strip()
                              for item in stored.items) or None
-        latest = ctx.latest_summary()
-        earlier = latest.metadata.get(TRAIL_KEY) if latest else None
-        text, ctx.trail = ctx.view_summary(left_out, previous, earlier or "", stored.limit)
+        text, ctx.trail = ctx.view_summary(left_out, previous, ctx.stored_trail(),
+                                           stored.limit)
         item = Item(f"a summary of events {left_out[0].id}-{left_out[-1].id} made for this "
                     "call (the stored session is unchanged)", f"{SUMMARY_HEADER}\n{text}")
         ctx.summary_text = " ".join(text.lower().split())

@@ -99,6 +99,12 @@ class BuildContext:
                              if self.session else None,)
         return self._summary[0]
 
+    def stored_trail(self) -> str:
+        """The whole trail the latest summary carries ("" before any compaction)."""
+        latest = self.latest_summary()
+        kept = latest.metadata.get(TRAIL_KEY) if latest else None
+        return kept if isinstance(kept, str) else ""
+
     def stored_state(self) -> list[StateItem]:
         """The scope's state items, internal ones included (read on first use)."""
         if self._state is None:
@@ -280,10 +286,8 @@ def earlier_trail(ctx: BuildContext) -> list[Item]:
     """What the session's trail holds beyond what its summary shows (files, edits,
     errors, commands of every compacted span), newest first: the summary's size is
     fixed between compactions, the room a call has left is not."""
-    latest = ctx.latest_summary()
-    kept = ctx.trail if ctx.trail is not None else (
-        latest.metadata.get(TRAIL_KEY) if latest else None)
-    return list(_trail_items(kept, ctx.summary_text)) if isinstance(kept, str) else []
+    kept = ctx.trail if ctx.trail is not None else ctx.stored_trail()
+    return list(_trail_items(kept, ctx.summary_text)) if kept else []
 
 
 @lru_cache(maxsize=64)
