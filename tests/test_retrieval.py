@@ -110,6 +110,26 @@ def test_model_change_is_a_clear_error_until_reindex(home: Path, clock: FakeCloc
         assert loci.search_conversation("moved")[0].text == "I moved to Lisbon"
 
 
+def test_a_search_while_the_model_is_being_recorded_is_no_mismatch(
+        home: Path, clock: FakeClock) -> None:
+    """The worker records the store's model in two writes; a search that runs between
+    them must see an unindexed store, not a model without its dimension."""
+    with open_loci(home, clock, embedding_provider="hash", memory_extraction=False) as loci:
+        indexer = loci.runtime.indexer
+        store, seen = indexer.store, []
+        real_set_meta = store.set_meta
+
+        def set_meta_then_search(key: str, value: str) -> None:
+            real_set_meta(key, value)
+            indexer._recorded = None  # as if this search's cache had just run out
+            seen.append(indexer.matches(fresh=False))
+
+        store.set_meta = set_meta_then_search  # type: ignore[method-assign]
+        loci.remember("the user lives in Lisbon")
+        assert loci.wait_indexed(10)
+        assert seen and all(seen)
+
+
 def test_memory_tools_round_trip(loci: Loci) -> None:
     written = loci.memory_write("user_preference", ["ui"], "User prefers dark mode " * 100)
     found = loci.memory_search("dark mode")

@@ -210,8 +210,10 @@ class Indexer:
         return vectors
 
     def _record_model(self) -> None:
-        self.store.set_meta(META_MODEL, self.embedder.name)
+        # The dimension first: readers take a missing model for an unindexed store, so
+        # one that sees the model must also see its dimension.
         self.store.set_meta(META_DIM, str(self.embedder.dim))
+        self.store.set_meta(META_MODEL, self.embedder.name)
         self._recorded = None
 
     def vectors_for(self, texts: list[str]) -> Vectors | None:
