@@ -33,9 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from agent_sessions import _arguments, from_anthropic
+from agent_sessions import from_anthropic
 from common import machine
 from loci import Loci
+from loci.evaluation.trail import arguments
 from locomo import ingest as locomo_ingest
 from locomo import load as locomo_load
 
@@ -155,7 +156,7 @@ def replay(loci: Loci, session: str, message: dict[str, Any]) -> None:
         loci.add_events(session, [
             {"type": "tool_call", "role": "assistant", "content": content if n == 0 else "",
              "tool_name": call["function"]["name"], "tool_call_id": call["id"],
-             "args": _arguments(call)} for n, call in enumerate(message["tool_calls"])])
+             "args": arguments(call)} for n, call in enumerate(message["tool_calls"])])
     elif role == "assistant" and content.strip():
         loci.add_reply(session, content)
     elif role == "tool":
