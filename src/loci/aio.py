@@ -29,7 +29,6 @@ from loci.compaction.compactor import CompactionResult
 from loci.context.compiled import CompiledContext
 from loci.context.focus import Focus
 from loci.context.workspace import Workspace
-from loci.engine import Loci
 from loci.erasure import SessionErasure
 from loci.importers import ImportReport
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
@@ -47,6 +46,7 @@ from loci.models import (
     SessionInfo,
     StateItem,
 )
+from loci.runtime import Loci
 from loci.store import SearchFilters
 from loci.timeutil import Clock, utc_now
 from loci.turns import Turn

@@ -1,9 +1,10 @@
-"""The ``Loci`` facade: the one object that the CLI, the server and users call.
+"""``ScopeView``: the operations of a ``Loci``, the view of one scope of a runtime.
 
-A ``Loci`` is the view of one scope (user → agent) of a :class:`~loci.runtime.Runtime`,
-which holds the store, the models and the configuration. It validates input (through
-``loci.checks``), stamps time from an injectable clock, counts tokens once on write, and
-delegates storage to the store and prompt assembly to the context compiler.
+A view (user → agent) of the parts a runtime holds (``RuntimeParts``: the store, the
+models, the configuration). It validates input (through ``loci.checks``), stamps time
+from an injectable clock, counts tokens once on write, and delegates storage to the store
+and prompt assembly to the context compiler. It builds no runtime: ``loci.runtime``
+does, and its ``Loci`` adds the ways to open one.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import cached_property, partial
-from typing import Any
+from typing import Any, Protocol
 
 from loci.checks import check_label, check_name, check_stored_name, check_text, check_window
 from loci.compaction.compactor import CompactionResult
@@ -21,6 +22,7 @@ from loci.compaction.service import CompactionService
 from loci.context.assembly import Sources, compile_for
 from loci.context.compiled import CompiledContext
 from loci.context.focus import Focus, save_focus
+from loci.context.history import LiveEvents
 from loci.context.workspace import Workspace
 from loci.erasure import SessionEraser, SessionErasure
 from loci.errors import NotFoundError, ValidationError
@@ -28,8 +30,9 @@ from loci.eventlog import check_fields, check_message, dump_jsonl, new_event, pa
 from loci.importers import ImportReport, import_log
 from loci.indexing import Indexer
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, Librarian, SessionKnowledge
+from loci.llm.base import ChatModel
 from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
-from loci.memory.live import Job, extract_turns, extracted_from, worth_reading
+from loci.memory.live import Job, TurnExtraction, extract_turns, extracted_from, worth_reading
 from loci.memory.mirror import Mirror
 from loci.memory.review import Consolidation, Consolidator, Proposal
 from loci.memory.service import MemoryService, ReplyResult, SaveResult
@@ -48,50 +51,45 @@ from loci.models import (
     SessionInfo,
     StateItem,
 )
-from loci.runtime import Runtime
+from loci.retriever import Retriever
 from loci.search.relevance import MIN_RELEVANCE
-from loci.settings import Settings, load_settings
+from loci.settings import Settings
 from loci.store import SearchFilters, Store
-from loci.timeutil import Clock, utc_now
+from loci.timeutil import Clock
 from loci.tokens import TokenCounter, token_counter
 from loci.turns import Turn, answer_turn, as_chat, take_in
 from loci.usage import UsageLedger
 
 
-class Loci:
-    """Context and memory for one user's agent.
+class RuntimeParts(Protocol):
+    """What a view uses of its runtime (``loci.runtime.Runtime`` holds them all)."""
 
-    >>> with Loci.open(store="sqlite:///:memory:") as loci:
-    ...     _ = loci.add("s1", "user", "I live in Lisbon.")
-    ...     loci.compile("s1", "Where do I live?").to_openai()[-1]["content"]
-    'Where do I live?'
-    """
+    settings: Settings
+    store: Store
+    clock: Clock
+    indexer: Indexer | None
+    retriever: Retriever
+    chat: ChatModel | None
+    live_events: LiveEvents
+    extraction: TurnExtraction
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        store: Store | None = None,
-        clock: Clock | None = None,
-        indexer: Indexer | None = None,
-        runtime: Runtime | None = None,
-        user: str | None = None,
-        agent: str | None = None,
-    ) -> None:
-        """A view of one scope of ``runtime`` (``Runtime.scope``), or, without one, of a
-        runtime built here from ``settings``, ``store`` and ``indexer`` and closed with it."""
-        self._owns_runtime = runtime is None
-        self.runtime = runtime or Runtime(settings, store=store, clock=clock or utc_now,
-                                          indexer=indexer)
-        base = self.runtime.settings
+
+class ScopeView:
+    """Context and memory for one user's agent: the operations of a ``Loci``."""
+
+    def __init__(self, runtime: RuntimeParts, user: str | None = None,
+                 agent: str | None = None, clock: Clock | None = None) -> None:
+        """The view of ``user``'s ``agent`` (the settings' by default) of ``runtime``."""
+        self.runtime = runtime
+        base = runtime.settings
         self.settings = base.with_overrides(user=user, agent=agent) if user or agent else base
         self.scope = Scope(check_name("user", self.settings.user),
                            check_name("agent", self.settings.agent))
-        self.store = self.runtime.store
-        self.clock = clock or self.runtime.clock
-        self.indexer = self.runtime.indexer
-        self.retriever = self.runtime.retriever
-        self.chat = self.runtime.chat
+        self.store = runtime.store
+        self.clock = clock or runtime.clock
+        self.indexer = runtime.indexer
+        self.retriever = runtime.retriever
+        self.chat = runtime.chat
 
     # Services are built on first use, so that a view costs nothing until it works; they
     # read the time through the view, so a clock set later is theirs too.
@@ -120,30 +118,8 @@ class Loci:
         return MemoryService(self.store, self.scope, self.indexer, self._now,
                              self.settings.memory_types, mirror)
 
-    @classmethod
-    def open(cls, *, clock: Clock = utc_now, **settings: Any) -> Loci:
-        """Open with settings loaded from files and environment, plus ``settings``."""
-        return cls(load_settings(**settings), clock=clock)
-
-    def for_scope(self, user: str | None = None, agent: str | None = None) -> Loci:
-        """The same runtime seen as another user or agent (this view's clock)."""
-        return Loci(runtime=self.runtime, user=user or self.settings.user,
-                    agent=agent or self.settings.agent, clock=self.clock)
-
     def _now(self) -> datetime:
         return self.clock()
-
-    def close(self) -> None:
-        """Close the runtime if this view built it (``Loci.open``); a scope's view of a
-        shared runtime leaves it open."""
-        if self._owns_runtime:
-            self.runtime.close()
-
-    def __enter__(self) -> Loci:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- sessions and events ------------------------------------------------------
     def add(self, session: str, role: str, content: str, **metadata: Any) -> Event:
