@@ -122,12 +122,12 @@ class ScopeView:
         return self.clock()
 
     # -- sessions and events ------------------------------------------------------
-    def add(self, session: str, role: str, content: str, **metadata: Any) -> Event:
+    def add(self, /, session: str, role: str, content: str, **metadata: Any) -> Event:
         """Append a chat message to a session's log (a user's must hold text)."""
         return self.add_event(session, type="message", role=role,
                               content=check_message(role, content), metadata=metadata)
 
-    def add_event(self, session: str, **fields: Any) -> Event:
+    def add_event(self, /, session: str, **fields: Any) -> Event:
         """Append one event (``type``, ``role``, ``content``, ``tool_name``, ...)."""
         return self.add_events(session, [fields])[0]
 
@@ -254,7 +254,8 @@ class ScopeView:
         """Save a reply's [MEMORY:type] and [STATE:key] tags; the reply without them."""
         return self._memories.apply_reply(text, source)
 
-    def add_reply(self, session: str, text: str, **metadata: Any) -> tuple[Event, ReplyResult]:
+    def add_reply(self, /, session: str, text: str, **metadata: Any
+                  ) -> tuple[Event, ReplyResult]:
         """Append an assistant reply, its tags saved and stripped (the raw reply kept)."""
         check_name("session", session)
         result = self.apply_reply(text, source=f"session:{session}")
