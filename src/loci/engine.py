@@ -46,6 +46,7 @@ from loci.models import (
     Event,
     Memory,
     MemoryVersion,
+    NewEvent,
     Scope,
     SearchHit,
     SessionInfo,
@@ -139,8 +140,7 @@ class ScopeView:
             check_fields(fields)
         batch = [new_event(self.counter, **{"timestamp": now, "stamped": "timestamp" not in fields,
                                             **fields}) for fields in events]
-        added = self.store.append_events(self.scope, session, batch)
-        self._index_later()
+        added = self._append(session, batch)
         if self.settings.memory_extraction and (said := worth_reading(added)):
             self.runtime.extraction.submit(Job(partial(extract_turns, self._memories, said,
                                                        self.chat), self.chat is not None))
@@ -160,11 +160,14 @@ class ScopeView:
         return self.store.list_sessions(self.scope)
 
     def import_jsonl(self, lines: Iterable[str], session: str) -> list[Event]:
-        """Import a seeds/002 JSONL log into ``session``; a bad line stores nothing."""
+        """Import a JSONL event log into ``session``; a bad line stores nothing."""
         check_name("session", session)
-        events = parse_jsonl(lines, self.counter, self.clock())
+        return self._append(session, parse_jsonl(lines, self.counter, self.clock()))
+
+    def _append(self, session: str, events: Sequence[NewEvent]) -> list[Event]:
         added = self.store.append_events(self.scope, session, events)
-        self._index_later()
+        if self.indexer is not None:  # the vectors follow in the background
+            self.indexer.embed_later()
         return added
 
     def import_log(self, format: str, path: str, *, session: str | None = None
@@ -305,19 +308,19 @@ class ScopeView:
         self, query: str, limit: int = 5, filters: SearchFilters | None = None,
         past: bool | None = None,
     ) -> list[MemorySummary]:
-        """seeds/002 ``memory_search``: summaries, ids, relevance, timestamps, status (of
+        """The memory tool's search: summaries, ids, relevance, timestamps, status (of
         the memories scoring ``search.relevance.MIN_RELEVANCE`` or more)."""
         hits = self.search(query, limit, filters=filters, past=past)
         return [to_summary(hit, self.clock()) for hit in hits if hit.score >= MIN_RELEVANCE]
 
     def memory_read(self, memory_id: str, offset: int = 0, limit: int = 1000) -> MemoryPage:
-        """seeds/002 ``memory_read``: the memory's markdown, paginated by characters."""
+        """The memory tool's read: the memory's markdown, paginated by characters."""
         return page(self.memory(memory_id), offset, limit)
 
     def memory_write(
         self, type: str, tags: Sequence[str], content: str, id: str | None = None
     ) -> Memory:
-        """seeds/002 ``memory_write``: create, or update the memory ``id`` (versioned)."""
+        """The memory tool's write: create, or update the memory ``id`` (versioned)."""
         if id is None:
             return self.remember(content, type=type, tags=tags)
         return self._memories.update(check_text("memory id", id), content, type, tags).memory
@@ -346,10 +349,6 @@ class ScopeView:
         """Block until the facts of the turns written so far are saved (``memory.live``)."""
         return self.runtime.extraction.wait(timeout)
 
-    def _index_later(self) -> None:
-        if self.indexer is not None:
-            self.indexer.embed_later()
-
     # -- state --------------------------------------------------------------------
     def state_set(self, key: str, value: str) -> StateItem:
         value = check_text("state value", value if isinstance(value, str) else str(value))
@@ -373,11 +372,11 @@ class ScopeView:
         self, query: str, path_filter: str | None = None, tags: Sequence[str] | None = None,
         top_k: int = 5,
     ) -> list[DocumentSummary]:
-        """seeds/004 ``search_knowledge``: document summaries with paths and relevance."""
+        """Document summaries with paths and relevance (``KnowledgeBase``)."""
         return self.knowledge.search_knowledge(query, path_filter, tags, top_k)
 
     def read_document(self, path: str, offset: int = 0, limit: int = 10_000) -> DocumentPage:
-        """seeds/004 ``read_document``: a document's latest version, page by page."""
+        """A document's latest version, page by page (``KnowledgeBase``)."""
         return self.knowledge.read_document(path, offset, limit)
 
     def end_session(self, session: str) -> SessionKnowledge:
@@ -472,5 +471,5 @@ class ScopeView:
         return self.extract_memories(events, extractor)
 
     def set_focus(self, session: str, focus: Focus | None) -> None:
-        """Set (or with None, clear) the focus of a goal-driven session (seeds/001)."""
+        """Set (or with None, clear) the focus of a goal-driven session."""
         save_focus(self.store, self.scope, check_name("session", session), focus, self.clock())
