@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from loci import AsyncLoci, Loci, load_settings
+from loci.aio import SYNC_ONLY
 from loci.llm.scripted import ScriptedChatModel
 
 #: Loci's methods that AsyncLoci keeps plain (they compute, or build a view).
@@ -89,3 +90,34 @@ def test_a_local_call_runs_on_the_loop_and_a_busy_store_sends_it_to_a_thread(
 
         asyncio.run(main())
         assert seen[0] == threading.get_ident() != seen[1]
+
+
+def test_a_public_method_of_loci_without_a_counterpart_must_be_named_sync_only() -> None:
+    public = {name for name, _ in inspect.getmembers(Loci, inspect.isfunction)
+              if not name.startswith("_")}
+    lacking = {name for name in public if not callable(getattr(AsyncLoci, name, None))}
+    assert lacking == SYNC_ONLY  # a new operation needs its line in AsyncLoci's table
+
+
+def test_a_derived_coroutine_reads_as_the_method_it_runs() -> None:
+    for name in ("add", "search", "compile", "reindex", "history_budget"):
+        ours, theirs = getattr(AsyncLoci, name), getattr(Loci, name)
+        assert ours.__doc__ == theirs.__doc__ and ours.__doc__, name
+        assert inspect.signature(ours) == inspect.signature(theirs), name
+        assert ours.__qualname__ == f"AsyncLoci.{name}"
+
+
+def test_bulk_work_runs_in_a_thread_even_when_the_store_is_free(home: Path) -> None:
+    settings = load_settings(store=f"sqlite:///{home / 'c.db'}", memory_mirror=False,
+                             embedding_provider="hash")
+    with Loci(settings) as loci:
+        loci.remember("Ana lives in Lisbon.")
+        aloci, seen = AsyncLoci(loci), []
+
+        async def main() -> int:
+            await aloci.reindex(lambda done, total: seen.append(threading.get_ident()))
+            return len(await aloci.search("Lisbon"))  # local: on the loop
+
+        found = asyncio.run(main())
+    assert seen and threading.get_ident() not in seen
+    assert found == 1

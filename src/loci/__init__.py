@@ -9,7 +9,6 @@ from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.focus import Focus
 from loci.context.workspace import Workspace
 from loci.embeddings.base import Embedder
-from loci.engine import Loci
 from loci.erasure import RetentionReport, SessionErasure, UserErasure
 from loci.errors import (
     AuthError,
@@ -51,7 +50,7 @@ from loci.models import (
     UsageRecord,
 )
 from loci.pricing import Price
-from loci.runtime import Runtime
+from loci.runtime import Loci, Runtime
 from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store, open_store
 from loci.tokens import TokenCounter, context_window, token_counter

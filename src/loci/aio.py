@@ -1,58 +1,75 @@
-"""``AsyncLoci``: the surface of :class:`~loci.engine.Loci` for asyncio programs.
+"""``AsyncLoci``: the surface of :class:`~loci.Loci` for asyncio programs.
 
-Each method is a coroutine, run where its waiting is:
+Each method is a coroutine derived from ``Loci``'s method of the same name (its
+signature and docstring), run where its waiting is; the table in the class says where:
 
-- A call that reads, writes and computes only in this process (a SQLite store, an
-  in-process embedder or none) runs right on the event loop when the store is free: a
-  thread would cost more than the call and gain nothing, since the store's one
+- ``_local``: a call that reads, writes and computes only in this process (a SQLite
+  store, an in-process embedder or none) runs right on the event loop when the store is
+  free: a thread would cost more than the call and gain nothing, since the store's one
   connection and the GIL serialize the work anyway. Otherwise (PostgreSQL, an embedding
   API, the store busy in another thread) it runs in a worker thread, so that the loop
   serves other tasks while it waits.
-- A call that may wait on the chat model (compaction's summary, extraction, the
-  librarian: ``compile``, ``turn``, ``reply``, ``add_reply``, ``compact``, ...) runs in a
-  worker thread when a chat model is configured; without one it is a local call.
-- Bulk work (``reindex``, ``import_jsonl``, ``import_log``, ``export_jsonl``) always runs
-  in a thread.
+- ``_waiting``: a call that may wait on the chat model (compaction's summary,
+  extraction, the librarian) runs in a worker thread when a chat model is configured;
+  without one it is a local call.
+- ``_bulk``: bulk work, and waiting on background work, always runs in a thread.
 
-``knowledge`` and ``usage`` are the view's services as they are (their calls only touch
-the store); ``loci`` is the :class:`Loci` underneath, for anything else.
+A new ``Loci`` operation gets its coroutine from one line in that table (a test fails
+until it has one, or is named in ``SYNC_ONLY``). ``knowledge`` and ``usage`` are the
+view's services as they are (their calls only touch the store); ``loci`` is the
+:class:`Loci` underneath, for anything else.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine
+from functools import update_wrapper
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from loci.compaction.compactor import CompactionResult
-from loci.context.compiled import CompiledContext
-from loci.context.focus import Focus
-from loci.context.workspace import Workspace
-from loci.engine import Loci
-from loci.erasure import SessionErasure
-from loci.importers import ImportReport
-from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
-from loci.memory.consolidate import Consolidation, Proposal
-from loci.memory.extract import Extractor
-from loci.memory.service import ReplyResult, SaveResult
-from loci.memory.sync import SyncReport
-from loci.memory.tools import MemoryPage, MemorySummary
-from loci.models import (
-    Compaction,
-    Event,
-    Memory,
-    MemoryVersion,
-    SearchHit,
-    SessionInfo,
-    StateItem,
-)
-from loci.store import SearchFilters
+from loci.knowledge import KnowledgeBase
+from loci.runtime import Loci
 from loci.timeutil import Clock, utc_now
-from loci.turns import Turn
 from loci.usage import UsageLedger
 
+P = ParamSpec("P")
+R = TypeVar("R")
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: ``Loci``'s public methods that ``AsyncLoci`` lacks: the server's way to keep a compile
+#: on its loop (``AsyncLoci.compile`` decides where to run itself).
+SYNC_ONLY = frozenset({"compile_unless_compacting"})
+
+Runner = Callable[["AsyncLoci", Callable[[], R]], Awaitable[R]]
+
+
+def _coroutine(method: Callable[Concatenate[Loci, P], R], runner: Runner[R]
+               ) -> Callable[Concatenate[AsyncLoci, P], Coroutine[Any, Any, R]]:
+    """``method`` of the ``Loci`` under an ``AsyncLoci``, run by ``runner``."""
+
+    async def call(self: AsyncLoci, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await runner(self, lambda: method(self.loci, *args, **kwargs))
+
+    return _named(call, method)
+
+
+def _plain(method: Callable[Concatenate[Loci, P], R]) -> Callable[Concatenate[AsyncLoci, P], R]:
+    """``method`` of the ``Loci`` under an ``AsyncLoci``, called as it is (it computes)."""
+
+    def call(self: AsyncLoci, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return method(self.loci, *args, **kwargs)
+
+    return _named(call, method)
+
+
+def _named(call: F, method: Callable[..., Any]) -> F:
+    """``call`` with ``method``'s name, docstring and annotations (``__wrapped__``: what
+    ``inspect.signature`` and ``typing.get_type_hints`` read)."""
+    update_wrapper(call, method)
+    call.__module__, call.__qualname__ = __name__, f"AsyncLoci.{method.__name__}"
+    return call
 
 
 class AsyncLoci:
@@ -80,10 +97,6 @@ class AsyncLoci:
         """The same runtime seen as another user or agent."""
         return AsyncLoci(self.loci.for_scope(user, agent))
 
-    async def close(self) -> None:
-        """Close the runtime if this view built it (it joins background work)."""
-        await asyncio.to_thread(self.loci.close)
-
     async def __aenter__(self) -> AsyncLoci:
         return self
 
@@ -103,20 +116,6 @@ class AsyncLoci:
     def usage(self) -> UsageLedger:
         return self.loci.usage
 
-    def workspace(self) -> Workspace:
-        return self.loci.workspace()
-
-    def history_budget(self, model: str | None = None, window: int | None = None) -> int:
-        return self.loci.history_budget(model, window)
-
-    async def wait_indexed(self, timeout: float | None = None) -> bool:
-        """``Loci.wait_indexed``, in a thread (the indexer needs the store meanwhile)."""
-        return await self._bulk(lambda: self.loci.wait_indexed(timeout))
-
-    async def wait_extracted(self, timeout: float | None = None) -> bool:
-        """``Loci.wait_extracted``, in a thread (extraction needs the store meanwhile)."""
-        return await self._bulk(lambda: self.loci.wait_extracted(timeout))
-
     async def _local(self, call: Callable[[], T]) -> T:
         runtime = self.loci.runtime
         lock = runtime.local_lock() if runtime.in_process else None
@@ -135,242 +134,59 @@ class AsyncLoci:
     async def _bulk(self, call: Callable[[], T]) -> T:
         return await asyncio.to_thread(call)
 
-    async def add(self, session: str, role: str, content: str, **metadata: Any) -> Event:
-        return await self._local(lambda: self.loci.add(session, role, content, **metadata))
-
-    async def add_event(self, session: str, **fields: Any) -> Event:
-        return await self._local(lambda: self.loci.add_event(session, **fields))
-
-    async def add_events(self, session: str, events: Sequence[dict[str, Any]]) -> list[Event]:
-        return await self._local(lambda: self.loci.add_events(session, events))
-
-    async def add_reply(
-        self, session: str, text: str, **metadata: Any
-    ) -> tuple[Event, ReplyResult]:
-        return await self._waiting(lambda: self.loci.add_reply(session, text, **metadata))
-
-    async def apply_reply(self, text: str, source: str | None = None) -> ReplyResult:
-        return await self._local(lambda: self.loci.apply_reply(text, source))
-
-    async def compact(
-        self,
-        session: str,
-        *,
-        instructions: str | None = None,
-        dry_run: bool = False,
-        strategy: str = "full",
-        model: str | None = None,
-        window: int | None = None,
-    ) -> CompactionResult:
-        return await self._waiting(
-            lambda: self.loci.compact(
-                session, instructions=instructions, dry_run=dry_run, strategy=strategy,
-                model=model, window=window,
-            )
-        )
-
-    async def compactions(self, session: str) -> list[Compaction]:
-        return await self._local(lambda: self.loci.compactions(session))
-
-    async def compile(
-        self,
-        session: str | None,
-        message: str | None = None,
-        *,
-        model: str | None = None,
-        window: int | None = None,
-        guest: bool = False,
-        provider_edits: Sequence[str] | None = None,
-    ) -> CompiledContext:
-        return await self._waiting(
-            lambda: self.loci.compile(
-                session,
-                message,
-                model=model,
-                window=window,
-                guest=guest,
-                provider_edits=provider_edits,
-            )
-        )
-
-    async def end_session(self, session: str) -> SessionKnowledge:
-        return await self._waiting(lambda: self.loci.end_session(session))
-
-    async def erase_session(
-        self, session: str, *, keep_derived: bool = False, dry_run: bool = False
-    ) -> SessionErasure:
-        return await self._local(
-            lambda: self.loci.erase_session(session, keep_derived=keep_derived, dry_run=dry_run)
-        )
-
-    async def events(self, session: str, *, include_archived: bool = True) -> list[Event]:
-        return await self._local(
-            lambda: self.loci.events(session, include_archived=include_archived)
-        )
-
     async def export_jsonl(self, session: str) -> list[str]:
+        """``Loci.export_jsonl``'s lines, all written in a thread."""
         return await self._bulk(lambda: list(self.loci.export_jsonl(session)))
 
-    async def extract_memories(
-        self, events: Sequence[Event], extractor: Extractor | None = None, *, save: bool = True
-    ) -> list[SaveResult]:
-        return await self._waiting(lambda: self.loci.extract_memories(events, extractor, save=save))
+    # -- where each of Loci's methods runs --------------------------------------------
+    workspace = _plain(Loci.workspace)
+    history_budget = _plain(Loci.history_budget)
 
-    async def forget(self, memory_id: str, *, redact_source: bool = False) -> int:
-        return await self._local(lambda: self.loci.forget(memory_id, redact_source=redact_source))
+    add = _coroutine(Loci.add, _local)
+    add_event = _coroutine(Loci.add_event, _local)
+    add_events = _coroutine(Loci.add_events, _local)
+    apply_consolidation = _coroutine(Loci.apply_consolidation, _local)
+    apply_reply = _coroutine(Loci.apply_reply, _local)
+    compactions = _coroutine(Loci.compactions, _local)
+    consolidate = _coroutine(Loci.consolidate, _local)
+    consolidation = _coroutine(Loci.consolidation, _local)
+    erase_session = _coroutine(Loci.erase_session, _local)
+    events = _coroutine(Loci.events, _local)
+    forget = _coroutine(Loci.forget, _local)
+    memories = _coroutine(Loci.memories, _local)
+    memory = _coroutine(Loci.memory, _local)
+    memory_history = _coroutine(Loci.memory_history, _local)
+    memory_read = _coroutine(Loci.memory_read, _local)
+    memory_search = _coroutine(Loci.memory_search, _local)
+    memory_write = _coroutine(Loci.memory_write, _local)
+    purge_expired = _coroutine(Loci.purge_expired, _local)
+    read_document = _coroutine(Loci.read_document, _local)
+    remember = _coroutine(Loci.remember, _local)
+    restore = _coroutine(Loci.restore, _local)
+    search = _coroutine(Loci.search, _local)
+    search_conversation = _coroutine(Loci.search_conversation, _local)
+    search_knowledge = _coroutine(Loci.search_knowledge, _local)
+    session = _coroutine(Loci.session, _local)
+    sessions = _coroutine(Loci.sessions, _local)
+    set_focus = _coroutine(Loci.set_focus, _local)
+    state = _coroutine(Loci.state, _local)
+    state_delete = _coroutine(Loci.state_delete, _local)
+    state_get = _coroutine(Loci.state_get, _local)
+    state_set = _coroutine(Loci.state_set, _local)
+    sync = _coroutine(Loci.sync, _local)
 
-    async def import_jsonl(self, lines: Iterable[str], session: str) -> list[Event]:
-        return await self._bulk(lambda: self.loci.import_jsonl(lines, session))
+    add_reply = _coroutine(Loci.add_reply, _waiting)
+    compact = _coroutine(Loci.compact, _waiting)
+    compile = _coroutine(Loci.compile, _waiting)
+    end_session = _coroutine(Loci.end_session, _waiting)
+    extract_memories = _coroutine(Loci.extract_memories, _waiting)
+    maybe_compact = _coroutine(Loci.maybe_compact, _waiting)
+    reply = _coroutine(Loci.reply, _waiting)
+    turn = _coroutine(Loci.turn, _waiting)
 
-    async def import_log(self, format: str, path: str, *, session: str | None = None
-                         ) -> ImportReport:
-        return await self._bulk(lambda: self.loci.import_log(format, path, session=session))
-
-    async def maybe_compact(
-        self, session: str, *, model: str | None = None
-    ) -> CompactionResult | None:
-        return await self._waiting(lambda: self.loci.maybe_compact(session, model=model))
-
-    async def memories(
-        self, type: str | None = None, *, include_expired: bool = False, expired_only: bool = False
-    ) -> list[Memory]:
-        return await self._local(
-            lambda: self.loci.memories(
-                type, include_expired=include_expired, expired_only=expired_only
-            )
-        )
-
-    async def memory(self, memory_id: str) -> Memory:
-        return await self._local(lambda: self.loci.memory(memory_id))
-
-    async def memory_history(self, memory_id: str) -> list[MemoryVersion]:
-        return await self._local(lambda: self.loci.memory_history(memory_id))
-
-    async def memory_read(self, memory_id: str, offset: int = 0, limit: int = 1000) -> MemoryPage:
-        return await self._local(lambda: self.loci.memory_read(memory_id, offset, limit))
-
-    async def memory_search(
-        self, query: str, limit: int = 5, filters: SearchFilters | None = None,
-        past: bool | None = None,
-    ) -> list[MemorySummary]:
-        return await self._local(lambda: self.loci.memory_search(query, limit, filters, past))
-
-    async def memory_write(
-        self, type: str, tags: Sequence[str], content: str, id: str | None = None
-    ) -> Memory:
-        return await self._local(lambda: self.loci.memory_write(type, tags, content, id))
-
-    async def purge_expired(self) -> int:
-        return await self._local(lambda: self.loci.purge_expired())
-
-    async def read_document(self, path: str, offset: int = 0, limit: int = 10000) -> DocumentPage:
-        return await self._local(lambda: self.loci.read_document(path, offset, limit))
-
-    async def reindex(self, progress: Callable[[int, int], None] | None = None) -> int:
-        return await self._bulk(lambda: self.loci.reindex(progress))
-
-    async def remember(
-        self,
-        content: str,
-        type: str = "project_context",
-        tags: Sequence[str] = (),
-        source: str | None = None,
-        *,
-        dedupe: bool = True,
-    ) -> Memory:
-        return await self._local(
-            lambda: self.loci.remember(content, type, tags, source, dedupe=dedupe)
-        )
-
-    async def reply(self, turn: Turn, answer: Any) -> ReplyResult:
-        return await self._waiting(lambda: self.loci.reply(turn, answer))
-
-    async def search(
-        self,
-        query: str,
-        limit: int = 10,
-        *,
-        kinds: Sequence[str] = ("memory",),
-        filters: SearchFilters | None = None,
-        past: bool | None = None,
-    ) -> list[SearchHit]:
-        return await self._local(
-            lambda: self.loci.search(query, limit, kinds=kinds, filters=filters, past=past)
-        )
-
-    async def search_conversation(
-        self, query: str, session: str | None = None, limit: int = 10
-    ) -> list[SearchHit]:
-        return await self._local(lambda: self.loci.search_conversation(query, session, limit))
-
-    async def search_knowledge(
-        self,
-        query: str,
-        path_filter: str | None = None,
-        tags: Sequence[str] | None = None,
-        top_k: int = 5,
-    ) -> list[DocumentSummary]:
-        return await self._local(
-            lambda: self.loci.search_knowledge(query, path_filter, tags, top_k)
-        )
-
-    async def session(self, session: str) -> SessionInfo:
-        return await self._local(lambda: self.loci.session(session))
-
-    async def sessions(self) -> list[SessionInfo]:
-        return await self._local(lambda: self.loci.sessions())
-
-    async def set_focus(self, session: str, focus: Focus | None) -> None:
-        return await self._local(lambda: self.loci.set_focus(session, focus))
-
-    async def state(self) -> list[StateItem]:
-        return await self._local(lambda: self.loci.state())
-
-    async def state_delete(self, key: str) -> None:
-        return await self._local(lambda: self.loci.state_delete(key))
-
-    async def state_get(self, key: str) -> StateItem:
-        return await self._local(lambda: self.loci.state_get(key))
-
-    async def state_set(self, key: str, value: str) -> StateItem:
-        return await self._local(lambda: self.loci.state_set(key, value))
-
-    async def sync(self, *, dry_run: bool = False, confirm: bool = False) -> SyncReport:
-        return await self._local(lambda: self.loci.sync(dry_run=dry_run, confirm=confirm))
-
-    async def restore(self, memory_id: str) -> Memory:
-        return await self._local(lambda: self.loci.restore(memory_id))
-
-    async def consolidate(self) -> Proposal:
-        return await self._local(lambda: self.loci.consolidate())
-
-    async def apply_consolidation(self, proposal_id: str) -> Consolidation:
-        return await self._local(lambda: self.loci.apply_consolidation(proposal_id))
-
-    async def consolidation(self) -> Proposal | None:
-        return await self._local(lambda: self.loci.consolidation())
-
-    async def turn(
-        self,
-        session: str,
-        messages: Any,
-        *,
-        api: str = "openai",
-        model: str | None = None,
-        window: int | None = None,
-        system: Any = None,
-        guest: bool | None = None,
-        thinking: bool = False,
-    ) -> Turn:
-        return await self._waiting(
-            lambda: self.loci.turn(
-                session,
-                messages,
-                api=api,
-                model=model,
-                window=window,
-                system=system,
-                guest=guest,
-                thinking=thinking,
-            )
-        )
+    close = _coroutine(Loci.close, _bulk)  # it joins background work
+    import_jsonl = _coroutine(Loci.import_jsonl, _bulk)
+    import_log = _coroutine(Loci.import_log, _bulk)
+    reindex = _coroutine(Loci.reindex, _bulk)
+    wait_extracted = _coroutine(Loci.wait_extracted, _bulk)  # the work needs the store
+    wait_indexed = _coroutine(Loci.wait_indexed, _bulk)

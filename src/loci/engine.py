@@ -1,9 +1,10 @@
-"""The ``Loci`` facade: the one object that the CLI, the server and users call.
+"""``ScopeView``: the operations of a ``Loci``, the view of one scope of a runtime.
 
-A ``Loci`` is the view of one scope (user → agent) of a :class:`~loci.runtime.Runtime`,
-which holds the store, the models and the configuration. It validates input (through
-``loci.checks``), stamps time from an injectable clock, counts tokens once on write, and
-delegates storage to the store and prompt assembly to the context compiler.
+A view (user → agent) of the parts a runtime holds (``RuntimeParts``: the store, the
+models, the configuration). It validates input (through ``loci.checks``), stamps time
+from an injectable clock, counts tokens once on write, and delegates storage to the store
+and prompt assembly to the context compiler. It builds no runtime: ``loci.runtime``
+does, and its ``Loci`` adds the ways to open one.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import cached_property, partial
-from typing import Any
+from typing import Any, Protocol
 
 from loci.checks import check_label, check_name, check_stored_name, check_text, check_window
 from loci.compaction.compactor import CompactionResult
@@ -21,6 +22,7 @@ from loci.compaction.service import CompactionService
 from loci.context.assembly import Sources, compile_for
 from loci.context.compiled import CompiledContext
 from loci.context.focus import Focus, save_focus
+from loci.context.history import LiveEvents
 from loci.context.workspace import Workspace
 from loci.erasure import SessionEraser, SessionErasure
 from loci.errors import NotFoundError, ValidationError
@@ -28,8 +30,9 @@ from loci.eventlog import check_fields, check_message, dump_jsonl, new_event, pa
 from loci.importers import ImportReport, import_log
 from loci.indexing import Indexer
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, Librarian, SessionKnowledge
+from loci.llm.base import ChatModel
 from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
-from loci.memory.live import Job, extract_turns, extracted_from, worth_reading
+from loci.memory.live import Job, TurnExtraction, extract_turns, extracted_from, worth_reading
 from loci.memory.mirror import Mirror
 from loci.memory.review import Consolidation, Consolidator, Proposal
 from loci.memory.service import MemoryService, ReplyResult, SaveResult
@@ -43,55 +46,51 @@ from loci.models import (
     Event,
     Memory,
     MemoryVersion,
+    NewEvent,
     Scope,
     SearchHit,
     SessionInfo,
     StateItem,
 )
-from loci.runtime import Runtime
+from loci.retriever import Retriever
 from loci.search.relevance import MIN_RELEVANCE
-from loci.settings import Settings, load_settings
+from loci.settings import Settings
 from loci.store import SearchFilters, Store
-from loci.timeutil import Clock, utc_now
+from loci.timeutil import Clock
 from loci.tokens import TokenCounter, token_counter
 from loci.turns import Turn, answer_turn, as_chat, take_in
 from loci.usage import UsageLedger
 
 
-class Loci:
-    """Context and memory for one user's agent.
+class RuntimeParts(Protocol):
+    """What a view uses of its runtime (``loci.runtime.Runtime`` holds them all)."""
 
-    >>> with Loci.open(store="sqlite:///:memory:") as loci:
-    ...     _ = loci.add("s1", "user", "I live in Lisbon.")
-    ...     loci.compile("s1", "Where do I live?").to_openai()[-1]["content"]
-    'Where do I live?'
-    """
+    settings: Settings
+    store: Store
+    clock: Clock
+    indexer: Indexer | None
+    retriever: Retriever
+    chat: ChatModel | None
+    live_events: LiveEvents
+    extraction: TurnExtraction
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        store: Store | None = None,
-        clock: Clock | None = None,
-        indexer: Indexer | None = None,
-        runtime: Runtime | None = None,
-        user: str | None = None,
-        agent: str | None = None,
-    ) -> None:
-        """A view of one scope of ``runtime`` (``Runtime.scope``), or, without one, of a
-        runtime built here from ``settings``, ``store`` and ``indexer`` and closed with it."""
-        self._owns_runtime = runtime is None
-        self.runtime = runtime or Runtime(settings, store=store, clock=clock or utc_now,
-                                          indexer=indexer)
-        base = self.runtime.settings
+
+class ScopeView:
+    """Context and memory for one user's agent: the operations of a ``Loci``."""
+
+    def __init__(self, runtime: RuntimeParts, user: str | None = None,
+                 agent: str | None = None, clock: Clock | None = None) -> None:
+        """The view of ``user``'s ``agent`` (the settings' by default) of ``runtime``."""
+        self.runtime = runtime
+        base = runtime.settings
         self.settings = base.with_overrides(user=user, agent=agent) if user or agent else base
         self.scope = Scope(check_name("user", self.settings.user),
                            check_name("agent", self.settings.agent))
-        self.store = self.runtime.store
-        self.clock = clock or self.runtime.clock
-        self.indexer = self.runtime.indexer
-        self.retriever = self.runtime.retriever
-        self.chat = self.runtime.chat
+        self.store = runtime.store
+        self.clock = clock or runtime.clock
+        self.indexer = runtime.indexer
+        self.retriever = runtime.retriever
+        self.chat = runtime.chat
 
     # Services are built on first use, so that a view costs nothing until it works; they
     # read the time through the view, so a clock set later is theirs too.
@@ -120,38 +119,16 @@ class Loci:
         return MemoryService(self.store, self.scope, self.indexer, self._now,
                              self.settings.memory_types, mirror)
 
-    @classmethod
-    def open(cls, *, clock: Clock = utc_now, **settings: Any) -> Loci:
-        """Open with settings loaded from files and environment, plus ``settings``."""
-        return cls(load_settings(**settings), clock=clock)
-
-    def for_scope(self, user: str | None = None, agent: str | None = None) -> Loci:
-        """The same runtime seen as another user or agent (this view's clock)."""
-        return Loci(runtime=self.runtime, user=user or self.settings.user,
-                    agent=agent or self.settings.agent, clock=self.clock)
-
     def _now(self) -> datetime:
         return self.clock()
 
-    def close(self) -> None:
-        """Close the runtime if this view built it (``Loci.open``); a scope's view of a
-        shared runtime leaves it open."""
-        if self._owns_runtime:
-            self.runtime.close()
-
-    def __enter__(self) -> Loci:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- sessions and events ------------------------------------------------------
-    def add(self, session: str, role: str, content: str, **metadata: Any) -> Event:
+    def add(self, /, session: str, role: str, content: str, **metadata: Any) -> Event:
         """Append a chat message to a session's log (a user's must hold text)."""
         return self.add_event(session, type="message", role=role,
                               content=check_message(role, content), metadata=metadata)
 
-    def add_event(self, session: str, **fields: Any) -> Event:
+    def add_event(self, /, session: str, **fields: Any) -> Event:
         """Append one event (``type``, ``role``, ``content``, ``tool_name``, ...)."""
         return self.add_events(session, [fields])[0]
 
@@ -163,8 +140,7 @@ class Loci:
             check_fields(fields)
         batch = [new_event(self.counter, **{"timestamp": now, "stamped": "timestamp" not in fields,
                                             **fields}) for fields in events]
-        added = self.store.append_events(self.scope, session, batch)
-        self._index_later()
+        added = self._append(session, batch)
         if self.settings.memory_extraction and (said := worth_reading(added)):
             self.runtime.extraction.submit(Job(partial(extract_turns, self._memories, said,
                                                        self.chat), self.chat is not None))
@@ -184,11 +160,14 @@ class Loci:
         return self.store.list_sessions(self.scope)
 
     def import_jsonl(self, lines: Iterable[str], session: str) -> list[Event]:
-        """Import a seeds/002 JSONL log into ``session``; a bad line stores nothing."""
+        """Import a JSONL event log into ``session``; a bad line stores nothing."""
         check_name("session", session)
-        events = parse_jsonl(lines, self.counter, self.clock())
+        return self._append(session, parse_jsonl(lines, self.counter, self.clock()))
+
+    def _append(self, session: str, events: Sequence[NewEvent]) -> list[Event]:
         added = self.store.append_events(self.scope, session, events)
-        self._index_later()
+        if self.indexer is not None:  # the vectors follow in the background
+            self.indexer.embed_later()
         return added
 
     def import_log(self, format: str, path: str, *, session: str | None = None
@@ -278,7 +257,8 @@ class Loci:
         """Save a reply's [MEMORY:type] and [STATE:key] tags; the reply without them."""
         return self._memories.apply_reply(text, source)
 
-    def add_reply(self, session: str, text: str, **metadata: Any) -> tuple[Event, ReplyResult]:
+    def add_reply(self, /, session: str, text: str, **metadata: Any
+                  ) -> tuple[Event, ReplyResult]:
         """Append an assistant reply, its tags saved and stripped (the raw reply kept)."""
         check_name("session", session)
         result = self.apply_reply(text, source=f"session:{session}")
@@ -328,19 +308,19 @@ class Loci:
         self, query: str, limit: int = 5, filters: SearchFilters | None = None,
         past: bool | None = None,
     ) -> list[MemorySummary]:
-        """seeds/002 ``memory_search``: summaries, ids, relevance, timestamps, status (of
+        """The memory tool's search: summaries, ids, relevance, timestamps, status (of
         the memories scoring ``search.relevance.MIN_RELEVANCE`` or more)."""
         hits = self.search(query, limit, filters=filters, past=past)
         return [to_summary(hit, self.clock()) for hit in hits if hit.score >= MIN_RELEVANCE]
 
     def memory_read(self, memory_id: str, offset: int = 0, limit: int = 1000) -> MemoryPage:
-        """seeds/002 ``memory_read``: the memory's markdown, paginated by characters."""
+        """The memory tool's read: the memory's markdown, paginated by characters."""
         return page(self.memory(memory_id), offset, limit)
 
     def memory_write(
         self, type: str, tags: Sequence[str], content: str, id: str | None = None
     ) -> Memory:
-        """seeds/002 ``memory_write``: create, or update the memory ``id`` (versioned)."""
+        """The memory tool's write: create, or update the memory ``id`` (versioned)."""
         if id is None:
             return self.remember(content, type=type, tags=tags)
         return self._memories.update(check_text("memory id", id), content, type, tags).memory
@@ -369,10 +349,6 @@ class Loci:
         """Block until the facts of the turns written so far are saved (``memory.live``)."""
         return self.runtime.extraction.wait(timeout)
 
-    def _index_later(self) -> None:
-        if self.indexer is not None:
-            self.indexer.embed_later()
-
     # -- state --------------------------------------------------------------------
     def state_set(self, key: str, value: str) -> StateItem:
         value = check_text("state value", value if isinstance(value, str) else str(value))
@@ -396,11 +372,11 @@ class Loci:
         self, query: str, path_filter: str | None = None, tags: Sequence[str] | None = None,
         top_k: int = 5,
     ) -> list[DocumentSummary]:
-        """seeds/004 ``search_knowledge``: document summaries with paths and relevance."""
+        """Document summaries with paths and relevance (``KnowledgeBase``)."""
         return self.knowledge.search_knowledge(query, path_filter, tags, top_k)
 
     def read_document(self, path: str, offset: int = 0, limit: int = 10_000) -> DocumentPage:
-        """seeds/004 ``read_document``: a document's latest version, page by page."""
+        """A document's latest version, page by page (``KnowledgeBase``)."""
         return self.knowledge.read_document(path, offset, limit)
 
     def end_session(self, session: str) -> SessionKnowledge:
@@ -495,5 +471,5 @@ class Loci:
         return self.extract_memories(events, extractor)
 
     def set_focus(self, session: str, focus: Focus | None) -> None:
-        """Set (or with None, clear) the focus of a goal-driven session (seeds/001)."""
+        """Set (or with None, clear) the focus of a goal-driven session."""
         save_focus(self.store, self.scope, check_name("session", session), focus, self.clock())

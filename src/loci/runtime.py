@@ -1,10 +1,11 @@
-"""The process-wide runtime: what is built once from settings and shared by every scope.
+"""The process-wide runtime, and ``Loci``: the view of one of its scopes.
 
 A ``Runtime`` owns the store, the embedder (through the indexer), the retriever, the chat
 model, the typed configurations read from settings and the cache of live events, and
 closes them all. ``runtime.scope(user, agent)`` returns a light ``Loci`` view of one
 scope: building one costs no model, client or connection, so a server may open one per
-request.
+request. A ``Loci`` is a ``ScopeView`` (``loci.engine``: its operations) that can also be
+opened from settings, owning the runtime built for it.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from __future__ import annotations
 import _thread
 from datetime import timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loci.checks import check_name, check_stored_name
 from loci.compaction.service import chat_model_from
 from loci.context.history import LiveEvents
 from loci.embeddings import IN_PROCESS, make_embedder
 from loci.embeddings.base import Embedder
+from loci.engine import ScopeView
 from loci.erasure import (
     RetentionReport,
     UserErasure,
@@ -37,9 +39,6 @@ from loci.retriever import Retriever
 from loci.settings import RETENTION_ACTIONS, Settings, load_settings
 from loci.store import Store, open_store
 from loci.timeutil import Clock, utc_now
-
-if TYPE_CHECKING:
-    from loci.engine import Loci
 
 #: Sessions whose live events the runtime keeps between compiles, over all scopes.
 LIVE_SESSIONS = 256
@@ -85,8 +84,6 @@ class Runtime:
 
     def scope(self, user: str | None = None, agent: str | None = None) -> Loci:
         """The ``Loci`` view of one user's agent (the settings' defaults if not given)."""
-        from loci.engine import Loci
-
         return Loci(runtime=self, user=user, agent=agent)
 
     @property
@@ -192,6 +189,57 @@ class Runtime:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self.close()
+
+
+class Loci(ScopeView):
+    """Context and memory for one user's agent.
+
+    >>> with Loci.open(store="sqlite:///:memory:") as loci:
+    ...     _ = loci.add("s1", "user", "I live in Lisbon.")
+    ...     loci.compile("s1", "Where do I live?").to_openai()[-1]["content"]
+    'Where do I live?'
+    """
+
+    runtime: Runtime
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        store: Store | None = None,
+        clock: Clock | None = None,
+        indexer: Indexer | None = None,
+        runtime: Runtime | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+    ) -> None:
+        """A view of one scope of ``runtime`` (``Runtime.scope``), or, without one, of a
+        runtime built here from ``settings``, ``store`` and ``indexer`` and closed with it."""
+        self._owns_runtime = runtime is None
+        super().__init__(runtime or Runtime(settings, store=store, clock=clock or utc_now,
+                                            indexer=indexer), user, agent, clock)
+
+    @classmethod
+    def open(cls, *, clock: Clock = utc_now, **settings: Any) -> Loci:
+        """Open with settings loaded from files and environment, plus ``settings``."""
+        return cls(load_settings(**settings), clock=clock)
+
+    def for_scope(self, user: str | None = None, agent: str | None = None) -> Loci:
+        """The same runtime seen as another user or agent (this view's clock)."""
+        return Loci(runtime=self.runtime, user=user or self.settings.user,
+                    agent=agent or self.settings.agent, clock=self.clock)
+
+    def close(self) -> None:
+        """Close the runtime if this view built it (``Loci.open``); a scope's view of a
+        shared runtime leaves it open."""
+        if self._owns_runtime:
+            self.runtime.close()
+
+    def __enter__(self) -> Loci:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -79,8 +79,7 @@ def test_loci_serve_runs_the_server(home: Path, workers: int) -> None:
 
 
 def test_workers_share_the_cores_for_the_local_model(home: Path) -> None:
-    from loci import load_settings
-    from loci.engine import Loci
+    from loci import Loci, load_settings
     from loci.server.workers import worker_settings
 
     local = load_settings(store=f"sqlite:///{home / 'a.db'}", embedding_provider="local",

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from loci.engine import Loci
+from loci import Loci
 from loci.errors import LociError
 from loci.timeutil import format_timestamp
 

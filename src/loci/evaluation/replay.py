@@ -27,8 +27,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from loci import Loci
 from loci.context.render import events_to_messages
-from loci.engine import Loci
 from loci.errors import ValidationError
 from loci.evaluation.trail import (
     CLASSES,

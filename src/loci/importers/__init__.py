@@ -18,7 +18,7 @@ from loci.importers import anthropic, claude_code, codex, openai
 from loci.importers.base import IMPORT_ID, ImportedCount, ImportedSession, ImportReport
 
 if TYPE_CHECKING:
-    from loci.engine import Loci
+    from loci.engine import ScopeView
 
 Reader = Callable[[Path, "str | None"], list[ImportedSession]]
 
@@ -53,7 +53,7 @@ def read_log(format: str, path: str | Path, session: str | None = None
     return sessions
 
 
-def import_log(loci: Loci, format: str, path: str | Path, session: str | None = None
+def import_log(loci: ScopeView, format: str, path: str | Path, session: str | None = None
                ) -> ImportReport:
     """Append each session's new events (those whose ``import_id`` the session does not
     hold yet) in one batch per session, in log order."""

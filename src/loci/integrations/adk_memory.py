@@ -30,7 +30,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from loci.engine import Loci
+from loci import Loci
 from loci.errors import NotFoundError
 from loci.runtime import Runtime
 from loci.timeutil import format_timestamp

@@ -24,7 +24,7 @@ from anthropic.types.beta import (
 )
 from anyio.to_thread import run_sync
 
-from loci.engine import Loci
+from loci import Loci
 from loci.knowledge.memory_files import MemoryFiles, MemoryToolError
 
 Command = (BetaMemoryTool20250818ViewCommand | BetaMemoryTool20250818CreateCommand

@@ -34,7 +34,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from loci.engine import Loci
+from loci import Loci
 from loci.errors import NotFoundError
 from loci.models import Document
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 
-from loci.engine import Loci
+from loci import Loci
 from loci.server.hub import Hub, Principal
 
 

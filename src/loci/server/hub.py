@@ -19,9 +19,8 @@ from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from loci import Store
+from loci import Loci, Store
 from loci.checks import check_name
-from loci.engine import Loci
 from loci.erasure import UserErasure
 from loci.errors import AuthError, ForbiddenError, ValidationError
 from loci.keys import OPERATOR, hash_key

@@ -37,8 +37,7 @@ from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from loci import SearchFilters, __version__
-from loci.engine import Loci
+from loci import Loci, SearchFilters, __version__
 from loci.errors import LociError
 from loci.knowledge.memory_files import ROOT, MemoryFiles
 from loci.server.errors import error_response

@@ -53,7 +53,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field, field_validator
 from pydantic import ValidationError as SchemaError
 
-from loci.engine import Loci
+from loci import Loci
 from loci.errors import LociError, ProviderError, ValidationError
 from loci.llm.answers import Completion
 from loci.models import Usage

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loci.engine import Loci
+from loci import Loci
 from loci.errors import LociError
 from loci.knowledge.memory_files import MemoryFiles
 from loci.server.proxy_anthropic import ANTHROPIC_TOOL

@@ -28,7 +28,7 @@ from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
 from pydantic import Field, StrictBool, field_validator, model_validator
 
-from loci.engine import Loci
+from loci import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
 from loci.llm.messages import add_responses_item
 from loci.models import Usage

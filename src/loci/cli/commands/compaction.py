@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
+from loci import Loci
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
 from loci.compaction.compactor import STRATEGIES
-from loci.engine import Loci
 from loci.timeutil import format_timestamp
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
+from loci import Loci
 from loci.cli.app import cli, print_json, scoped
-from loci.engine import Loci
 from loci.tokens import context_window, heuristic_count, token_counter
 
 

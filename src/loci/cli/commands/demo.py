@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
+from loci import Loci
 from loci.cli.app import cli, global_option, one_line
-from loci.engine import Loci
 
 QUESTION = "Why did station 9414290 fail, and what did we decide to do about it?"
 #: A reply as an agent would write it, saving facts with memory tags.

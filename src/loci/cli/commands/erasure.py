@@ -7,10 +7,9 @@ from pathlib import Path
 
 import click
 
-from loci import UserErasure
+from loci import Loci, UserErasure
 from loci.cli.app import cli, json_option, print_json, scoped
 from loci.cli.commands.knowledge import session
-from loci.engine import Loci
 
 
 @session.command(name="rm")

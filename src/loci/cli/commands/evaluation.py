@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from loci import Loci
 from loci.cli.app import cli, json_option, print_json, scoped
-from loci.engine import Loci
 from loci.evaluation import CUTS, evaluate, report_lines
 
 

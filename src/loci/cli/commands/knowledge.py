@@ -7,8 +7,8 @@ from typing import Any, BinaryIO
 
 import click
 
+from loci import Loci
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
-from loci.engine import Loci
 from loci.errors import ValidationError
 from loci.knowledge import import_directory
 from loci.knowledge.paths import parse_tags

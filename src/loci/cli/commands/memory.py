@@ -7,9 +7,8 @@ from typing import Any
 
 import click
 
-from loci import SearchFilters
+from loci import Loci, SearchFilters
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
-from loci.engine import Loci
 from loci.errors import ValidationError
 from loci.memory.sync import SyncReport
 from loci.memory.types import check_type, typo_of

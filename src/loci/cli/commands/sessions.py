@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
+from loci import Loci
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
-from loci.engine import Loci
 from loci.importers import FORMATS
 from loci.models import ROLES
 from loci.timeutil import format_timestamp

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
+from loci import Loci
 from loci.cli.app import cli, json_option, print_json, scoped
 from loci.context.focus import Focus, parse_criterion
 from loci.context.skills import load_skill_set, match_skills
 from loci.context.templates import soul_from_answers, write_workspace
-from loci.engine import Loci
 
 
 @cli.command()
