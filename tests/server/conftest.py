@@ -1,8 +1,10 @@
-"""Shared server fixtures: a real uvicorn server on a free loopback port, in a thread.
+"""Shared server fixtures: real uvicorn servers on free loopback ports, in threads.
 
 ``live_server(app)`` starts ``app`` (lifespan included) and returns its base URL,
 ``http://127.0.0.1:<port>``; every server a test started is stopped, and its thread
-joined, when the test ends.
+joined, when the test ends. Outside a test's own fixtures (a module-scoped fixture, a
+server for one block) ``with LiveServer(app) as server:`` serves ``app`` at
+``server.url``.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from types import TracebackType
 
 import pytest
 import uvicorn
@@ -20,7 +23,6 @@ from starlette.types import ASGIApp
 from loci.server.hub import Hub
 from loci.server.workers import UVICORN_OPTIONS
 
-LiveServer = Callable[[ASGIApp], str]
 #: In-process clients call the app as a local program would (open mode answers
 #: loopback host names only).
 LOCAL = "http://127.0.0.1"
@@ -54,10 +56,33 @@ def serving(app: ASGIApp) -> Iterator[str]:
         assert not thread.is_alive(), "a test server did not stop"
 
 
+class LiveServer:
+    """Apps served by ``serving`` until the ``with`` block (or the test) ends:
+    ``LiveServer(app)`` serves ``app`` at ``.url`` from the block's start; calling the
+    instance serves one more app and returns its base URL."""
+
+    def __init__(self, app: ASGIApp | None = None) -> None:
+        self._first = app
+        self._running = ExitStack()
+        self.url = ""
+
+    def __call__(self, app: ASGIApp) -> str:
+        return self._running.enter_context(serving(app))
+
+    def __enter__(self) -> LiveServer:
+        if self._first is not None:
+            self.url = self(self._first)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self._running.close()
+
+
 @pytest.fixture
 def live_server() -> Iterator[LiveServer]:
-    with ExitStack() as running:
-        yield lambda app: running.enter_context(serving(app))
+    with LiveServer() as servers:
+        yield servers
 
 
 def make_key(hub: Hub, tenant: str) -> str:

@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from loci import load_settings
 from loci.server.app import create_app
 from loci.server.dashboard import STATIC_DIR
-from tests.server._live import LiveServer
+from tests.server.conftest import LiveServer
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "dashboard"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",

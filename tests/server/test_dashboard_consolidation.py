@@ -10,7 +10,7 @@ import httpx
 from playwright.sync_api import Page, expect
 
 from loci import Runtime
-from tests.server._live import LiveServer
+from tests.server.conftest import LiveServer
 from tests.server.test_dashboard import (  # noqa: F401 - fixtures
     browser,
     make_app,

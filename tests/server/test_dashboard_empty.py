@@ -9,7 +9,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.server._live import LiveServer
+from tests.server.conftest import LiveServer
 from tests.server.test_dashboard import browser, make_app
 
 __all__ = ["browser"]
