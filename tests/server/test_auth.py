@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,11 +16,6 @@ from loci.keys import create_key
 from loci.server import create_app
 from tests.conftest import FakeClock
 from tests.server.conftest import LOCAL
-
-
-@pytest.fixture
-def db(home: Path) -> str:
-    return f"sqlite:///{home / 'loci.db'}"
 
 
 @pytest.fixture
