@@ -4,7 +4,7 @@
 ``http://127.0.0.1:<port>``; every server a test started is stopped, and its thread
 joined, when the test ends. Outside a test's own fixtures (a module-scoped fixture, a
 server for one block) ``with LiveServer(app) as server:`` serves ``app`` at
-``server.url``.
+``server.url``. ``client`` calls the app in process, over the store ``db``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,13 @@ from types import TracebackType
 
 import pytest
 import uvicorn
+from fastapi.testclient import TestClient
 from starlette.types import ASGIApp
 
+from loci.server import create_app
 from loci.server.hub import Hub
 from loci.server.workers import UVICORN_OPTIONS
+from tests.conftest import FakeClock, clock_for, settings_for
 
 #: In-process clients call the app as a local program would (open mode answers
 #: loopback host names only).
@@ -83,6 +86,15 @@ class LiveServer:
 def live_server() -> Iterator[LiveServer]:
     with LiveServer() as servers:
         yield servers
+
+
+@pytest.fixture
+def client(request: pytest.FixtureRequest, db: str, clock: FakeClock) -> Iterator[TestClient]:
+    """The app over ``db`` (its lifespan running), called in process from loopback; the
+    ``loci_settings`` and ``real_clock`` markers apply."""
+    app = create_app(settings_for(request, store=db), clock=clock_for(request, clock))
+    with TestClient(app, base_url=LOCAL) as running:
+        yield running
 
 
 def make_key(hub: Hub, tenant: str) -> str:
