@@ -4,21 +4,26 @@
 ``http://127.0.0.1:<port>``; every server a test started is stopped, and its thread
 joined, when the test ends. Outside a test's own fixtures (a module-scoped fixture, a
 server for one block) ``with LiveServer(app) as server:`` serves ``app`` at
-``server.url``. ``client`` calls the app in process, over the store ``db``.
+``server.url``. ``client`` calls the app in process, over the store ``db``; ``page`` is
+a fresh page of Debian's headless Chromium (``browser``, one per module) for the
+dashboard's tests.
 """
 
 from __future__ import annotations
 
+import shutil
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from types import TracebackType
 
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 from starlette.types import ASGIApp
 
 from loci.server import create_app
@@ -29,6 +34,13 @@ from tests.conftest import FakeClock, clock_for, settings_for
 #: In-process clients call the app as a local program would (open mode answers
 #: loopback host names only).
 LOCAL = "http://127.0.0.1"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+# Generous: these machines are shared, and with half the CPU stolen by the host a click
+# in Chromium took over 5 s (fresh-clone run, session 4).
+TIMEOUT_MS = 30_000
+expect.set_options(timeout=TIMEOUT_MS)
 
 
 @contextmanager
@@ -95,6 +107,32 @@ def client(request: pytest.FixtureRequest, db: str, clock: FakeClock) -> Iterato
     app = create_app(settings_for(request, store=db), clock=clock_for(request, clock))
     with TestClient(app, base_url=LOCAL) as running:
         yield running
+
+
+def chromium_path(default: str = "/usr/bin/chromium") -> str:
+    """Debian's Chromium; a missing browser fails the tests (it never skips them)."""
+    path = shutil.which("chromium") or default
+    if not Path(path).exists():
+        pytest.fail("Chromium is missing: `make browser` installs Debian's chromium")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = chromium_path()
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    yield page
+    context.close()
 
 
 def make_key(hub: Hub, tenant: str) -> str:
