@@ -12,6 +12,7 @@ tests with ``pytestmark``.
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -66,6 +67,13 @@ def settings_for(request: pytest.FixtureRequest, **base: Any) -> Settings:
 def clock_for(request: pytest.FixtureRequest, clock: FakeClock) -> Clock:
     """``clock``, or the real clock for a test marked ``real_clock``."""
     return utc_now if request.node.get_closest_marker("real_clock") else clock
+
+
+def free_port() -> int:
+    """A loopback port no one listens on (for a server started in another process)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def open_loci(home: Path, clock: FakeClock, **settings: object) -> Loci:
