@@ -50,7 +50,7 @@ def test_a_tool_loop_over_budget_keeps_its_task_and_newest_steps(
 
 def test_a_huge_task_keeps_its_head_and_tail(home: Path, clock: FakeClock) -> None:
     with open_loci(home, clock, **AGENT, compaction_auto=False,
-                    context_budgets={"history": 1_000}) as loci:
+                   context_budgets={"history": 1_000}) as loci:
         task = loci.add("s", "user", "START " + "detail " * 5_000 + " END")
         loci.add_event("s", type="tool_call", tool_name="bash", tool_call_id="c1",
                        args={"command": "ls"})
@@ -64,7 +64,7 @@ def test_a_huge_task_keeps_its_head_and_tail(home: Path, clock: FakeClock) -> No
 
 def test_one_oversized_step_is_shortened_not_dropped(home: Path, clock: FakeClock) -> None:
     with open_loci(home, clock, **AGENT, compaction_auto=False,
-                    context_budgets={"history": 600}) as loci:
+                   context_budgets={"history": 600}) as loci:
         loci.add_event("s", type="tool_call", tool_name="bash", tool_call_id="c1",
                        args={"command": "cat big.log"})
         loci.add_event("s", type="tool_result", tool_call_id="c1", content="x " * 20_000)
