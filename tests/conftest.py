@@ -1,9 +1,18 @@
-"""Shared fixtures: real stores (SQLite in temporary directories, a real PostgreSQL
-server) and a controllable clock."""
+"""Shared fixtures, one per thing: real stores (SQLite in temporary directories, a real
+PostgreSQL server), a ``Loci`` and a ``Runtime`` over them, and a controllable clock.
+
+Markers choose variants without a fixture of a module's own:
+``pytest.mark.loci_settings(**settings)`` adds settings to the ``Loci``, ``Runtime`` or app
+the fixtures open, ``pytest.mark.real_clock`` gives them the real clock instead of
+``clock``, and ``pytest.mark.backends(*names)`` narrows the backends ``store_url`` (and so
+``store`` and ``engine``) runs on (default: every one). A module applies them to all its
+tests with ``pytestmark``.
+"""
 
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -12,7 +21,9 @@ from typing import Any
 
 import pytest
 
-from loci import AsyncLoci, Loci, Store, load_settings, open_store
+from loci import AsyncLoci, Loci, Runtime, Settings, Store, load_settings, open_store
+from loci.store.postgres import PostgresStore
+from loci.timeutil import Clock, utc_now
 from tests.blocking import Blocking
 from tests.pg import PgTemplate, pg_server
 from tests.server.fake_upstream import upstream  # noqa: F401 - a fixture for every test
@@ -24,6 +35,52 @@ for _name in [n for n in os.environ if n.startswith("LOCI_")]:
 os.environ["LOCI_EMBEDDING_PROVIDER"] = "hash"
 # The bundled model's int8 build is made once for all tests (and later runs).
 os.environ["LOCI_EMBEDDING_CACHE"] = str(Path(tempfile.gettempdir()) / "loci-test-models")
+BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "loci_settings(**settings): settings added to the "
+                            "Loci, Runtime or app the shared fixtures open")
+    config.addinivalue_line("markers", "real_clock: the shared fixtures' Loci, Runtime or "
+                            "app read the real clock, not the test's FakeClock")
+    config.addinivalue_line("markers", "backends(*names): the backends store_url runs on "
+                            f"(of {', '.join(BACKENDS)}; default all)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Each test that takes ``store_url`` runs once per backend (``backends`` marker);
+    modules that set ``BOTH_APIS`` run each test that takes ``loci`` twice: on ``Loci``
+    and on ``AsyncLoci`` (driven by ``tests.blocking.Blocking``)."""
+    if "store_url" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("backends")
+        metafunc.parametrize("store_url", marker.args if marker else BACKENDS, indirect=True)
+    if "loci" in metafunc.fixturenames and getattr(metafunc.module, "BOTH_APIS", False):
+        metafunc.parametrize("api", ["sync", "async"])
+
+
+def settings_for(request: pytest.FixtureRequest, **base: Any) -> Settings:
+    """``base`` with the test's ``loci_settings`` marker over it, loaded as settings."""
+    marker = request.node.get_closest_marker("loci_settings")
+    return load_settings(**{**base, **(marker.kwargs if marker else {})})
+
+
+def clock_for(request: pytest.FixtureRequest, clock: FakeClock) -> Clock:
+    """``clock``, or the real clock for a test marked ``real_clock``."""
+    return utc_now if request.node.get_closest_marker("real_clock") else clock
+
+
+def free_port() -> int:
+    """A loopback port no one listens on (for a server started in another process)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def open_loci(home: Path, clock: FakeClock, **settings: object) -> Loci:
+    """A ``Loci`` over the SQLite store in ``home`` (or ``store``), for tests that open one
+    more than once or with settings of their own; close it, or use it in a ``with`` block."""
+    return Loci(load_settings(**{"store": f"sqlite:///{home / 'loci.db'}", **settings}),
+                clock=clock)
 
 
 class FakeClock:
@@ -75,11 +132,24 @@ def pg_url(pg_template: PgTemplate) -> Iterator[str]:
     pg_template.drop(url)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_url(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[str]:
-    """Every backend the contract suite runs against; each test gets an empty store."""
+@pytest.fixture
+def pg(pg_url: str) -> Iterator[PostgresStore]:
+    """A ``PostgresStore`` over ``pg_url``."""
+    store = PostgresStore(pg_url)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def db(home: Path) -> str:
+    """The URL of the SQLite store in ``home`` (the one ``loci``, ``runtime`` and the
+    server's ``client`` open)."""
+    return f"sqlite:///{home / 'loci.db'}"
+
+
+@pytest.fixture
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty store on each backend in turn (``pytest_generate_tests``)."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'contract.db'}"
         return
@@ -96,13 +166,6 @@ def store(store_url: str) -> Iterator[Store]:
     s.close()
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Modules that set ``BOTH_APIS`` run each test that takes ``loci`` twice: on
-    ``Loci`` and on ``AsyncLoci`` (driven by ``tests.blocking.Blocking``)."""
-    if "loci" in metafunc.fixturenames and getattr(metafunc.module, "BOTH_APIS", False):
-        metafunc.parametrize("api", ["sync", "async"])
-
-
 @pytest.fixture
 def api() -> str:
     return "sync"
@@ -114,7 +177,25 @@ def either(loci: Loci, api: str) -> Any:
 
 
 @pytest.fixture
-def loci(home: Path, clock: FakeClock, api: str) -> Iterator[Loci]:
-    settings = load_settings(store=f"sqlite:///{home / 'loci.db'}")
-    with Loci(settings, clock=clock) as instance:
+def loci(request: pytest.FixtureRequest, db: str, clock: FakeClock, api: str
+         ) -> Iterator[Loci]:
+    """A ``Loci`` over ``db`` (or, where ``api`` is "async", an ``AsyncLoci``)."""
+    with Loci(settings_for(request, store=db), clock=clock_for(request, clock)) as instance:
         yield either(instance, api)
+
+
+@pytest.fixture
+def engine(request: pytest.FixtureRequest, store_url: str, home: Path, clock: FakeClock
+           ) -> Iterator[Loci]:
+    """A ``Loci`` over an empty store on each backend."""
+    with Loci(settings_for(request, store=store_url), clock=clock_for(request, clock)
+              ) as instance:
+        yield instance
+
+
+@pytest.fixture
+def runtime(request: pytest.FixtureRequest, db: str, clock: FakeClock) -> Iterator[Runtime]:
+    """A ``Runtime`` over ``db``: a ``Loci`` per scope, keys, erasure."""
+    with Runtime(settings_for(request, store=db), clock=clock_for(request, clock)
+                 ) as instance:
+        yield instance

@@ -3,23 +3,13 @@ fusion, compiler and compaction over SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from loci import Loci, load_settings
-from tests.compaction.test_compaction import TINY, chat
+from loci import Loci
+from tests.compaction.test_compaction import SMALL_WINDOW, chat
 from tests.conftest import FakeClock
 
-
-@pytest.fixture
-def engine(store_url: str, home: Path, clock: FakeClock) -> Iterator[Loci]:
-    settings = load_settings(store=store_url, model="tiny", models=TINY,
-                             compaction_preserve_messages=4, compaction_preserve_share=0.1,
-                             compaction_auto=False)
-    with Loci(settings, clock=clock) as instance:
-        yield instance
+pytestmark = pytest.mark.loci_settings(**SMALL_WINDOW, compaction_auto=False)
 
 
 def test_hybrid_search_finds_facts_on_every_backend(engine: Loci) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import stat
 import zipfile
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +19,8 @@ from tests.conftest import FakeClock
 ALICE_WORDS = ("zanzibarquux", "xylofrobnic", "quuxwobble", "glorptoken", "vexilloid")
 BOB_WORDS = ("bobbinhaddock", "marzipanflux")
 
+pytestmark = pytest.mark.real_clock
+
 
 def residue(home: Path, words: tuple[str, ...]) -> dict[str, list[str]]:
     """Files under ``home`` whose bytes contain each word (``grep -a``)."""
@@ -31,13 +32,6 @@ def residue(home: Path, words: tuple[str, ...]) -> dict[str, list[str]]:
                 if word.encode() in data:
                     found.setdefault(word, []).append(path.name)
     return found
-
-
-@pytest.fixture
-def runtime(home: Path) -> Iterator[Runtime]:
-    instance = Runtime.open(store=f"sqlite:///{home / 'loci.db'}", embedding_provider="hash")
-    yield instance
-    instance.close()
 
 
 def fill(loci: Loci, words: tuple[str, ...]) -> None:

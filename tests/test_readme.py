@@ -23,7 +23,7 @@ import pytest
 from loci import load_settings
 from loci.llm.fake_provider import FakeProvider
 from loci.server import create_app
-from tests.server._live import LiveServer
+from tests.server.conftest import LiveServer
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 _BLOCK = re.compile(r"(?:<!-- not run: (?P<why>[^>]+?) -->\n)?```(?P<lang>\w+)\n(?P<code>.*?)^```",

@@ -19,14 +19,10 @@ from loci import (
     load_settings,
 )
 from loci.search.relevance import COVERAGE_WEIGHT
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, open_loci
 
 #: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
 BOTH_APIS = True
-
-
-def open_loci(home: Path, clock: FakeClock, **settings: object) -> Loci:
-    return Loci(load_settings(store=f"sqlite:///{home / 'r.db'}", **settings), clock=clock)
 
 
 def test_vectors_find_what_keywords_miss(home: Path, clock: FakeClock) -> None:

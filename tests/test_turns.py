@@ -6,19 +6,18 @@ return go back to ``reply`` as the SDK objects they are."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anthropic
 import openai
 import pytest
 
-from loci import Loci, Turn, ValidationError, load_settings
+from loci import Loci, Turn, ValidationError
 from loci.llm.fake_provider import FakeProvider
-from tests.conftest import either
 
 #: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
 BOTH_APIS = True
+pytestmark = [pytest.mark.loci_settings(memory_mirror=False), pytest.mark.real_clock]
 
 CALL = [{"id": "call_w", "type": "function",
          "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}]
@@ -36,14 +35,6 @@ def scripted(body: dict[str, Any]) -> Any:
         return CALL
     return "It is 22°C in Lisbon." if last.get("role") == "tool" or "tool_result" in text \
         or last.get("type") == "function_call_output" else "Noted."
-
-
-@pytest.fixture
-def loci(home: Path, api: str) -> Iterator[Loci]:
-    settings = load_settings(store=f"sqlite:///{home / 't.db'}", embedding_provider="hash",
-                             memory_mirror=False)
-    with Loci(settings) as instance:
-        yield either(instance, api)
 
 
 @pytest.fixture

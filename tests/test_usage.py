@@ -4,7 +4,6 @@ isolation, erasure and transfer."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,7 +16,7 @@ from loci.pricing import Price, price_of
 from loci.settings import ConfigError
 from loci.store import open_store
 from loci.usage import full_input
-from tests.compaction.test_compaction import TINY, chat
+from tests.compaction.test_compaction import SMALL_WINDOW, chat
 from tests.conftest import FakeClock
 
 OPENAI = {"prompt_tokens": 3000, "completion_tokens": 40,
@@ -26,14 +25,9 @@ ANTHROPIC = {"input_tokens": 100, "cache_read_input_tokens": 2500,
              "cache_creation_input_tokens": 400, "output_tokens": 30}
 
 
-@pytest.fixture
-def engine(store_url: str, home: Path, clock: FakeClock) -> Iterator[Loci]:
-    settings = load_settings(store=store_url, model="tiny", models=TINY,
-                             compaction_preserve_messages=4, compaction_preserve_share=0.1,
-                             compaction_auto=False,
-                             prices={"house-model": {"input": 1.0, "output": 2.0}})
-    with Loci(settings, clock=clock) as instance:
-        yield instance
+pytestmark = pytest.mark.loci_settings(
+    **SMALL_WINDOW, compaction_auto=False,
+    prices={"house-model": {"input": 1.0, "output": 2.0}})
 
 
 def test_each_providers_usage_is_read_as_it_comes(engine: Loci) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,12 +16,7 @@ from anthropic import Anthropic
 from openai import OpenAI
 
 import loci as loci_module
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.conftest import free_port
 
 
 @pytest.fixture

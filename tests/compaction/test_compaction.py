@@ -16,16 +16,13 @@ from loci.compaction.policy import Decision, decide, preserve_tokens
 from loci.compaction.summarize import ChatSummarizer
 from loci.llm import ScriptedChatModel
 from loci.settings import CompactionSettings
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, open_loci
 
 TINY = {"tiny": 4_000}
-
-
-def open_loci(home: Path, clock: FakeClock, **overrides: object) -> Loci:
-    options: dict[str, object] = {"store": f"sqlite:///{home / 'c.db'}", "model": "tiny",
-                                  "models": TINY, "compaction_preserve_messages": 4,
-                                  "compaction_preserve_share": 0.1, **overrides}
-    return Loci(load_settings(**options), clock=clock)
+#: A window of 4,000 tokens that keeps its last 4 messages (or 10%) when compacted.
+SMALL_WINDOW: dict[str, object] = {"model": "tiny", "models": TINY,
+                                   "compaction_preserve_messages": 4,
+                                   "compaction_preserve_share": 0.1}
 
 
 def chat(loci: Loci, turns: int, session: str = "s", big: int = 0, start: int = 0) -> None:
@@ -60,7 +57,7 @@ def test_policy_thresholds() -> None:
 
 def test_full_compaction_summarizes_archives_and_loses_nothing(home: Path, clock: FakeClock
                                                                ) -> None:
-    with open_loci(home, clock, compaction_auto=False) as loci:
+    with open_loci(home, clock, **SMALL_WINDOW, compaction_auto=False) as loci:
         loci.add("s", "user", "Remember that the deploy key lives in vault path secret/app.")
         chat(loci, 12, big=600)
         before = loci.session("s")
@@ -89,7 +86,7 @@ def test_full_compaction_summarizes_archives_and_loses_nothing(home: Path, clock
 
 def test_masking_only_keeps_recent_turns_and_makes_artifacts(home: Path, clock: FakeClock
                                                              ) -> None:
-    with open_loci(home, clock, compaction_auto=False) as loci:
+    with open_loci(home, clock, **SMALL_WINDOW, compaction_auto=False) as loci:
         chat(loci, 3, big=6_000)
         chat(loci, 3, big=300, start=3)
         result = loci.compact("s", strategy="mask")
@@ -109,7 +106,7 @@ def test_masking_only_keeps_recent_turns_and_makes_artifacts(home: Path, clock: 
 
 
 def test_dry_run_changes_nothing(home: Path, clock: FakeClock) -> None:
-    with open_loci(home, clock, compaction_auto=False) as loci:
+    with open_loci(home, clock, **SMALL_WINDOW, compaction_auto=False) as loci:
         chat(loci, 10, big=500)
         before = [(e.id, e.archived, e.masked) for e in loci.events("s")]
         result = loci.compact("s", dry_run=True)
@@ -120,7 +117,7 @@ def test_dry_run_changes_nothing(home: Path, clock: FakeClock) -> None:
 
 def test_auto_compaction_after_a_reply_and_repeated_compactions(home: Path, clock: FakeClock
                                                                 ) -> None:
-    with open_loci(home, clock) as loci:
+    with open_loci(home, clock, **SMALL_WINDOW) as loci:
         for round_ in range(12):
             chat(loci, 6, big=400, start=round_ * 6)
             loci.add_reply("s", f"Round {round_} done.")
@@ -135,7 +132,7 @@ def test_auto_compaction_after_a_reply_and_repeated_compactions(home: Path, cloc
 
 
 def test_emergency_compaction_before_compile(home: Path, clock: FakeClock) -> None:
-    with open_loci(home, clock) as loci:
+    with open_loci(home, clock, **SMALL_WINDOW) as loci:
         chat(loci, 16, big=1200)  # add_event does not compact; compile must
         assert loci.session("s").active_token_count > 0.8 * TINY["tiny"]
         compiled = loci.compile("s", "go on")
@@ -144,7 +141,7 @@ def test_emergency_compaction_before_compile(home: Path, clock: FakeClock) -> No
 
 def test_compile_unless_compacting_leaves_compaction_to_compile(home: Path,
                                                                clock: FakeClock) -> None:
-    with open_loci(home, clock) as loci:
+    with open_loci(home, clock, **SMALL_WINDOW) as loci:
         chat(loci, 16, big=1200)
         assert loci.compile_unless_compacting("s", "go on") is None
         assert loci.compactions("s") == []  # it only reads
@@ -156,7 +153,7 @@ def test_compile_unless_compacting_leaves_compaction_to_compile(home: Path,
 
 def test_sleep_time_compaction_when_idle(home: Path, clock: FakeClock) -> None:
     # The whole window as the budget, so that the history budget lies above `sleep`.
-    with open_loci(home, clock, context_target=1.0) as loci:
+    with open_loci(home, clock, **SMALL_WINDOW, context_target=1.0) as loci:
         chat(loci, 10, big=1000)
         share = loci.session("s").active_token_count / TINY["tiny"]
         assert 0.5 <= share < 0.75
@@ -166,7 +163,7 @@ def test_sleep_time_compaction_when_idle(home: Path, clock: FakeClock) -> None:
 
 
 def test_memory_flush_prompt_when_auto_is_off(home: Path, clock: FakeClock) -> None:
-    with open_loci(home, clock, compaction_auto=False) as loci:
+    with open_loci(home, clock, **SMALL_WINDOW, compaction_auto=False) as loci:
         chat(loci, 10, big=1000)
         assert "[MEMORY FLUSH]" not in loci.compile("s", "next").retrieved
         chat(loci, 7, big=1200, start=10)
@@ -232,14 +229,14 @@ loci.compact("s")
 
 
 def test_killed_compaction_leaves_the_session_as_before(home: Path, clock: FakeClock) -> None:
-    url = f"sqlite:///{home / 'c.db'}"
-    with open_loci(home, clock, compaction_auto=False) as loci:
+    url = f"sqlite:///{home / 'loci.db'}"
+    with open_loci(home, clock, **SMALL_WINDOW, compaction_auto=False) as loci:
         chat(loci, 12, big=600)
         before = [(e.id, e.archived, e.masked, e.tokens) for e in loci.events("s")]
     done = subprocess.run([sys.executable, "-c", KILLER, url, str(home)], timeout=120,
                           env={**os.environ, "LOCI_EMBEDDING_PROVIDER": "hash"})
     assert done.returncode == -signal.SIGKILL
-    with open_loci(home, clock, compaction_auto=False) as loci:
+    with open_loci(home, clock, **SMALL_WINDOW, compaction_auto=False) as loci:
         assert [(e.id, e.archived, e.masked, e.tokens) for e in loci.events("s")] == before
         assert loci.compactions("s") == []
         assert loci.compact("s").record is not None  # and it can run again
@@ -262,7 +259,7 @@ def test_a_chat_model_is_asked_for_the_trail_and_dated_facts(home: Path, clock: 
                                                            ) -> None:
     model = ScriptedChatModel(["## Commands\n- `ls` → exit 0"] * 3)
     summarizer = ChatSummarizer(model)
-    with open_loci(home, clock) as loci:
+    with open_loci(home, clock, **SMALL_WINDOW) as loci:
         loci.add("s", "user", "Fix the build.", name="Ana")
         loci.add_event("s", type="tool_call", tool_name="bash", tool_call_id="c1",
                        args={"command": "make test"})
@@ -282,7 +279,7 @@ def test_a_chat_model_is_asked_for_the_trail_and_dated_facts(home: Path, clock: 
 def test_when_the_provider_clears_tool_uses_loci_masks_none_and_explain_says_who(
         home: Path, clock: FakeClock) -> None:
     edits = ["clear_tool_uses_20250919"]
-    with open_loci(home, clock) as loci:
+    with open_loci(home, clock, **SMALL_WINDOW) as loci:
         # The proxy notes the client's edits with each call of the session.
         loci.compile("theirs", "start", provider_edits=edits)
         for session in ("theirs", "ours"):

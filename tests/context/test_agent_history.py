@@ -8,9 +8,10 @@ from typing import Any
 
 from loci import Loci, load_settings
 from loci.context.layers import DEFAULT_LAYERS
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, open_loci
 
 WINDOW = {"agent": 8_000}
+AGENT: dict[str, object] = {"model": "agent", "models": WINDOW}
 TASK = "Fix the crash when a PersonName is iterated; see pydicom/valuerep.py."
 
 
@@ -27,12 +28,6 @@ def tool_loop(loci: Loci, steps: int, session: str = "s", output: int = 600) -> 
         loci.add_event(session, type="tool_result", tool_call_id=f"c{i}", content=body)
 
 
-def open_agent(home: Path, clock: FakeClock, **overrides: Any) -> Loci:
-    settings = load_settings(store=f"sqlite:///{home / 'a.db'}", model="agent",
-                             models=WINDOW, **overrides)
-    return Loci(settings, clock=clock)
-
-
 def pairs_intact(history: list[dict[str, Any]]) -> bool:
     calls = [c["id"] for m in history for c in m.get("tool_calls") or ()]
     results = [m["tool_call_id"] for m in history if m["role"] == "tool"]
@@ -41,7 +36,7 @@ def pairs_intact(history: list[dict[str, Any]]) -> bool:
 
 def test_a_tool_loop_over_budget_keeps_its_task_and_newest_steps(
         home: Path, clock: FakeClock) -> None:
-    with open_agent(home, clock, compaction_auto=False) as loci:
+    with open_loci(home, clock, **AGENT, compaction_auto=False) as loci:
         tool_loop(loci, 60)
         compiled = loci.compile("s", None)
         history = compiled.history
@@ -54,8 +49,8 @@ def test_a_tool_loop_over_budget_keeps_its_task_and_newest_steps(
 
 
 def test_a_huge_task_keeps_its_head_and_tail(home: Path, clock: FakeClock) -> None:
-    with open_agent(home, clock, compaction_auto=False,
-                    context_budgets={"history": 1_000}) as loci:
+    with open_loci(home, clock, **AGENT, compaction_auto=False,
+                   context_budgets={"history": 1_000}) as loci:
         task = loci.add("s", "user", "START " + "detail " * 5_000 + " END")
         loci.add_event("s", type="tool_call", tool_name="bash", tool_call_id="c1",
                        args={"command": "ls"})
@@ -68,8 +63,8 @@ def test_a_huge_task_keeps_its_head_and_tail(home: Path, clock: FakeClock) -> No
 
 
 def test_one_oversized_step_is_shortened_not_dropped(home: Path, clock: FakeClock) -> None:
-    with open_agent(home, clock, compaction_auto=False,
-                    context_budgets={"history": 600}) as loci:
+    with open_loci(home, clock, **AGENT, compaction_auto=False,
+                   context_budgets={"history": 600}) as loci:
         loci.add_event("s", type="tool_call", tool_name="bash", tool_call_id="c1",
                        args={"command": "cat big.log"})
         loci.add_event("s", type="tool_result", tool_call_id="c1", content="x " * 20_000)
@@ -79,7 +74,7 @@ def test_one_oversized_step_is_shortened_not_dropped(home: Path, clock: FakeCloc
 
 
 def test_a_tool_loop_compacts_inside_its_turn(home: Path, clock: FakeClock) -> None:
-    with open_agent(home, clock) as loci:
+    with open_loci(home, clock, **AGENT) as loci:
         tool_loop(loci, 40)
         compiled = loci.compile("s", None)
         [compaction] = loci.compactions("s")
@@ -98,7 +93,7 @@ def test_a_tool_loop_compacts_inside_its_turn(home: Path, clock: FakeClock) -> N
 
 
 def test_a_summary_too_big_for_its_budget_is_shortened(home: Path, clock: FakeClock) -> None:
-    with open_agent(home, clock) as loci:
+    with open_loci(home, clock, **AGENT) as loci:
         tool_loop(loci, 40)
         loci.compile("s", None)
         small = loci.for_scope()
@@ -181,7 +176,7 @@ def test_history_says_when_each_day_began(loci: Loci, clock: FakeClock) -> None:
 
 def test_the_room_a_call_has_left_shows_the_trail_beyond_the_summary(
         home: Path, clock: FakeClock) -> None:
-    with open_agent(home, clock, context_budgets={"compaction_summary": 120}) as loci:
+    with open_loci(home, clock, **AGENT, context_budgets={"compaction_summary": 120}) as loci:
         tool_loop(loci, 40)
         loci.compile("s", None)
         summary = next(e for e in loci.events("s", include_archived=True)
@@ -209,7 +204,7 @@ def test_the_room_a_call_has_left_shows_the_trail_beyond_the_summary(
 
 
 def test_a_second_compaction_continues_the_whole_trail(home: Path, clock: FakeClock) -> None:
-    with open_agent(home, clock) as loci:
+    with open_loci(home, clock, **AGENT) as loci:
         tool_loop(loci, 40)
         loci.compile("s", None)
         for i in range(40, 80):
@@ -227,7 +222,7 @@ def test_a_second_compaction_continues_the_whole_trail(home: Path, clock: FakeCl
 
 def test_a_narrower_view_summarizes_for_itself_and_stores_nothing(
         home: Path, clock: FakeClock) -> None:
-    with open_agent(home, clock, compaction_auto=False) as loci:
+    with open_loci(home, clock, **AGENT, compaction_auto=False) as loci:
         tool_loop(loci, 30)
         before = [(e.id, e.archived, e.content) for e in loci.events("s", include_archived=True)]
         view = loci.compile("s", "Continue the task.", window=3_000)

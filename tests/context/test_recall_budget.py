@@ -7,17 +7,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from loci import Loci, load_settings
+from loci import Loci
 from loci.context.sources import RECALL_RELATIVE_FLOOR
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, open_loci
 
 MODEL = {"chat-16k": 16_000}
-
-
-def open_chat(home: Path, clock: FakeClock) -> Loci:
-    settings = load_settings(store=f"sqlite:///{home / 'r.db'}", model="chat-16k",
-                             models=MODEL, memory_mirror=False)
-    return Loci(settings, clock=clock)
+CHAT: dict[str, object] = {"model": "chat-16k", "models": MODEL, "memory_mirror": False}
 
 
 def _layer(compiled: object, name: str) -> object:
@@ -26,7 +21,7 @@ def _layer(compiled: object, name: str) -> object:
 
 def test_a_new_session_gives_recall_the_idle_history_budget(home: Path,
                                                             clock: FakeClock) -> None:
-    with open_chat(home, clock) as loci:
+    with open_loci(home, clock, **CHAT) as loci:
         for n in range(60):
             clock.advance(days=1)
             loci.add(f"day-{n}", "user", f"Garden log {n}: the tomato bed {n} got "
@@ -52,7 +47,7 @@ def test_a_new_session_gives_recall_the_idle_history_budget(home: Path,
 
 def test_recall_stops_at_a_floor_relative_to_the_best_hit(home: Path,
                                                           clock: FakeClock) -> None:
-    with open_chat(home, clock) as loci:
+    with open_loci(home, clock, **CHAT) as loci:
         loci.add("pets", "user", "My cat is called Miso and she is three years old.")
         loci.add_reply("pets", "Miso is a lovely name for a cat.")
         for n in range(30):
@@ -68,7 +63,7 @@ def test_recall_stops_at_a_floor_relative_to_the_best_hit(home: Path,
 
 def test_a_recalled_question_brings_its_answer_under_its_session_and_date(
         home: Path, clock: FakeClock) -> None:
-    with open_chat(home, clock) as loci:
+    with open_loci(home, clock, **CHAT) as loci:
         loci.add("travel", "user", "When is the best time to visit Kyoto?")
         loci.add_reply("travel", "Late November: the maple leaves turn red then.")
         clock.advance(days=3)
@@ -89,7 +84,7 @@ def test_a_recalled_question_brings_its_answer_under_its_session_and_date(
 
 
 def test_a_turn_history_shows_is_not_recalled_again(home: Path, clock: FakeClock) -> None:
-    with open_chat(home, clock) as loci:
+    with open_loci(home, clock, **CHAT) as loci:
         loci.add("s", "user", "The staging database is on port 5433.")
         loci.add_reply("s", "Noted: staging on 5433.")
         loci.wait_indexed()
@@ -100,7 +95,7 @@ def test_a_turn_history_shows_is_not_recalled_again(home: Path, clock: FakeClock
 
 def test_a_fact_a_memory_shows_is_not_recalled_again(home: Path, clock: FakeClock) -> None:
     """`loci demo` showed "We decided: … NOAA …" as a MEMORY and again as a RECALL."""
-    with open_chat(home, clock) as loci:
+    with open_loci(home, clock, **CHAT) as loci:
         loci.add("kickoff", "user", "We decided: harmonic constituents come from NOAA, and "
                  "predictions are cached for 24 hours.")
         loci.add_reply("kickoff", "Noted.")
@@ -114,7 +109,7 @@ def test_a_fact_a_memory_shows_is_not_recalled_again(home: Path, clock: FakeCloc
 
 
 def test_a_rewrite_in_the_third_person_is_the_same_fact(home: Path, clock: FakeClock) -> None:
-    with open_chat(home, clock) as loci:
+    with open_loci(home, clock, **CHAT) as loci:
         tagged = loci.remember("The user is Maya, a backend engineer in Lisbon.", type="sticky")
         loci.add("s", "user", "I'm Maya, a backend engineer in Lisbon.")
         loci.extract_memories(loci.events("s"))

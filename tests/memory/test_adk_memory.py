@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Iterator
-from pathlib import Path
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
@@ -22,8 +21,10 @@ from google.adk.sessions import InMemorySessionService
 from google.adk.tools import load_memory
 from google.genai import types
 
-from loci import Runtime, load_settings
+from loci import Runtime
 from loci.integrations.adk_memory import LociMemoryService
+
+pytestmark = [pytest.mark.loci_settings(memory_mirror=False), pytest.mark.real_clock]
 
 
 class ScriptedModel(BaseLlm):
@@ -53,14 +54,6 @@ class ScriptedModel(BaseLlm):
         else:
             reply = types.Part(text="Noted.")
         yield LlmResponse(content=types.Content(role="model", parts=[reply]))
-
-
-@pytest.fixture
-def runtime(home: Path) -> Iterator[Runtime]:
-    instance = Runtime(load_settings(store=f"sqlite:///{home / 'adk.db'}",
-                                     embedding_provider="hash", memory_mirror=False))
-    yield instance
-    instance.close()
 
 
 def say(runner: Runner, user: str, session: str, text: str) -> list[str]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,9 +13,11 @@ from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.models.openai_responses import OpenAIResponsesModel
 from openai import AsyncOpenAI
 
-from loci import Loci, NotFoundError, load_settings
+from loci import Loci, NotFoundError
 from loci.integrations.agents_session import LociSession
 from loci.llm.fake_provider import FakeProvider
+
+pytestmark = [pytest.mark.loci_settings(memory_mirror=False), pytest.mark.real_clock]
 
 CALL = [{"id": "call_w", "type": "function",
          "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}]
@@ -27,14 +27,6 @@ CALL = [{"id": "call_w", "type": "function",
 def weather(city: str) -> str:
     """The weather in a city."""
     return f"22°C and sunny in {city}"
-
-
-@pytest.fixture
-def loci(home: Path) -> Iterator[Loci]:
-    settings = load_settings(store=f"sqlite:///{home / 's.db'}", embedding_provider="hash",
-                             memory_mirror=False)
-    with Loci(settings) as instance:
-        yield instance
 
 
 def run(fake: FakeProvider, session: LociSession, question: str) -> Any:

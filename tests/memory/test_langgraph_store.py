@@ -5,22 +5,14 @@ list_namespaces, delete; sync and async), as LangGraph agents and LangMem call t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from langgraph.store.base import Item, SearchItem
 
-from loci import Loci, load_settings
+from loci import Loci
 from loci.integrations.langgraph_store import LociStore
 
-
-@pytest.fixture
-def loci(home: Path) -> Iterator[Loci]:
-    settings = load_settings(store=f"sqlite:///{home / 'g.db'}", embedding_provider="hash",
-                             memory_mirror=False)
-    with Loci(settings) as instance:
-        yield instance
+pytestmark = [pytest.mark.loci_settings(memory_mirror=False), pytest.mark.real_clock]
 
 
 def test_items_are_put_got_and_deleted_with_any_namespace_and_key(loci: Loci) -> None:

@@ -11,16 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from loci import ConflictError, Loci, load_settings
+from loci import ConflictError, Loci
 from loci.cli.app import main
-from tests.conftest import FakeClock
-
-
-def _open(home: Path, clock: FakeClock, *, workspace: Path | None = None,
-          store: str | None = None) -> Loci:
-    settings = load_settings(store=store or f"sqlite:///{home / 'loci.db'}",
-                             workspace=str(workspace) if workspace else None)
-    return Loci(settings, clock=clock)
+from tests.conftest import FakeClock, open_loci
 
 
 def _facts(loci: Loci, n: int) -> list[str]:
@@ -62,14 +55,14 @@ def test_sync_after_a_demo_into_a_store_deletes_nothing(home: Path, tmp_path: Pa
 def test_a_second_workspace_deletes_nothing(home: Path, tmp_path: Path,
                                             clock: FakeClock) -> None:
     one, two = tmp_path / "one", tmp_path / "two"
-    with _open(home, clock, workspace=one) as loci:
+    with open_loci(home, clock, workspace=str(one)) as loci:
         first = _facts(loci, 3)
-    with _open(home, clock, workspace=two) as loci:
+    with open_loci(home, clock, workspace=str(two)) as loci:
         second = loci.remember("Only the second workspace wrote this fact.").id
         report = loci.sync()  # `two` holds a memory file: it gets the others' files too
         assert report.deleted == [] and sorted(report.written) == sorted(first)
         assert {m.id for m in loci.memories()} == {*first, second}
-    with _open(home, clock, workspace=one) as loci:
+    with open_loci(home, clock, workspace=str(one)) as loci:
         report = loci.sync()
         assert report.deleted == [] and report.written == [second]
 
@@ -77,23 +70,23 @@ def test_a_second_workspace_deletes_nothing(home: Path, tmp_path: Path,
 def test_a_folder_of_another_store_is_refused(home: Path, tmp_path: Path,
                                               clock: FakeClock) -> None:
     """Two stores with one home share its memory folder: the first to write owns it."""
-    with _open(home, clock, store=f"sqlite:///{tmp_path / 'a.db'}") as loci:
+    with open_loci(home, clock, store=f"sqlite:///{tmp_path / 'a.db'}") as loci:
         theirs = _facts(loci, 2)
     files = sorted((home / "memory").glob("*.md"))
-    with _open(home, clock, store=f"sqlite:///{tmp_path / 'b.db'}") as other:
+    with open_loci(home, clock, store=f"sqlite:///{tmp_path / 'b.db'}") as other:
         kept = _facts(other, 1)
         assert sorted((home / "memory").glob("*.md")) == files  # not written there
         with pytest.raises(ConflictError, match="another store"):
             other.sync()
         assert [m.id for m in other.memories()] == kept
     assert main(["sync", "--store", f"sqlite:///{tmp_path / 'b.db'}"]) == 2
-    with _open(home, clock, store=f"sqlite:///{tmp_path / 'a.db'}") as loci:
+    with open_loci(home, clock, store=f"sqlite:///{tmp_path / 'a.db'}") as loci:
         assert loci.sync().created == []  # nor taken in by the folder's own store
         assert sorted(m.id for m in loci.memories()) == sorted(theirs)
 
 
 def test_a_folder_of_another_scope_is_refused(home: Path, clock: FakeClock) -> None:
-    with _open(home, clock) as loci:
+    with open_loci(home, clock) as loci:
         alice, bob = loci.for_scope("alice"), loci.for_scope("bob")
         _facts(alice, 2)
         kept = _facts(bob, 2)
@@ -106,7 +99,7 @@ def test_a_folder_of_another_scope_is_refused(home: Path, clock: FakeClock) -> N
 
 
 def test_an_emptied_folder_deletes_nothing_and_says_why(home: Path, clock: FakeClock) -> None:
-    with _open(home, clock) as loci:
+    with open_loci(home, clock) as loci:
         ids = _facts(loci, 4)
         for path in (home / "memory").glob("*.md"):
             path.unlink()  # the marker stays: the folder was this store's mirror
@@ -120,7 +113,7 @@ def test_an_emptied_folder_deletes_nothing_and_says_why(home: Path, clock: FakeC
 
 def test_many_deletions_need_confirmation_and_stay_recoverable(
         home: Path, clock: FakeClock, capsys: pytest.CaptureFixture[str]) -> None:
-    with _open(home, clock) as loci:
+    with open_loci(home, clock) as loci:
         ids = _facts(loci, 10)
         for memory_id in ids[:7]:
             (home / "memory" / f"{memory_id}.md").unlink()
@@ -164,7 +157,7 @@ def test_the_cli_holds_back_many_deletions_and_restores(
 
 
 def test_one_deleted_file_deletes_its_memory(home: Path, clock: FakeClock) -> None:
-    with _open(home, clock) as loci:
+    with open_loci(home, clock) as loci:
         ids = _facts(loci, 3)
         (home / "memory" / f"{ids[1]}.md").unlink()
         assert loci.sync().deleted == [ids[1]]
@@ -173,7 +166,7 @@ def test_one_deleted_file_deletes_its_memory(home: Path, clock: FakeClock) -> No
 
 def test_a_folder_from_before_markers_is_adopted_without_deleting(home: Path,
                                                                   clock: FakeClock) -> None:
-    with _open(home, clock) as loci:
+    with open_loci(home, clock) as loci:
         ids = _facts(loci, 3)
         (home / "memory" / ".loci-mirror.json").unlink()
         for memory in loci.memories():  # as versions before markers stored them

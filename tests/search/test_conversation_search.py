@@ -8,11 +8,7 @@ from pathlib import Path
 import pytest
 
 from loci import Loci, load_settings
-from tests.conftest import FakeClock
-
-
-def open_loci(home: Path, clock: FakeClock, **settings: object) -> Loci:
-    return Loci(load_settings(store=f"sqlite:///{home / 'c.db'}", **settings), clock=clock)
+from tests.conftest import FakeClock, open_loci
 
 
 def turn(name: str, text: str, **metadata: object) -> dict[str, object]:

@@ -4,24 +4,15 @@ another's data through any REST route; open mode is loopback-only."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from loci import Scope, load_settings, open_store
+from loci import Scope, open_store
 from loci.cli.app import main
 from loci.keys import create_key
-from loci.server import create_app
 from tests.conftest import FakeClock
-from tests.server.conftest import LOCAL
-
-
-@pytest.fixture
-def db(home: Path) -> str:
-    return f"sqlite:///{home / 'loci.db'}"
 
 
 @pytest.fixture
@@ -31,12 +22,6 @@ def keys(db: str, clock: FakeClock) -> dict[str, str]:
         return {user: create_key(store, user, clock())[1] for user in ("alice", "bob")}
     finally:
         store.close()
-
-
-@pytest.fixture
-def client(db: str, clock: FakeClock) -> Iterator[TestClient]:
-    with TestClient(create_app(load_settings(store=db), clock=clock), base_url=LOCAL) as c:
-        yield c
 
 
 def auth(key: str, **extra: str) -> dict[str, str]:

@@ -3,29 +3,18 @@ and the proposals a server prepares while a user is away, never applied by it.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from fastapi.testclient import TestClient
 
 from loci import Runtime, load_settings
-from loci.server import create_app
 from loci.server.consolidation import prepare_proposals
 from tests.conftest import FakeClock
-from tests.server.conftest import LOCAL
 
 QUESTION = "User: Can you suggest some unique events to attend in Amsterdam?"
 THANKS = "User: Thank you!"
 FACT = "I lead a team of 4 engineers in my new role as Senior Software Engineer."
-
-
-@pytest.fixture
-def client(home: Path, clock: FakeClock) -> Iterator[TestClient]:
-    settings = load_settings(store=f"sqlite:///{home / 'loci.db'}")
-    with TestClient(create_app(settings, clock=clock), base_url=LOCAL) as c:
-        yield c
 
 
 def remember(client: TestClient, text: str) -> str:

@@ -9,16 +9,15 @@ import pytest
 
 from loci import load_settings
 from loci.server import create_app
-from tests.server._live import LiveServer
+from tests.server.conftest import LiveServer
 
 BODY = b'{"type": "sticky", "content": "User is Maya"}'
 
 
 @pytest.fixture
-def base(tmp_path: Path) -> object:
+def base(tmp_path: Path, live_server: LiveServer) -> str:
     settings = load_settings(store=f"sqlite:///{tmp_path / 'x.db'}", home=str(tmp_path))
-    with LiveServer(create_app(settings)) as server:
-        yield server.url
+    return live_server(create_app(settings))
 
 
 @pytest.mark.parametrize("kind", [None, "application/x-www-form-urlencoded", "text/plain"])

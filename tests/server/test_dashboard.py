@@ -16,17 +16,14 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from loci import load_settings
 from loci.server.app import create_app
 from loci.server.dashboard import STATIC_DIR
-from tests.server._live import LiveServer
+from tests.server.conftest import LiveServer, chromium_path
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "dashboard"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 XSS = '<img src=x onerror="window.__xss=1">'
 # Small budgets so the inspector has a layer near its limit (sticky: 22 of 26 tokens)
 # and one over it (memories drops items).
@@ -48,23 +45,6 @@ class Site:
     url: str
     http: httpx.Client
     ids: dict[str, str]
-
-
-def chromium_path(default: str = "/usr/bin/chromium") -> str:
-    """Debian's Chromium; a missing browser fails the tests (it never skips them)."""
-    path = shutil.which("chromium") or default
-    if not Path(path).exists():
-        pytest.fail("Chromium is missing: `make browser` installs Debian's chromium")
-    return path
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = chromium_path()
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
 
 
 def make_app(root: Path, clock: ShiftedClock | None = None) -> FastAPI:
@@ -124,21 +104,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     with LiveServer(make_app(tmp_path_factory.mktemp("dash"), clock)) as server, \
             httpx.Client(base_url=server.url, timeout=10) as http:
         yield Site(server.url, http, seed(http, clock))
-
-
-TIMEOUT_MS = 30_000
-expect.set_options(timeout=TIMEOUT_MS)
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    # Generous: these machines are shared, and with half the CPU stolen by the host a
-    # click in Chromium took over 5 s (fresh-clone run, session 4).
-    page.set_default_timeout(TIMEOUT_MS)
-    yield page
-    context.close()
 
 
 def shoot(page: Page, name: str) -> None:

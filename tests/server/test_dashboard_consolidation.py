@@ -10,20 +10,15 @@ import httpx
 from playwright.sync_api import Page, expect
 
 from loci import Runtime
-from tests.server._live import LiveServer
-from tests.server.test_dashboard import (  # noqa: F401 - fixtures
-    browser,
-    make_app,
-    page,
-    shoot,
-)
+from tests.server.conftest import LiveServer
+from tests.server.test_dashboard import make_app, shoot
 
 QUESTION = "User: Can you suggest some unique events to attend in Amsterdam?"
 COMMAND = "User: cd /usr/bin"
 FACT = "I lead a team of 4 engineers in my new role as Senior Software Engineer."
 
 
-def test_review_then_accept(page: Page, tmp_path: Path) -> None:  # noqa: F811
+def test_review_then_accept(page: Page, tmp_path: Path) -> None:
     with LiveServer(make_app(tmp_path)) as server, \
             httpx.Client(base_url=server.url, timeout=10) as http:
         ids = {text: http.post("/api/memories", json={"content": text}).json()["id"]
@@ -46,7 +41,7 @@ def test_review_then_accept(page: Page, tmp_path: Path) -> None:  # noqa: F811
         assert history[0]["content"] == QUESTION
 
 
-def test_a_prepared_proposal_is_shown(page: Page, tmp_path: Path) -> None:  # noqa: F811
+def test_a_prepared_proposal_is_shown(page: Page, tmp_path: Path) -> None:
     app = make_app(tmp_path)
     with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=10) as http:
         http.post("/api/memories", json={"content": QUESTION})
@@ -57,7 +52,7 @@ def test_a_prepared_proposal_is_shown(page: Page, tmp_path: Path) -> None:  # no
         expect(page.locator("#consolidation")).to_contain_text("a question")
 
 
-def test_a_superseded_memory_is_marked(page: Page, tmp_path: Path) -> None:  # noqa: F811
+def test_a_superseded_memory_is_marked(page: Page, tmp_path: Path) -> None:
     with LiveServer(make_app(tmp_path)) as server, \
             httpx.Client(base_url=server.url, timeout=10) as http:
         old = http.post("/api/memories", json={"content": "The user lives in Lisbon"}).json()

@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
-from tests.server._live import LiveServer
-from tests.server.test_dashboard import browser, make_app
-
-__all__ = ["browser"]
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    yield page
-    context.close()
+from tests.server.conftest import LiveServer
+from tests.server.test_dashboard import make_app
 
 
 def test_an_empty_scope_points_to_the_demo_and_the_importers(tmp_path: Path,

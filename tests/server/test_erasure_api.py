@@ -4,10 +4,8 @@ what was derived from it) and the caller's own user, never another user's data."
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from fastapi.testclient import TestClient
 
 from loci import load_settings
@@ -16,13 +14,6 @@ from tests.conftest import FakeClock
 from tests.server.conftest import LOCAL, make_key
 
 ALICE, BOB = {"X-Loci-User": "alice"}, {"X-Loci-User": "bob"}
-
-
-@pytest.fixture
-def client(home: Path, clock: FakeClock) -> Iterator[TestClient]:
-    settings = load_settings(store=f"sqlite:///{home / 'loci.db'}", embedding_provider="hash")
-    with TestClient(create_app(settings, clock=clock), base_url=LOCAL) as c:
-        yield c
 
 
 def fill(client: TestClient, headers: dict[str, str]) -> None:

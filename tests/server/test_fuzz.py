@@ -43,7 +43,8 @@ JSON_VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+def fuzz_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """One app for the whole run, open to every operation (a proxy to nowhere)."""
     home: Path = tmp_path_factory.mktemp("fuzz")
     app = create_app(load_settings(store=f"sqlite:///{home / 'loci.db'}", home=str(home),
                                    embedding_provider="hash", workspace=str(home),
@@ -130,7 +131,7 @@ def requests(draw: st.DrawFn, method: str, path: str, spec: dict[str, Any]
 
 @pytest.mark.parametrize(("method", "path", "spec"), operations(),
                          ids=lambda v: v if isinstance(v, str) else "")
-def test_no_operation_answers_5xx(client: TestClient, method: str, path: str,
+def test_no_operation_answers_5xx(fuzz_client: TestClient, method: str, path: str,
                                   spec: dict[str, Any], caplog: pytest.LogCaptureFixture
                                   ) -> None:
     @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -141,7 +142,7 @@ def test_no_operation_answers_5xx(client: TestClient, method: str, path: str,
         headers = {"Content-Type": "application/json", "X-Loci-Session": "fuzz"}
         if query:  # encoded here: a lone surrogate is sent as the bytes a client may send
             url += "?" + "&".join(f"{name}={value}" for name, value in query.items())
-        answer = client.request(verb, url, content=body, headers=headers)
+        answer = fuzz_client.request(verb, url, content=body, headers=headers)
         upstream_down = path.startswith("/v1/") and answer.status_code == 502
         assert answer.status_code < 500 or upstream_down, (
             verb, url, query, body and body[:300], answer.status_code, answer.text[:300])

@@ -4,21 +4,19 @@ accepted fails to read back; errors never show credentials."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from loci import Loci, ProviderError, ValidationError, load_settings
+from loci import Loci, ProviderError, ValidationError
 from loci.checks import MAX_DEPTH, check_json, check_name
 from loci.llm import make_chat_model
-from loci.server.app import create_app
-from tests.server.conftest import LOCAL
 
 JSON = {"Content-Type": "application/json"}
 SURROGATE = '"a\\ud800b"'  # valid JSON, but no valid Unicode text
+pytestmark = pytest.mark.real_clock
 
 
 def nested(levels: int) -> Any:
@@ -26,13 +24,6 @@ def nested(levels: int) -> Any:
     for _ in range(levels):
         value = {"a": value}
     return value
-
-
-@pytest.fixture
-def client(home: Path) -> Iterator[TestClient]:
-    app = create_app(load_settings(store=f"sqlite:///{home / 'loci.db'}"))
-    with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as c:
-        yield c
 
 
 def send(client: TestClient, method: str, path: str, body: str, **extra: Any) -> Any:

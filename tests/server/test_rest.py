@@ -12,17 +12,7 @@ from urllib.parse import quote
 import pytest
 from fastapi.testclient import TestClient
 
-from loci import load_settings
-from loci.server import create_app
-from tests.conftest import FakeClock
-from tests.server.conftest import LOCAL
-
-
-@pytest.fixture
-def client(home: Path, clock: FakeClock) -> Iterator[TestClient]:
-    settings = load_settings(store=f"sqlite:///{home / 'loci.db'}", server_max_body=64_000)
-    with TestClient(create_app(settings, clock=clock), base_url=LOCAL) as c:
-        yield c
+pytestmark = pytest.mark.loci_settings(server_max_body=64_000)
 
 
 def error(response: object) -> str:

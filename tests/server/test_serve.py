@@ -12,11 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.conftest import free_port
 
 
 def wait_until_up(url: str, process: subprocess.Popen[bytes], seconds: float = 90) -> None:

@@ -27,8 +27,9 @@ SLOW_POST = (b"POST /api/memories HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 
 
 @pytest.fixture
-def server(live_server: LiveServer, home: Path,
-           monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
+def server_and_key(live_server: LiveServer, home: Path,
+                   monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
+    """A live server that admits 20 connections at once, and a key of Alice's."""
     monkeypatch.setitem(UVICORN_OPTIONS, "limit_concurrency", 20)
     app = create_app(load_settings(store=f"sqlite:///{home / 'loci.db'}"))
     key = make_key(app.state.hub, "alice")
@@ -40,8 +41,8 @@ def connect(url: str) -> socket.socket:
     return socket.create_connection((host, int(port)), timeout=10)
 
 
-def test_clients_without_a_key_never_hold_a_slot(server: tuple[str, str]) -> None:
-    url, key = server
+def test_clients_without_a_key_never_hold_a_slot(server_and_key: tuple[str, str]) -> None:
+    url, key = server_and_key
     with ExitStack() as stack:
         slow = []
         for _ in range(30):
@@ -64,10 +65,10 @@ def test_clients_without_a_key_never_hold_a_slot(server: tuple[str, str]) -> Non
 
 
 def test_a_trickling_body_meets_an_overall_deadline(
-        server: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+        server_and_key: tuple[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("loci.server.admission.BODY_SECONDS", 0.8)
     monkeypatch.setattr("loci.server.admission.BODY_DEADLINE", 1.5)
-    url, key = server
+    url, key = server_and_key
     with connect(url) as sock:
         sock.sendall(SLOW_POST + f"Authorization: Bearer {key}\r\n\r\n".encode())
         sock.settimeout(0.3)
@@ -82,11 +83,12 @@ def test_a_trickling_body_meets_an_overall_deadline(
         assert 1.4 < time.monotonic() - started < 2.5
 
 
-def test_clients_that_send_headers_slowly_never_hold_a_slot(server: tuple[str, str]) -> None:
+def test_clients_that_send_headers_slowly_never_hold_a_slot(
+        server_and_key: tuple[str, str]) -> None:
     """30 connections, over the limit of 20, each in the middle of its headers: a
     request with a key is still answered at once, room made by closing the connections
     that waited longest for their headers; the others still hang."""
-    url, key = server
+    url, key = server_and_key
     with ExitStack() as stack:
         slow = [stack.enter_context(connect(url)) for _ in range(30)]
         for sock in slow:

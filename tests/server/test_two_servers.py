@@ -13,7 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server.test_serve import free_port, wait_until_up
+from tests.conftest import free_port
+from tests.server.test_serve import wait_until_up
 
 WRITERS = 8
 EVENTS_PER_WRITER = 25

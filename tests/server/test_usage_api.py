@@ -8,21 +8,13 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from loci import load_settings
 from loci.cli.app import main
-from loci.server import create_app
 
-LOCAL = "http://127.0.0.1"
+pytestmark = pytest.mark.real_clock
 CALL = {"session": "s", "model": "gpt-4o", "latency_ms": 120.0,
         "client_text": ["You are terse."],
         "usage": {"prompt_tokens": 3000, "completion_tokens": 40,
                   "prompt_tokens_details": {"cached_tokens": 2048}}}
-
-
-@pytest.fixture
-def client(home: Path) -> TestClient:
-    app = create_app(load_settings(store=f"sqlite:///{home / 'loci.db'}"))
-    return TestClient(app, base_url=LOCAL)
 
 
 def test_calls_recorded_over_rest_are_reported_and_priced(client: TestClient) -> None:

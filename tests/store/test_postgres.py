@@ -7,7 +7,6 @@ from __future__ import annotations
 import multiprocessing
 import time
 import zlib
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -26,13 +25,6 @@ from loci.store.postgres.rows import path_label, path_to_ltree
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE = Scope("alice", "helper")
 WRITERS, BATCHES = 4, 15
-
-
-@pytest.fixture
-def pg(pg_url: str) -> Iterator[PostgresStore]:
-    store = PostgresStore(pg_url)
-    yield store
-    store.close()
 
 
 def ev(content: str, minutes: int = 0) -> NewEvent:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -24,13 +23,6 @@ from loci.store.postgres import keywords as postgres_keywords
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE, BOB = Scope("alice", "helper"), Scope("bob", "helper")
-
-
-@pytest.fixture
-def pg(pg_url: str) -> Iterator[PostgresStore]:
-    store = PostgresStore(pg_url)
-    yield store
-    store.close()
 
 
 def mem(mid: str, content: str, kind: str = "project_context", **kw: object) -> Memory:

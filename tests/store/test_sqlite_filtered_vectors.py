@@ -4,9 +4,7 @@ and the filters' exact test still decides what is returned."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +17,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE = Scope("alice", "helper")
 BOB = Scope("bob", "helper")
 DIM = 16
+pytestmark = pytest.mark.backends("sqlite")
 
 
 def _unit(n: int, seed: int) -> np.ndarray:
@@ -38,9 +37,9 @@ def _tags(i: int) -> tuple[str, ...]:
     return ("backend",) if i % 2 else ()
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(f"sqlite:///{tmp_path / 'loci.db'}")
+@pytest.fixture(autouse=True)
+def tagged_memories(store: SQLiteStore) -> None:
+    """600 memories of Alice's and 600 of Bob's, with vectors, tagged by ``_tags``."""
     vectors = _unit(600, 1)
     for scope in (ALICE, BOB):
         # (Bob's rows carry the same tags: the full-text index holds both scopes.)
@@ -49,9 +48,7 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
                            f"memory number {i}", _tags(i), T0, T0,
                            T0 + timedelta(days=1) if i == 100 else None)
                     for i in range(600)]
-        s.put_memories(scope, memories, vectors)
-    yield s
-    s.close()
+        store.put_memories(scope, memories, vectors)
 
 
 def _ids(store: SQLiteStore, query: np.ndarray, filters: SearchFilters,

@@ -5,7 +5,6 @@ rarest words choose and rank the rows, and the newest rows fill what room they l
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,14 +21,15 @@ TEXTS = {f"c{i:02d}": f"kettle warm {i}" for i in range(40)} | {
     "r1": "kettle zeppelin", "r2": "zeppelin airship kettle kettle", "p": "warm kettle only"}
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(f"sqlite:///{tmp_path / 'loci.db'}")
-    s.put_memories(ALICE, [Memory(key, "preference" if key in ("r2", "p") else
-                                  "project_context", text, (), T0, T0)
-                           for key, text in TEXTS.items()])
-    yield s
-    s.close()
+pytestmark = pytest.mark.backends("sqlite")
+
+
+@pytest.fixture(autouse=True)
+def texts(store: SQLiteStore) -> None:
+    """``TEXTS`` stored as Alice's memories."""
+    store.put_memories(ALICE, [Memory(key, "preference" if key in ("r2", "p") else
+                                      "project_context", text, (), T0, T0)
+                               for key, text in TEXTS.items()])
 
 
 def plain(store: SQLiteStore, query: str, limit: int) -> list[tuple[str, float]]:

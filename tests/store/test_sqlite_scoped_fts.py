@@ -5,7 +5,6 @@ without losing a row."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,13 +19,7 @@ from loci.store.sqlite.rows import SCOPE_SHIFT
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ALICE, BOB = Scope("alice", "helper"), Scope("bob", "helper")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SQLiteStore]:
-    s = SQLiteStore(f"sqlite:///{tmp_path / 'loci.db'}")
-    yield s
-    s.close()
+pytestmark = pytest.mark.backends("sqlite")
 
 
 def test_another_tenants_rows_neither_rank_nor_count(

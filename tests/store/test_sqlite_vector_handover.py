@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,11 +34,6 @@ def _memories(prefix: str, n: int) -> list[Memory]:
 def _top(store: SQLiteStore, query: np.ndarray) -> str:
     scored = store.vector_candidates(SCOPE, "memory", query, limit=1, filters=ANY)
     return store.hits(SCOPE, "memory", scored)[0].id
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[str]:
-    yield f"sqlite:///{tmp_path / 'loci.db'}"
 
 
 def _reads(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
