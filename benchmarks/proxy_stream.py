@@ -48,10 +48,10 @@ from tests.server.conftest import serving
 from common import machine
 from loci import load_settings
 from loci.llm._http import parse_sse
-from loci.llm.fake_provider import openai_completion, openai_events
 from loci.memory.tags import parse_reply
 from loci.server import create_app, proxy
 from loci.server.proxy_stream import TagFilter
+from loci.testing.fake_provider import openai_completion, openai_events
 
 _OPEN = re.compile(r"\[\s*(memory|state)\s*:[^\]\n]*\]", re.IGNORECASE)
 _CLOSE = {"memory": re.compile(r"\[\s*/\s*memory\s*\]", re.IGNORECASE),

@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from loci import Loci, Turn, ValidationError, load_settings
-from loci.llm.fake_provider import FakeProvider
+from loci.testing.fake_provider import FakeProvider
 from tests.conftest import either
 
 #: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).

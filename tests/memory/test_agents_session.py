@@ -17,7 +17,7 @@ from openai import AsyncOpenAI
 
 from loci import Loci, NotFoundError, load_settings
 from loci.integrations.agents_session import LociSession
-from loci.llm.fake_provider import FakeProvider
+from loci.testing.fake_provider import FakeProvider
 
 CALL = [{"id": "call_w", "type": "function",
          "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}]

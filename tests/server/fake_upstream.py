@@ -3,7 +3,7 @@ real HTTP on loopback) that answers scripted replies and records what it was sen
 helpers to build the proxy around it.
 
 The Anthropic shape follows Anthropic's rules for extended thinking and empty text blocks
-(``loci.llm.provider_rules``: else 400, as Anthropic answers)."""
+(``loci.testing.provider_rules``: else 400, as Anthropic answers)."""
 
 from __future__ import annotations
 
@@ -21,21 +21,21 @@ from fastapi import FastAPI
 from openai import OpenAI
 
 from loci import Loci, load_settings
-from loci.llm.fake_provider import (
+from loci.models import Scope
+from loci.server import create_app
+from loci.server.hub import Hub, Principal
+from loci.testing.fake_provider import (
     anthropic_events,
     anthropic_message,
     openai_completion,
     openai_events,
 )
-from loci.llm.provider_rules import (
+from loci.testing.provider_rules import (
     empty_text,
     thinking_block,
     thinking_error,
 )
-from loci.llm.provider_rules import pieces as wire_pieces
-from loci.models import Scope
-from loci.server import create_app
-from loci.server.hub import Hub, Principal
+from loci.testing.provider_rules import pieces as wire_pieces
 
 UPSTREAM_KEY = "sk-upstream-test"
 

@@ -36,8 +36,8 @@ import httpx
 import pytest
 
 from loci import load_settings
-from loci.llm.fake_provider import FakeProvider
 from loci.server import create_app
+from loci.testing.fake_provider import FakeProvider
 from tests.server.conftest import serving
 from tests.server.proxy_fuzz_cases import UPSTREAM_KEY, Case, Generator, fault, reply
 

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from loci import load_settings
-from loci.llm.fake_provider import FakeProvider, Fault, Reply
 from loci.server import create_app
+from loci.testing.fake_provider import FakeProvider, Fault, Reply
 from tests.server.conftest import LiveServer
 
 KEY = "sk-UPSTREAM-SECRET-a1b2c3d4e5f6g7h8"

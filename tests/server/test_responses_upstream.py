@@ -1,5 +1,5 @@
 """OpenAI's Responses API as the proxy's upstream (``[proxy] provider =
-"openai-responses"``), against the fake provider (``loci.llm.fake_provider``: signed
+"openai-responses"``), against the fake provider (``loci.testing.fake_provider``: signed
 reasoning items whose encrypted content must come back unchanged, function calls that
 must be answered): a tool loop through the Chat Completions and Responses faces,
 streamed or not, with the reasoning items kept in the log and sent back."""
@@ -16,9 +16,9 @@ from fastapi import FastAPI
 from openai import OpenAI
 
 from loci import load_settings
-from loci.llm.fake_provider import FakeProvider
-from loci.llm.provider_rules import signature
 from loci.server import create_app
+from loci.testing.fake_provider import FakeProvider
+from loci.testing.provider_rules import signature
 from tests.server.conftest import LiveServer
 from tests.server.fake_upstream import SESSION, engine
 

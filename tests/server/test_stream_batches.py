@@ -16,15 +16,15 @@ import pytest
 
 from loci import load_settings
 from loci.llm._http import SSEDecoder, data_of, events_of, parse_sse
-from loci.llm.fake_provider import (
+from loci.memory.tags import parse_reply
+from loci.server import create_app
+from loci.testing.fake_provider import (
     FakeProvider,
     Fault,
     openai_events,
     responses_answer,
     responses_events,
 )
-from loci.memory.tags import parse_reply
-from loci.server import create_app
 from tests.server.conftest import LiveServer
 
 STREAM = ("data: one\r\n\r\n: a comment\nevent: named\ndata: two\ndata: lines\r\r"

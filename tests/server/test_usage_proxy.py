@@ -1,6 +1,6 @@
 """Usage through the proxy: every upstream call recorded in the session's ledger with
 what the upstream's prompt cache reported, streamed or not, on each face, against the
-fake provider (``loci.llm.fake_provider``: the providers' published caching rules over
+fake provider (``loci.testing.fake_provider``: the providers' published caching rules over
 real HTTP); the client gets the cached counts in its API's shape."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from fastapi import FastAPI
 from openai import OpenAI
 
 from loci import load_settings
-from loci.llm.fake_provider import FakeProvider
 from loci.server import create_app
+from loci.testing.fake_provider import FakeProvider
 from tests.server.conftest import LiveServer
 from tests.server.fake_upstream import SESSION, engine
 
