@@ -54,7 +54,7 @@ from loci.evaluation.trail import (
 from loci.llm.wire import read_usage
 from loci.pricing import price_of
 from loci.server import create_app
-from loci.testing.fake_provider import FakeProvider
+from loci.testing import FakeProvider
 from loci.tokens import token_counter
 
 BASH = {"type": "function", "function": {
@@ -213,7 +213,7 @@ def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Pat
                 spent["loci"].append(agent.call(False, model, sent, name))
                 calls_ms.append((time.perf_counter() - started) * 1000)
                 spent["naive"].append(agent.call(True, model, sent, name))
-                request = agent.received(upstream.requests[-1][1])
+                request = agent.received(upstream.requests[-1]["body"])
                 history = [m for m in request if m["role"] != "system"]
                 broken += broken_pairs(history)
                 # Empty: nothing but the newest message, though the agent sent more.

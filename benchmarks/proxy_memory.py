@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 
 from common import machine, serve
-from loci.testing.fake_provider import FakeProvider
+from loci.testing import FakeProvider
 from server_load import free_port
 
 

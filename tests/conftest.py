@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from loci import AsyncLoci, Loci, Store, load_settings, open_store
+from loci.testing import FakeProvider, fixed_usage
 from tests.blocking import Blocking
 from tests.pg import PgTemplate, pg_server
-from tests.server.fake_upstream import upstream  # noqa: F401 - a fixture for every test
 
 # Tests never read the developer's ~/.loci or environment settings.
 for _name in [n for n in os.environ if n.startswith("LOCI_")]:
@@ -118,3 +118,12 @@ def loci(home: Path, clock: FakeClock, api: str) -> Iterator[Loci]:
     settings = load_settings(store=f"sqlite:///{home / 'loci.db'}")
     with Loci(settings, clock=clock) as instance:
         yield either(instance, api)
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeProvider]:
+    """The fake LLM provider (``loci.testing``) on loopback: OpenAI's and Anthropic's
+    APIs by path, the scripted ``upstream.replies`` in order (then "ok"), every request
+    in ``upstream.requests``, fixed usage figures; ``upstream.fault`` answers instead."""
+    with FakeProvider(usage=fixed_usage) as provider:
+        yield provider

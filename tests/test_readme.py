@@ -22,7 +22,7 @@ import pytest
 
 from loci import load_settings
 from loci.server import create_app
-from loci.testing.fake_provider import FakeProvider
+from loci.testing import FakeProvider
 from tests.server._live import LiveServer
 
 README = Path(__file__).resolve().parents[1] / "README.md"

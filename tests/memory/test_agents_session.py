@@ -17,7 +17,7 @@ from openai import AsyncOpenAI
 
 from loci import Loci, NotFoundError, load_settings
 from loci.integrations.agents_session import LociSession
-from loci.testing.fake_provider import FakeProvider
+from loci.testing import FakeProvider
 
 CALL = [{"id": "call_w", "type": "function",
          "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}]
@@ -53,7 +53,7 @@ def run(fake: FakeProvider, session: LociSession, question: str) -> Any:
 
 
 def sent_text(fake: FakeProvider) -> str:
-    return json.dumps(fake.requests[-1][1]["input"])
+    return json.dumps(fake.requests[-1]["body"]["input"])
 
 
 def test_a_runs_items_are_recorded_once_and_the_next_run_gets_locis_context(

@@ -5,7 +5,9 @@ published rules (``provider_rules``) and prompt caches (``prompt_cache``). Nothi
 Loci imports this package at run time, except ``loci serve --upstream echo``.
 """
 
-from loci.testing.fake_provider import FakeProvider, Fault, Reply, echo_reply
+from loci.testing.fake_answers import Reply
+from loci.testing.fake_provider import FakeProvider, Fault, Request, echo_reply, fixed_usage
 from loci.testing.scripted import ScriptedChatModel
 
-__all__ = ["FakeProvider", "Fault", "Reply", "ScriptedChatModel", "echo_reply"]
+__all__ = ["FakeProvider", "Fault", "Reply", "Request", "ScriptedChatModel", "echo_reply",
+           "fixed_usage"]

@@ -1,14 +1,16 @@
 """A fake LLM provider over real HTTP on loopback, for tests and benchmarks: OpenAI's
 ``POST /v1/chat/completions`` and ``/v1/responses`` (with signed reasoning items when
-asked for) and Anthropic's ``POST /v1/messages``, streamed or not, in
-the published wire formats, with the usage each provider's prompt cache would report
-(``prompt_cache``), and the providers' refusals (``provider_rules``: altered thinking
-signatures, empty text blocks, broken tool pairs are a 400). It answers what ``reply``
-says: text, OpenAI-shaped tool calls (sent as ``tool_use`` blocks after a short text on
-the Anthropic side), or an OpenAI assistant message with both; with Anthropic's
-``thinking`` enabled, after a signed thinking block. At run time only as
-``loci serve --upstream echo`` (``echo_reply``): the proxy, memory and the dashboard
-tried without a key or a network.
+asked for) and Anthropic's ``POST /v1/messages``, streamed or not, in the published wire
+formats (``fake_answers``), with the usage each provider's prompt cache would report
+(``prompt_cache``) or fixed figures (``FIXED_USAGE``), and the providers' refusals
+(``provider_rules``: altered thinking signatures, empty text blocks, broken tool pairs
+are a 400). It answers what ``reply`` says, by default the scripted ``replies`` in
+order (then "ok"): text, OpenAI-shaped tool calls (sent as ``tool_use`` blocks after a
+short text on the Anthropic side), or an OpenAI assistant message with both; with
+Anthropic's ``thinking`` enabled, after a signed thinking block. A ``fault`` answers
+instead, as it is (a broken upstream, a test's canned bytes). Every request is recorded
+(``requests``: path, headers, body). At run time only as ``loci serve --upstream echo``
+(``echo_reply``): the proxy, memory and the dashboard tried without a key or a network.
 
     with FakeProvider(reply=lambda body: "ok") as provider:
         settings = load_settings(proxy_provider="openai", proxy_base_url=provider.url + "/v1")
@@ -16,33 +18,39 @@ tried without a key or a network.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, TypedDict
 
 from loci.llm.wire import message_text
-from loci.testing.prompt_cache import AnthropicCache, OpenAIPrefixCache, canonical
+from loci.testing.fake_answers import (
+    Reply,
+    anthropic_events,
+    anthropic_message,
+    openai_completion,
+    openai_events,
+    output_tokens,
+    responses_answer,
+    responses_events,
+)
+from loci.testing.prompt_cache import AnthropicCache, OpenAIPrefixCache
 from loci.testing.provider_rules import (
-    block_events,
     compaction_block,
     compaction_error,
     empty_text,
     pairing_error,
-    pieces,
     reasoning_item,
     responses_error,
     thinking_block,
     thinking_error,
 )
-from loci.tokens import token_counter
-
-#: Text, OpenAI-shaped tool calls, or an assistant message (``content``, ``tool_calls``).
-Reply = str | list[dict[str, Any]] | dict[str, Any]
 
 
 def echo_reply(body: dict[str, Any]) -> Reply:
@@ -57,169 +65,59 @@ def echo_reply(body: dict[str, Any]) -> Reply:
 
 @dataclass(frozen=True)
 class Fault:
-    """An answer no provider should give, sent as it is (tests of how Loci takes a
-    broken upstream): a status, a raw body (an error, broken JSON, a stream cut short)."""
+    """An answer sent as it is, past the script and the rules: what no provider should
+    give (an error, broken JSON, a stream cut short: how Loci takes a broken upstream)
+    or a test's canned bytes."""
 
     status: int
     body: bytes
     content_type: str = "application/json"
     #: Seconds between the body's events (blank-line separated): a trickling stream.
     pause: float = 0.0
-_COUNTER = token_counter("gpt-4o")
+    #: Seconds before anything is sent: a provider too slow for the client's timeout.
+    delay: float = 0.0
 
 
-def split(reply: Reply, anthropic: bool = False) -> tuple[str, list[dict[str, Any]]]:
-    """(text, tool calls) of a reply; bare tool calls come after "Checking." on the
-    Anthropic side, which answers tool use with a text block first."""
-    if isinstance(reply, str):
-        return reply, []
-    if isinstance(reply, list):
-        return ("Checking." if anthropic else ""), reply
-    return str(reply.get("content") or ""), list(reply.get("tool_calls") or ())
+class Request(TypedDict):
+    """A request as the fake provider received it (headers looked up in any case; the
+    body None when it is no JSON)."""
+
+    path: str
+    headers: Message
+    body: Any
 
 
-def output_tokens(reply: Reply) -> int:
-    text, calls = split(reply)
-    text += canonical(calls) if calls else ""
-    # A reply may hold a lone surrogate (a broken provider, in tests): counted as "?".
-    return _COUNTER.count(text.encode("utf-8", "replace").decode())
-
-
-def openai_events(reply: Reply, usage: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """A chat completion as OpenAI streams it: text in pieces, or each tool call's id
-    and name first and its arguments in pieces; then the finish reason, then the usage
-    (only when the request asked for it, ``usage`` None otherwise)."""
-    head = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": "fake"}
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-    text, calls = split(reply)
-    events = [chunk({"content": piece}) for piece in pieces(text, 4)]
-    if not calls:
-        events.append(chunk({}, "stop"))
-    else:
-        for index, call in enumerate(calls):
-            events.append(chunk({"tool_calls": [{
-                "index": index, "id": call["id"], "type": "function",
-                "function": {"name": call["function"]["name"], "arguments": ""}}]}))
-            events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": p}}]})
-                       for p in pieces(call["function"]["arguments"], 5)]
-        events.append(chunk({}, "tool_calls"))
-    if usage is not None:
-        events.append({**head, "choices": [], "usage": usage})
-    return events
-
-
-def anthropic_events(reply: Reply, usage: dict[str, int],
-                     before: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """A message as Anthropic streams it: ``message_start`` with the input usage, the
-    ``before`` blocks (a compaction, a thinking block), a text block, one ``tool_use``
-    block per call with its input in pieces, then ``message_delta`` with the output
-    tokens and ``message_stop``."""
-    before = before or []
-    at = len(before)
-    start_usage = {k: v for k, v in usage.items() if k != "output_tokens"}
-    text, calls = split(reply, anthropic=True)
-    events: list[dict[str, Any]] = [
-        {"type": "message_start", "message": {
-            "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
-            "content": [], "usage": {**start_usage, "output_tokens": 1}}},
-        *(event for n, block in enumerate(before) for event in block_events(n, block)),
-        {"type": "content_block_start", "index": at,
-         "content_block": {"type": "text", "text": ""}},
-        *({"type": "content_block_delta", "index": at,
-           "delta": {"type": "text_delta", "text": p}} for p in pieces(text, 4)),
-        {"type": "content_block_stop", "index": at}]
-    for index, call in enumerate(calls, start=at + 1):
-        events.append({"type": "content_block_start", "index": index, "content_block": {
-            "type": "tool_use", "id": call["id"], "name": call["function"]["name"],
-            "input": {}}})
-        events += [{"type": "content_block_delta", "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": p}}
-                   for p in pieces(call["function"]["arguments"], 5)]
-        events.append({"type": "content_block_stop", "index": index})
-    stop = "tool_use" if calls else "end_turn"
-    return [*events, {"type": "message_delta", "delta": {"stop_reason": stop},
-                      "usage": {"output_tokens": usage["output_tokens"]}},
-            {"type": "message_stop"}]
-
-
-def anthropic_message(reply: Reply, usage: dict[str, int],
-                      before: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    text, calls = split(reply, anthropic=True)
-    content = [{"type": "text", "text": text}] if text else []
-    content += [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
-                 "input": json.loads(c["function"]["arguments"] or "{}")} for c in calls]
-    return {"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
-            "content": [*(before or []), *content],
-            "stop_reason": "tool_use" if calls else "end_turn",
-            "stop_sequence": None, "usage": usage}
-
-
-def openai_completion(reply: Reply, usage: dict[str, Any]) -> dict[str, Any]:
-    text, calls = split(reply)
-    message: dict[str, Any] = {"role": "assistant", "content": text or None}
-    if calls:
-        message["tool_calls"] = calls
-    return {"id": "chatcmpl-fake", "object": "chat.completion", "model": "fake",
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": usage}
-
-
-def responses_answer(reply: Reply, usage: dict[str, Any],
-                     reasoning: dict[str, Any] | None) -> dict[str, Any]:
-    """A Responses ``response``: a reasoning item (when asked for), the message, the
-    function calls."""
-    text, calls = split(reply)
-    output = [reasoning] if reasoning else []
-    if text:
-        output.append({"type": "message", "id": "msg_fake", "role": "assistant",
-                       "status": "completed", "content": [
-                           {"type": "output_text", "text": text, "annotations": []}]})
-    output += [{"type": "function_call", "id": f"fc_{c['id']}", "call_id": c["id"],
-                "name": c["function"]["name"], "arguments": c["function"]["arguments"],
-                "status": "completed"} for c in calls]
-    return {"id": "resp_fake", "object": "response", "status": "completed",
-            "model": "fake", "output": output, "usage": usage}
-
-
-def responses_events(response: dict[str, Any]) -> list[dict[str, Any]]:
-    """The response as the Responses API streams it: each output item added and done,
-    the message's text in deltas, then ``response.completed``."""
-    events: list[dict[str, Any]] = [{"type": "response.created", "response": {
-        **response, "status": "in_progress", "output": []}}]
-    for index, item in enumerate(response["output"]):
-        events.append({"type": "response.output_item.added", "output_index": index,
-                       "item": {**item, "status": "in_progress"}})
-        if item["type"] == "message":
-            text = item["content"][0]["text"]
-            events += [{"type": "response.output_text.delta", "output_index": index,
-                        "item_id": item["id"], "content_index": 0, "delta": p}
-                       for p in pieces(text, 4)]
-        events.append({"type": "response.output_item.done", "output_index": index,
-                       "item": item})
-    events.append({"type": "response.completed", "response": response})
-    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
-
-
+def fixed_usage(path: str, reply: Reply) -> dict[str, Any]:
+    """Usage of fixed figures per API (a reply of tool calls costs Anthropic more output),
+    for tests that check what Loci passes on rather than what a cache would report."""
+    if path.endswith("/messages"):
+        return {"input_tokens": 13, "output_tokens": 9 if isinstance(reply, list) else 5}
+    if path.endswith("/responses"):
+        return {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}
+    return {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 class FakeProvider:
-    """The server; ``requests`` holds each request's path and body, ``clock`` (seconds)
-    decides when cached prefixes expire (a benchmark may simulate time)."""
+    """The server; ``requests`` holds each request received, ``clock`` (seconds) decides
+    when cached prefixes expire (a benchmark may simulate time), ``pause`` is the
+    seconds between streamed events (an upstream that sends as it generates)."""
 
     def __init__(self, reply: Callable[[dict[str, Any]], Reply] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 fault: Callable[[str, dict[str, Any]], Fault | None] | None = None,
-                 *, keep_requests: bool = True) -> None:
-        self.reply = reply or (lambda body: "ok")
+                 fault: Callable[[Request], Fault | None] | None = None,
+                 *, keep_requests: bool = True,
+                 usage: Callable[[str, Reply], dict[str, Any]] | None = None) -> None:
+        #: The scripted replies the default ``reply`` answers in order (then "ok").
+        self.replies: list[Reply] = []
+        self.reply = reply or self.next_reply
         #: Whether ``requests`` keeps every request (a test's record), or the last only
         #: (a server running for hours).
         self.keep_requests = keep_requests
-        #: What to answer instead of a reply, if anything (path, body → a Fault).
-        self.fault = fault or (lambda path, body: None)
+        #: What to answer instead of a reply, if anything.
+        self.fault = fault or (lambda request: None)
+        #: The usage to report instead of the prompt caches' (``fixed_usage``).
+        self.usage = usage
+        self.pause = 0.0
         self.openai, self.anthropic = OpenAIPrefixCache(clock), AnthropicCache(clock)
-        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.requests: list[Request] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -236,6 +134,23 @@ class FakeProvider:
         self._server.server_close()
         self._thread.join(timeout=5)
 
+    @property
+    def last(self) -> Request:
+        return self.requests[-1]
+
+    def base(self, prefix: str, suffix: str = "/v1") -> str:
+        """A base URL under ``prefix`` (a fault may tell requests apart by it)."""
+        return f"{self.url}/{prefix}{suffix}"
+
+    def next_reply(self, body: dict[str, Any]) -> Reply:
+        return self.replies.pop(0) if self.replies else "ok"
+
+    def record(self, request: Request) -> None:
+        with self._lock:
+            self.requests.append(request)
+            if not self.keep_requests:
+                del self.requests[:-1]
+
     def refusal(self, path: str, body: dict[str, Any]) -> str | None:
         """What the provider of ``path`` would answer 400 to in ``body``, or None."""
         if path.endswith("/responses"):
@@ -243,7 +158,10 @@ class FakeProvider:
         if not path.endswith("/messages"):
             return pairing_error(body, anthropic=False)
         thinking = (body.get("thinking") or {}).get("type") in ("enabled", "adaptive")
-        return (empty_text(body) or pairing_error(body, anthropic=True)
+        # A request that continues a thread the provider keeps (the SDK's tool runner)
+        # sends only the new results: their calls are in the thread.
+        threaded = (body.get("thread") or {}).get("type") == "continue"
+        return (empty_text(body) or (None if threaded else pairing_error(body, anthropic=True))
                 or compaction_error(body) or (thinking_error(body) if thinking else None))
 
     def blocks(self, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -264,10 +182,9 @@ class FakeProvider:
     def answer(self, path: str, body: dict[str, Any]) -> tuple[Reply, dict[str, Any]]:
         """The reply to ``body`` and its usage, as the provider of ``path`` counts it."""
         with self._lock:  # one cache, requests in order
-            self.requests.append((path, body))
-            if not self.keep_requests:
-                del self.requests[:-1]
             reply = self.reply(body)
+            if self.usage is not None:
+                return reply, self.usage(path, reply)
             out = output_tokens(reply)
             if path.endswith("/messages"):
                 count = self.anthropic.count(body)
@@ -292,12 +209,28 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = None
+            request = Request(path=self.path, headers=self.headers, body=body)
+            provider.record(request)
+            # The client may have given up (a timeout) before the answer is sent.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self._answer(request)
+
+        def _answer(self, request: Request) -> None:
+            body = request["body"]
+            if (fault := provider.fault(request)) is not None:
+                self._raw(fault)
+                return
             if not self.path.endswith(("/chat/completions", "/messages", "/responses")):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
-            if (fault := provider.fault(self.path, body)) is not None:
-                self._raw(fault)
+            if not isinstance(body, dict):
+                self._send(400, {"error": {"message": "the body is no JSON object",
+                                           "type": "invalid_request_error"}})
                 return
             if self.path.endswith("/responses"):
                 self._responses(body)
@@ -339,13 +272,19 @@ def _handler(provider: FakeProvider) -> type[BaseHTTPRequestHandler]:
             for event in events:
                 name = f"event: {event['type']}\n" if named else ""
                 self.wfile.write(f"{name}data: {json.dumps(event)}\n\n".encode())
+                if provider.pause:
+                    self.wfile.flush()
+                    time.sleep(provider.pause)
             if not named:
                 self.wfile.write(b"data: [DONE]\n\n")
             self.close_connection = True
 
         def _raw(self, fault: Fault) -> None:
+            time.sleep(fault.delay)
             self.send_response(fault.status)
             self.send_header("content-type", fault.content_type)
+            if not fault.pause:
+                self.send_header("content-length", str(len(fault.body)))
             self.end_headers()
             for event in fault.body.split(b"\n\n") if fault.pause else [fault.body]:
                 self.wfile.write(event + b"\n\n" if fault.pause else event)
