@@ -7,7 +7,6 @@ streamed or not, with the reasoning items kept in the log and sent back."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,9 @@ CALL = [{"id": "call_1", "type": "function",
 
 
 @pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    replies: list[Any] = [CALL, "Rain in Porto."]
-    with FakeProvider(reply=lambda body: replies.pop(0) if replies else "ok") as fake:
-        yield fake
+def provider(upstream: FakeProvider) -> FakeProvider:
+    upstream.replies += [CALL, "Rain in Porto."]
+    return upstream
 
 
 def app_for(home: Path, provider: FakeProvider) -> FastAPI:
