@@ -2,7 +2,7 @@
 ``POST /v1/chat/completions`` and ``/v1/responses`` (with signed reasoning items when
 asked for) and Anthropic's ``POST /v1/messages``, streamed or not, in the published wire
 formats (``fake_answers``), with the usage each provider's prompt cache would report
-(``prompt_cache``) or fixed figures (``FIXED_USAGE``), and the providers' refusals
+(``prompt_cache``) or fixed figures (``fixed_usage``), and the providers' refusals
 (``provider_rules``: altered thinking signatures, empty text blocks, broken tool pairs
 are a 400). It answers what ``reply`` says, by default the scripted ``replies`` in
 order (then "ok"): text, OpenAI-shaped tool calls (sent as ``tool_use`` blocks after a
@@ -95,6 +95,8 @@ def fixed_usage(path: str, reply: Reply) -> dict[str, Any]:
     if path.endswith("/responses"):
         return {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}
     return {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+
+
 class FakeProvider:
     """The server; ``requests`` holds each request received, ``clock`` (seconds) decides
     when cached prefixes expire (a benchmark may simulate time), ``pause`` is the
