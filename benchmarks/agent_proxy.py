@@ -6,7 +6,7 @@ The same 23 sessions as ``agent_sessions.py``. The agent holds its own message l
 system prompt, the task, every answer and tool result) and sends all of it on each call,
 as mini-swe-agent does; Loci's server sits in between (in process, through the ASGI
 app), records what is new, compiles the context and calls the upstream. The upstream is
-the fake provider (``loci.llm.fake_provider``), answering each call with the session's
+the fake provider (``loci.testing.fake_provider``), answering each call with the session's
 next recorded assistant message, tool calls included, and reporting the usage OpenAI's
 prompt cache would. At 50%, 75% and 100% of the session the request the upstream
 received is checked for the trail so far, exactly as ``agent_sessions.py`` checks a
@@ -51,10 +51,10 @@ from loci.evaluation.trail import (
     trail_of,
     transcript_lines,
 )
-from loci.llm.fake_provider import FakeProvider
 from loci.llm.wire import read_usage
 from loci.pricing import price_of
 from loci.server import create_app
+from loci.testing import FakeProvider
 from loci.tokens import token_counter
 
 BASH = {"type": "function", "function": {
@@ -213,7 +213,7 @@ def run(sessions: list[tuple[str, list[dict[str, Any]]]], window: int, home: Pat
                 spent["loci"].append(agent.call(False, model, sent, name))
                 calls_ms.append((time.perf_counter() - started) * 1000)
                 spent["naive"].append(agent.call(True, model, sent, name))
-                request = agent.received(upstream.requests[-1][1])
+                request = agent.received(upstream.requests[-1]["body"])
                 history = [m for m in request if m["role"] != "system"]
                 broken += broken_pairs(history)
                 # Empty: nothing but the newest message, though the agent sent more.

@@ -1,5 +1,5 @@
 """Prompt-cache hits and cost through the proxy, against the providers' published caching
-rules (``loci.llm.fake_provider``), beside a naive client in the same run.
+rules (``loci.testing.fake_provider``), beside a naive client in the same run.
 
 An agent conversation of ``turns`` user turns (a 1.6k-token system prompt; a tool call
 with a 300-token result every third turn; a memory tag every 25th reply; compaction for a
@@ -36,13 +36,13 @@ from fastapi.testclient import TestClient
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import sentence
 from loci import Usage, load_settings
-from loci.llm.fake_provider import FakeProvider, Reply
-from loci.llm.provider_rules import pairing_error, responses_error, signature
 from loci.llm.wire import read_usage
 from loci.models import Scope
 from loci.pricing import price_of
 from loci.server import create_app
 from loci.server.hub import Principal
+from loci.testing import FakeProvider, Reply, Request
+from loci.testing.provider_rules import pairing_error, responses_error, signature
 
 MODELS = {"chat": "gpt-4.1", "messages": "claude-sonnet-4-6", "responses": "gpt-5"}
 SYSTEM = "You are a coding agent working in a large repository. " + " ".join(
@@ -219,12 +219,12 @@ def drive(face: str, plan: list[Any], home: Path) -> dict[str, Any]:
     return figures
 
 
-def upstream_checks(requests: list[tuple[str, dict[str, Any]]]) -> dict[str, int]:
+def upstream_checks(requests: list[Request]) -> dict[str, int]:
     """Signed blocks sent back to the upstream (Anthropic's thinking, the Responses API's
     reasoning items), those altered, and requests whose tool calls and results do not
     pair up."""
     sent = altered = broken = 0
-    for path, body in requests:
+    for path, body in ((r["path"], r["body"]) for r in requests):
         if path.endswith("/responses"):
             broken += responses_error(body) is not None
             kept = [(b["encrypted_content"], f"reasoning|{b['id']}") for b in body["input"]

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 
 from common import machine
-from loci.llm.fake_provider import FakeProvider
+from loci.testing import FakeProvider
 from proxy_memory import call, start
 from server_load import free_port
 

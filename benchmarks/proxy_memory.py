@@ -4,7 +4,7 @@ Usage: python benchmarks/proxy_memory.py [--calls 10000] [--warmup 1000]
            [--sessions 50] [--idle 30] [--before SRC]
 
 `loci serve` runs in its own process (SQLite, hash embedder) with the package's fake
-provider (``loci.llm.fake_provider``) as its OpenAI-compatible upstream, in this
+provider (``loci.testing.fake_provider``) as its OpenAI-compatible upstream, in this
 process. A client sends Chat Completions calls through the proxy, round robin over
 ``--sessions`` sessions, each call a new user message (the client's whole list is not
 resent: Loci keeps the history). The server's resident set size (``VmRSS`` of its
@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 
 from common import machine, serve
-from loci.llm.fake_provider import FakeProvider
+from loci.testing import FakeProvider
 from server_load import free_port
 
 

@@ -15,7 +15,8 @@ Two parts, before and after in the same run:
 - **proxy**: ``POST /v1/chat/completions`` through the real app served by uvicorn on
   loopback, streamed and not. The upstream runs in a process of its own (a real
   provider is never in the server's process) and answers bytes it encoded before the
-  clock starts: the fake provider's answer (``fake_provider.openai_events``, one event
+  clock starts (a ``Fault`` of ``loci.testing``'s fake provider: bytes as they are):
+  the fake provider's answer (``fake_answers.openai_events``, one event
   per 4 characters, 262k events for 1 MB), written as fast as the socket takes it, so
   the proxy's own cost is what is timed. "before" swaps in the quadratic filter and
   Starlette's own iteration of the event stream (a thread hop per event), as the proxy
@@ -31,10 +32,10 @@ import multiprocessing
 import re
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -48,10 +49,11 @@ from tests.server.conftest import serving
 from common import machine
 from loci import load_settings
 from loci.llm._http import parse_sse
-from loci.llm.fake_provider import openai_completion, openai_events
 from loci.memory.tags import parse_reply
 from loci.server import create_app, proxy
 from loci.server.proxy_stream import TagFilter
+from loci.testing import FakeProvider, Fault
+from loci.testing.fake_answers import openai_completion, openai_events
 
 _OPEN = re.compile(r"\[\s*(memory|state)\s*:[^\]\n]*\]", re.IGNORECASE)
 _CLOSE = {"memory": re.compile(r"\[\s*/\s*memory\s*\]", re.IGNORECASE),
@@ -119,24 +121,11 @@ def _replay(text: str, port: multiprocessing.SimpleQueue[int]) -> None:
                         for event in openai_events(text, usage)) + b"data: [DONE]\n\n"
     whole = json.dumps(openai_completion(text, usage)).encode()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            stream = json.loads(self.rfile.read(int(self.headers["content-length"]))).get("stream")
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream" if stream
-                             else "application/json")
-            if not stream:
-                self.send_header("content-length", str(len(whole)))
-            self.end_headers()
-            self.wfile.write(streamed if stream else whole)
-            self.close_connection = True
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    port.put(server.server_address[1])
-    server.serve_forever()
+    answers = {True: Fault(200, streamed, "text/event-stream"), False: Fault(200, whole)}
+    with FakeProvider(fault=lambda request: answers[bool(request["body"].get("stream"))],
+                      keep_requests=False) as provider:
+        port.put(int(provider.url.rsplit(":", 1)[1]))
+        threading.Event().wait()
 
 
 @contextmanager

@@ -23,10 +23,10 @@ import pytest
 
 from loci import AsyncLoci, Loci, Runtime, Settings, Store, load_settings, open_store
 from loci.store.postgres import PostgresStore
+from loci.testing import FakeProvider, fixed_usage
 from loci.timeutil import Clock, utc_now
 from tests.blocking import Blocking
 from tests.pg import PgTemplate, pg_server
-from tests.server.fake_upstream import upstream  # noqa: F401 - a fixture for every test
 
 # Tests never read the developer's ~/.loci or environment settings.
 for _name in [n for n in os.environ if n.startswith("LOCI_")]:
@@ -199,3 +199,12 @@ def runtime(request: pytest.FixtureRequest, db: str, clock: FakeClock) -> Iterat
     with Runtime(settings_for(request, store=db), clock=clock_for(request, clock)
                  ) as instance:
         yield instance
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeProvider]:
+    """The fake LLM provider (``loci.testing``) on loopback: OpenAI's and Anthropic's
+    APIs by path, the scripted ``upstream.replies`` in order (then "ok"), every request
+    in ``upstream.requests``, fixed usage figures; ``upstream.fault`` answers instead."""
+    with FakeProvider(usage=fixed_usage) as provider:
+        yield provider

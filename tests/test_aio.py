@@ -14,7 +14,7 @@ from typing import Any
 
 from loci import AsyncLoci, Loci, load_settings
 from loci.aio import SYNC_ONLY
-from loci.llm.scripted import ScriptedChatModel
+from loci.testing.scripted import ScriptedChatModel
 
 #: Loci's methods that AsyncLoci keeps plain (they compute, or build a view).
 PLAIN = {"for_scope", "workspace", "history_budget", "open"}

@@ -133,3 +133,36 @@ def test_no_module_is_longer_than_the_limit() -> None:
     long = {str(path.relative_to(PACKAGE)): n for path in PACKAGE.rglob("*.py")
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert not long, f"split these modules by domain: {long}"
+
+
+#: What offline text analysis may import: Loci's basics, nothing that calls a model or
+#: stores anything.
+TEXT_IMPORTS = ("loci.text", "loci.models", "loci.timeutil", "loci.tokens", "loci.errors")
+#: Wire formats still in ``llm/`` (the provider APIs' own package takes them).
+WIRE_FORMATS = ("loci.llm.answers", "loci.llm.media", "loci.llm.messages", "loci.llm.wire")
+
+
+def test_text_analysis_is_a_leaf_and_llm_holds_providers_only() -> None:
+    leaking = [f"text/{path.name} imports {m}" for path in (PACKAGE / "text").glob("*.py")
+               for m in imports(path) if not m.startswith(TEXT_IMPORTS)]
+    assert not leaking, "\n".join(leaking)
+    # The domains reach llm/ for a chat model only: the seam and the protocol.
+    reaching = []
+    for domain in ("memory", "knowledge", "context", "compaction", "text"):
+        for path in (PACKAGE / domain).rglob("*.py"):
+            reaching += [f"{path.relative_to(PACKAGE)} imports {m}" for m in imports(path)
+                         if m.startswith("loci.llm")
+                         and m not in ("loci.llm", "loci.llm.base", *WIRE_FORMATS)]
+    assert not reaching, "\n".join(reaching)
+    for path in (PACKAGE / "llm").glob("*.py"):
+        assert not [m for m in imports(path) if m.startswith(("loci.text", "loci.testing"))
+                    ], f"llm/{path.name} is a provider: no text analysis, no fakes"
+
+
+def test_nothing_runs_on_the_fakes_but_the_echo_upstream() -> None:
+    """The fakes of tests and benchmarks (``loci.testing``) load at run time only where a
+    user asks for them: ``loci serve --upstream echo``."""
+    faking = [str(path.relative_to(PACKAGE)) for path in modules()
+              if "testing" not in path.relative_to(PACKAGE).parts
+              and any(m.startswith("loci.testing") for m in imports(path))]
+    assert faking == ["cli/commands/server.py"], faking

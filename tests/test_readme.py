@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from loci import load_settings
-from loci.llm.fake_provider import FakeProvider
 from loci.server import create_app
+from loci.testing import FakeProvider
 from tests.server.conftest import LiveServer
 
 README = Path(__file__).resolve().parents[1] / "README.md"

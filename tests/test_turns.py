@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from loci import Loci, Turn, ValidationError
-from loci.llm.fake_provider import FakeProvider
+from loci.testing import FakeProvider
 
 #: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
 BOTH_APIS = True
@@ -137,7 +137,7 @@ def test_an_anthropic_tool_loop_with_thinking(loci: Loci, fake: FakeProvider) ->
                                                "content": "22°C, sunny"}]}]
     # The fake refuses a thinking block that does not come back as it was signed.
     turn, answer = call()
-    sent_back = fake.requests[1][1]["messages"][1]["content"][0]
+    sent_back = fake.requests[1]["body"]["messages"][1]["content"][0]
     assert sent_back["signature"] == first.content[0].signature
     assert answer.content[-1].text == "It is 22°C in Lisbon."
     assert [e.type for e in loci.events("s1")] == [
@@ -172,7 +172,7 @@ def test_a_user_turn_that_also_answers_the_calls_keeps_the_results(
                      {"type": "text", "text": "[Request interrupted by user for tool use]"},
                      {"type": "text", "text": "Just tell me about Lisbon instead."}]}]
     call()
-    sent = fake.requests[1][1]["messages"]
+    sent = fake.requests[1]["body"]["messages"]
     assert sent[-1]["content"][0]["type"] == "tool_result"
     assert sent[-1]["content"][0]["tool_use_id"] == "call_w"
     assert "Lisbon instead" in str(sent[-1]["content"])

@@ -14,8 +14,8 @@ from loci import Loci, load_settings
 from loci.compaction.masking import PLACEHOLDER
 from loci.compaction.policy import Decision, decide, preserve_tokens
 from loci.compaction.summarize import ChatSummarizer
-from loci.llm import ScriptedChatModel
 from loci.settings import CompactionSettings
+from loci.testing import ScriptedChatModel
 from tests.conftest import FakeClock, open_loci
 
 TINY = {"tiny": 4_000}

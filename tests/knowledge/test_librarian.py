@@ -10,8 +10,8 @@ import pytest
 from loci import Loci, ProviderError
 from loci.knowledge.extraction import LIBRARIAN_PROMPT
 from loci.knowledge.librarian import third_person
-from loci.llm import ScriptedChatModel
 from loci.memory.decide import DECISION_PROMPT
+from loci.testing import ScriptedChatModel
 from tests.conftest import FakeClock
 
 #: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).

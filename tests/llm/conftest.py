@@ -1,42 +1,32 @@
-"""A real chat server on 127.0.0.1 for the provider tests (no mocks).
+"""The fake provider (``loci.testing``) answering the provider clients' tests with
+canned answers, good and broken (no mocks).
 
-The first path segment of the base URL picks the behaviour (``/ok/v1``, ``/fail/v1``,
-...). Before answering, the server checks the request it received the way the real
-API would (path, headers, body shape) and answers HTTP 400 with the reason if it is
-wrong, so a malformed request fails the test with a readable ProviderError.
+The first path segment of the base URL picks the answer (``/ok/v1``, ``/fail/v1``,
+...). Before answering, the request is checked the way the real API would (path,
+headers, body shape), and a wrong one answered HTTP 400 with the reason, so a malformed
+request fails the test with a readable ProviderError.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import threading
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.message import Message
 from typing import Any
 
 import pytest
+
+from loci.testing import FakeProvider, Fault, Request
 
 OPENAI_STREAM = ["Hel", "lo", " world"]
 ANTHROPIC_STREAM = ["Hi", " from", " Claude"]
 
 
-@dataclass
-class ChatServer:
-    url: str
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-    def base(self, mode: str, suffix: str = "/v1") -> str:
-        return f"{self.url}/{mode}{suffix}"
-
-    @property
-    def last(self) -> dict[str, Any]:
-        return self.requests[-1]
+#: The fake provider answering the client tests' canned modes (the ``chat_server`` fixture).
+ChatServer = FakeProvider
 
 
-def check_openai(path: str, headers: dict[str, str], body: Any) -> str | None:
+def check_openai(path: str, headers: Message, body: Any) -> str | None:
     if not path.endswith("/v1/chat/completions"):
         return f"unexpected path {path}"
     if "application/json" not in headers.get("content-type", ""):
@@ -54,7 +44,7 @@ def check_openai(path: str, headers: dict[str, str], body: Any) -> str | None:
     return None
 
 
-def check_anthropic(path: str, headers: dict[str, str], body: Any) -> str | None:
+def check_anthropic(path: str, headers: Message, body: Any) -> str | None:
     if not path.endswith("/v1/messages") or path.endswith("/v1/v1/messages"):
         return f"unexpected path {path}"
     if headers.get("anthropic-version") != "2023-06-01":
@@ -168,52 +158,23 @@ def anthropic_answer(mode: str, body: dict[str, Any]) -> tuple[int, str, bytes]:
     return 404, "text/plain", b"no such mode"
 
 
-@pytest.fixture(scope="session")
-def chat_server() -> Iterator[ChatServer]:
-    state = ChatServer(url="")
+def canned(request: Request) -> Fault:
+    """The answer of the mode the first path segment names, once the request passed the
+    checks of what the real API expects (else a 400 naming the problem)."""
+    path, headers, body = request["path"], request["headers"], request["body"]
+    anthropic = path.endswith("/messages")
+    problem = (check_anthropic if anthropic else check_openai)(path, headers, body)
+    if problem is not None:
+        return Fault(400, json.dumps({"error": {"message": f"server check: {problem}"}}).encode())
+    mode = path.strip("/").split("/")[0]
+    if mode == "slow":
+        return Fault(200, b"{}", delay=1.0)
+    status, kind, payload = (anthropic_answer if anthropic else openai_answer)(mode, body)
+    return Fault(status, payload, kind)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            try:
-                body = json.loads(raw)
-            except ValueError:
-                body = None
-            state.requests.append({"path": self.path, "headers": headers, "body": body})
-            mode = self.path.strip("/").split("/")[0]
-            anthropic = self.path.endswith("/messages")
-            check = check_anthropic if anthropic else check_openai
-            problem = check(self.path, headers, body)
-            if problem is not None:
-                status, kind = 400, "application/json"
-                payload = json.dumps({"error": {"message": f"server check: {problem}"}}).encode()
-            elif mode == "slow":
-                time.sleep(1.0)
-                status, kind, payload = 200, "application/json", b"{}"
-            else:
-                answer = anthropic_answer if anthropic else openai_answer
-                status, kind, payload = answer(mode, body)
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-            except OSError:  # the client gave up (timeout tests)
-                pass
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    try:
-        yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+@pytest.fixture
+def chat_server(upstream: FakeProvider) -> FakeProvider:
+    """The fake provider (``tests/conftest.py``) answering the canned modes."""
+    upstream.fault = canned
+    return upstream

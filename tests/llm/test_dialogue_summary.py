@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from loci.llm import ExtractiveSummarizer
-from loci.llm.salience import CONSTRAINTS, FACTS, classify, score_sentence
 from loci.models import Event
+from loci.text import ExtractiveSummarizer
+from loci.text.salience import CONSTRAINTS, FACTS, classify, score_sentence
 from loci.tokens import heuristic_count
 
 DAY1 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

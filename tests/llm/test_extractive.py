@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from loci.llm import ChatModel, ExtractiveSummarizer, make_chat_model
-from loci.llm.extractive import PROSE_FLOOR, PROSE_SHARE
-from loci.llm.salience import is_filler, split_sentences
-from loci.models import Event
+from loci.compaction.service import CompactionService, chat_model_from
+from loci.errors import ConfigError
+from loci.llm import make_chat_model
+from loci.models import Event, Scope
+from loci.settings import load_settings
+from loci.store import open_store
+from loci.text import ExtractiveSummarizer
+from loci.text.extractive import PROSE_FLOOR, PROSE_SHARE
+from loci.text.salience import is_filler, split_sentences
 from loci.tokens import heuristic_count
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -242,35 +248,34 @@ def test_many_needles_survive_a_long_noisy_session() -> None:
     assert summarizer.count(summary) <= 800 < 0.3 * total
 
 
-def test_it_is_a_chat_model_reading_a_summarization_prompt() -> None:
-    model = make_chat_model("extractive")
-    assert isinstance(model, ChatModel)
-    transcript = "\n".join([
-        "user: Hi! How's it going?",
-        "assistant: Great, thanks! What can I do for you?",
-        "user: We decided to ship v2.3.1 on 2026-02-10.",
-        "tool (pytest): === 3 failed, 10 passed in 1.2s ===",
-        "assistant: I will fix test_login next.",
-    ])
-    messages = [
-        {"role": "system", "content": "Summarize the conversation. Keep decisions."},
-        {"role": "system", "content": "[CONTEXT SUMMARY]\n## Critical context\n"
-                                      "- Maya's flight is on 2026-12-03."},
-        {"role": "user", "content": transcript},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "type": "function",
-         "function": {"name": "read_file", "arguments": '{"path": "src/app.py"}'}}]},
-        {"role": "tool", "tool_call_id": "1", "name": "read_file", "content": "import os"},
-    ]
-    reply = model.complete(messages, max_tokens=200)
-    found = sections(reply.content)
-    assert found["Decisions"] == ["User: We decided to ship v2.3.1 on 2026-02-10."]
+def test_it_is_compactions_summarizer_and_no_chat_model(home: Path) -> None:
+    """The offline provider names no chat model: compaction summarizes with the
+    extractive summarizer itself, from the events."""
+    with pytest.raises(ConfigError, match="names no chat model"):
+        make_chat_model("extractive")
+    settings = load_settings(llm_provider=" Extractive ")
+    assert chat_model_from(settings) is None
+    service = CompactionService(open_store(f"sqlite:///{home / 'x.db'}"), Scope("u", "a"),
+                                settings, lambda: T0, lambda events: 0, None)
+    assert isinstance(service.summarizer, ExtractiveSummarizer)
+    service.store.close()
+    log = Log()
+    log.user("Hi! How's it going?")
+    log.assistant("Great, thanks! What can I do for you?")
+    log.user("We decided to ship v2.3.1 on 2026-02-10.")
+    log.add("tool_result", "tool", "=== 3 failed, 10 passed in 1.2s ===", tool_name="pytest")
+    log.assistant("I will fix test_login next.")
+    log.tool("read_file", {"path": "src/app.py"}, "import os")
+    summary = service.summarizer.summarize(
+        log.events, previous_summary="## Critical context\n- Maya's flight is on 2026-12-03.",
+        max_tokens=200)
+    found = sections(summary)
+    assert found["Decisions"] == ["[1 March 2026] User: We decided to ship v2.3.1 on 2026-02-10."]
     assert found["Critical context"] == ["Maya's flight is on 2026-12-03."]
     # The file read is listed once, under Files, not again as a command.
     assert found["Commands"] == ["`pytest` → === 3 failed, 10 passed in 1.2s ==="]
     assert found["Files"] == ["Read: src/app.py"]
-    assert "How's it going" not in reply.content and "Summarize" not in reply.content
-    assert reply.model == "extractive" and 0 < reply.output_tokens <= 200
-    assert reply.input_tokens > 0
+    assert "How's it going" not in summary
 
 
 def test_sentence_splitting_and_filler() -> None:

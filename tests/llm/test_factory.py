@@ -5,25 +5,20 @@ from __future__ import annotations
 import pytest
 
 from loci.errors import ConfigError
-from loci.llm import (
-    AnthropicChat,
-    ChatModel,
-    ExtractiveSummarizer,
-    OpenAICompatibleChat,
-    ScriptedChatModel,
-    make_chat_model,
-)
+from loci.llm import AnthropicChat, ChatModel, OpenAICompatibleChat, is_offline, make_chat_model
 from loci.llm._http import parse_sse
+from loci.testing import ScriptedChatModel
 from tests.llm.conftest import ChatServer
 
 
-def test_default_is_the_offline_extractive_summarizer() -> None:
-    model = make_chat_model()
-    assert isinstance(model, ExtractiveSummarizer)
-    assert isinstance(model, ChatModel)
-    # Connection settings meant for another provider are ignored, empty ones dropped.
-    model = make_chat_model("extractive", base_url="", api_key=None, timeout=30, max_tokens=300)
-    assert isinstance(model, ExtractiveSummarizer) and model.max_tokens == 300
+def test_the_offline_provider_is_no_chat_model() -> None:
+    """``[llm] provider = "extractive"`` (the default) builds no chat model: compaction
+    summarizes offline (tests/llm/test_extractive.py)."""
+    for name in ("extractive", " Extractive ", ""):
+        assert is_offline(name)
+        with pytest.raises(ConfigError, match="names no chat model"):
+            make_chat_model(name, base_url="", api_key=None, timeout=30)
+    assert not is_offline("openai")
 
 
 def test_http_providers_and_aliases(chat_server: ChatServer) -> None:
@@ -40,8 +35,10 @@ def test_http_providers_and_aliases(chat_server: ChatServer) -> None:
 
 
 def test_scripted() -> None:
-    model = make_chat_model("scripted", replies=["canned"])
-    assert isinstance(model, ScriptedChatModel)
+    """The test double is no provider a setting can name; it is built directly."""
+    with pytest.raises(ConfigError, match="unknown chat provider"):
+        make_chat_model("scripted", replies=["canned"])
+    model: ChatModel = ScriptedChatModel(["canned"])
     assert model.complete([{"role": "user", "content": "x"}]).content == "canned"
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loci.llm.trail import (
+from loci.text.trail import (
     COMMANDS,
     EDITS,
     ERRORS,
@@ -92,8 +92,8 @@ def test_a_previous_summary_s_trail_is_merged() -> None:
 def test_a_reply_stored_as_text_then_calls_summarizes_like_one_call() -> None:
     from datetime import UTC, datetime
 
-    from loci.llm import ExtractiveSummarizer
     from loci.models import Event
+    from loci.text import ExtractiveSummarizer
 
     when = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -15,7 +15,7 @@ from openai import AsyncOpenAI
 
 from loci import Loci, NotFoundError
 from loci.integrations.agents_session import LociSession
-from loci.llm.fake_provider import FakeProvider
+from loci.testing import FakeProvider
 
 pytestmark = [pytest.mark.loci_settings(memory_mirror=False), pytest.mark.real_clock]
 
@@ -45,7 +45,7 @@ def run(fake: FakeProvider, session: LociSession, question: str) -> Any:
 
 
 def sent_text(fake: FakeProvider) -> str:
-    return json.dumps(fake.requests[-1][1]["input"])
+    return json.dumps(fake.requests[-1]["body"]["input"])
 
 
 def test_a_runs_items_are_recorded_once_and_the_next_run_gets_locis_context(

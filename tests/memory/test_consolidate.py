@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from loci import ConflictError, Loci, NotFoundError, Proposal
-from loci.llm.scripted import ScriptedChatModel
 from loci.memory.consolidate import junk_reason
 from loci.models import Memory
+from loci.testing.scripted import ScriptedChatModel
 from tests.conftest import FakeClock
 
 PAGE_200 = ('I\'ve been reading "A Short History of Nearly Everything" and I\'m currently '

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 from loci import Loci
-from loci.llm import ExtractiveSummarizer, ScriptedChatModel
 from loci.memory.extract import EXTRACTION_PROMPT, LLMExtractor, RuleExtractor
+from loci.testing import ScriptedChatModel
+from loci.text import ExtractiveSummarizer
 
 #: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
 BOTH_APIS = True

@@ -13,10 +13,10 @@ import pytest
 
 from loci import Loci
 from loci.knowledge.librarian import third_person as third_person_profile
-from loci.llm import ScriptedChatModel
 from loci.memory.decide import DECISION_PROMPT
 from loci.memory.extract import RuleExtractor
 from loci.memory.rewrite import third_person
+from loci.testing import ScriptedChatModel
 
 #: Each test that takes ``loci`` runs on Loci and on AsyncLoci (``tests/conftest.py``).
 BOTH_APIS = True

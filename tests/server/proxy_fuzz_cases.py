@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from loci.llm.fake_provider import Fault, Reply
+from loci.testing import Fault, Reply
 
 FACES = ("chat", "messages", "responses")
 PATHS = {"chat": "/v1/chat/completions", "messages": "/v1/messages",

@@ -12,7 +12,7 @@ import anthropic
 import pytest
 from anthropic import Anthropic
 
-from loci.llm.provider_rules import signature
+from loci.testing.provider_rules import signature
 from tests.server.conftest import LiveServer, make_key
 from tests.server.fake_upstream import (
     SESSION,

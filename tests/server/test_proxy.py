@@ -17,6 +17,8 @@ from loci.memory.tags import parse_reply
 from loci.server import create_app, proxy_upstream
 from loci.server.proxy_anthropic import tool_choice
 from loci.server.proxy_stream import TagFilter
+from loci.testing import Fault
+from loci.testing.provider_rules import pieces
 from tests.server.conftest import LiveServer, make_key, serving
 from tests.server.fake_upstream import (
     SESSION,
@@ -24,7 +26,6 @@ from tests.server.fake_upstream import (
     Upstream,
     client,
     engine,
-    pieces,
     proxy_app,
     system_text,
 )
@@ -149,7 +150,8 @@ def test_keys_scope_the_proxy(home: Path, upstream: Upstream,
 @pytest.mark.parametrize("stream", [False, True])
 def test_upstream_failure_is_a_502(home: Path, upstream: Upstream, live_server: LiveServer,
                                    stream: bool) -> None:
-    app = proxy_app(home, upstream, prefix="fail")
+    upstream.fault = lambda request: Fault(500, b'{"error": {"message": "upstream exploded"}}')
+    app = proxy_app(home, upstream)
     with client(live_server(app)) as oai, \
             pytest.raises(openai.APIStatusError, match="upstream exploded") as failure:
         oai.chat.completions.create(model="m", user="s", stream=stream,

@@ -36,8 +36,8 @@ import httpx
 import pytest
 
 from loci import load_settings
-from loci.llm.fake_provider import FakeProvider
 from loci.server import create_app
+from loci.testing import FakeProvider
 from tests.server.conftest import serving
 from tests.server.proxy_fuzz_cases import UPSTREAM_KEY, Case, Generator, fault, reply
 
@@ -102,7 +102,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
         return case
 
     with FakeProvider(reply=lambda body: reply(current()),
-                      fault=lambda path, body: fault(current())) as provider:
+                      fault=lambda request: fault(current())) as provider:
         state["proxy"] = running = Proxy(home, provider)
         with serving(running.apps["openai"]) as a, serving(running.apps["anthropic"]) as b, \
                 serving(running.apps["openai-responses"]) as c:

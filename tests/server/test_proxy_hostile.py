@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from loci import load_settings
-from loci.llm.fake_provider import FakeProvider, Fault, Reply
 from loci.server import create_app
+from loci.testing import FakeProvider, Fault, Reply
 from tests.server.conftest import LiveServer
 
 KEY = "sk-UPSTREAM-SECRET-a1b2c3d4e5f6g7h8"
@@ -50,7 +50,7 @@ def proxy(request: pytest.FixtureRequest, home: Path, live_server: LiveServer
           ) -> Iterator[Proxy]:
     state: list[Proxy] = []
     with FakeProvider(reply=lambda body: state[0].reply,
-                      fault=lambda path, body: state[0].fault) as provider:
+                      fault=lambda request: state[0].fault) as provider:
         app = create_app(load_settings(
             store=f"sqlite:///{home / 'p.db'}", proxy_provider=request.param,
             proxy_base_url=f"{provider.url}/v1", proxy_api_key=KEY))
@@ -245,7 +245,7 @@ def test_a_trickling_stream_ends_at_the_deadline(home: Path, live_server: LiveSe
     chunk = {"choices": [{"index": 0, "delta": {"content": "slow "}, "finish_reason": None}]}
     body = "".join(f"data: {json.dumps(chunk)}\n\n" for _ in range(40)) + "data: [DONE]"
     fault = Fault(200, body.encode(), "text/event-stream", pause=0.1)
-    with FakeProvider(fault=lambda path, body: fault) as provider:
+    with FakeProvider(fault=lambda request: fault) as provider:
         app = create_app(load_settings(
             store=f"sqlite:///{home / 'p.db'}", proxy_provider="openai",
             proxy_base_url=f"{provider.url}/v1", proxy_api_key=KEY, proxy_timeout=1.0))

@@ -1,5 +1,5 @@
 """OpenAI's Responses API as the proxy's upstream (``[proxy] provider =
-"openai-responses"``), against the fake provider (``loci.llm.fake_provider``: signed
+"openai-responses"``), against the fake provider (``loci.testing.fake_provider``: signed
 reasoning items whose encrypted content must come back unchanged, function calls that
 must be answered): a tool loop through the Chat Completions and Responses faces,
 streamed or not, with the reasoning items kept in the log and sent back."""
@@ -7,7 +7,6 @@ streamed or not, with the reasoning items kept in the log and sent back."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,9 @@ from fastapi import FastAPI
 from openai import OpenAI
 
 from loci import load_settings
-from loci.llm.fake_provider import FakeProvider
-from loci.llm.provider_rules import signature
 from loci.server import create_app
+from loci.testing import FakeProvider
+from loci.testing.provider_rules import signature
 from tests.server.conftest import LiveServer
 from tests.server.fake_upstream import SESSION, engine
 
@@ -31,10 +30,9 @@ CALL = [{"id": "call_1", "type": "function",
 
 
 @pytest.fixture
-def provider() -> Iterator[FakeProvider]:
-    replies: list[Any] = [CALL, "Rain in Porto."]
-    with FakeProvider(reply=lambda body: replies.pop(0) if replies else "ok") as fake:
-        yield fake
+def provider(upstream: FakeProvider) -> FakeProvider:
+    upstream.replies += [CALL, "Rain in Porto."]
+    return upstream
 
 
 def app_for(home: Path, provider: FakeProvider) -> FastAPI:
@@ -44,7 +42,7 @@ def app_for(home: Path, provider: FakeProvider) -> FastAPI:
 
 
 def reasoning_sent(provider: FakeProvider) -> list[dict[str, Any]]:
-    return [item for item in provider.requests[-1][1]["input"]
+    return [item for item in provider.requests[-1]["body"]["input"]
             if item.get("type") == "reasoning"]
 
 
@@ -65,7 +63,7 @@ def test_a_chat_tool_loop_runs_on_a_responses_upstream_with_its_reasoning_kept(
         else:
             first = oai.chat.completions.create(messages=messages, **ask)
             assert first.choices[0].message.tool_calls[0].id == "call_1"  # type: ignore[index]
-        sent = provider.requests[-1][1]
+        sent = provider.requests[-1]["body"]
         assert sent["input"][0] == {"role": "developer", "content": "Be brief."}
         assert sent["tools"] == [{"type": "function", **WEATHER["function"]}]
         assert sent["store"] is False and sent["max_output_tokens"] == 300
@@ -78,7 +76,7 @@ def test_a_chat_tool_loop_runs_on_a_responses_upstream_with_its_reasoning_kept(
     # (the fake provider refuses an altered one, and a call without its output).
     [item] = reasoning_sent(provider)
     assert item["encrypted_content"] == signature(f"reasoning|{item['id']}")
-    kinds = [i.get("type", "message") for i in provider.requests[-1][1]["input"]]
+    kinds = [i.get("type", "message") for i in provider.requests[-1]["body"]["input"]]
     at = kinds.index("reasoning")
     assert kinds[at + 1:at + 3] == ["function_call", "function_call_output"]
     loci = engine(app)
@@ -108,5 +106,5 @@ def test_the_responses_face_on_a_responses_upstream(
             input=[{"type": "function_call_output", "call_id": "call_1",
                     "output": "rain, 17C"}], previous_response_id=first.id, **ask)
     assert done.output_text == "Rain in Porto."
-    assert provider.requests[0][1]["reasoning"] == {"effort": "medium"}
+    assert provider.requests[0]["body"]["reasoning"] == {"effort": "medium"}
     assert len(reasoning_sent(provider)) == 1

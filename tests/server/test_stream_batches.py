@@ -16,15 +16,10 @@ import pytest
 
 from loci import load_settings
 from loci.llm._http import SSEDecoder, data_of, events_of, parse_sse
-from loci.llm.fake_provider import (
-    FakeProvider,
-    Fault,
-    openai_events,
-    responses_answer,
-    responses_events,
-)
 from loci.memory.tags import parse_reply
 from loci.server import create_app
+from loci.testing import FakeProvider, Fault
+from loci.testing.fake_answers import openai_events, responses_answer, responses_events
 from tests.server.conftest import LiveServer
 
 STREAM = ("data: one\r\n\r\n: a comment\nevent: named\ndata: two\ndata: lines\r\r"
@@ -108,7 +103,7 @@ def test_thousands_of_upstream_events_reach_the_client_in_a_few(
         face: str, upstream: str, home: Path, live_server: LiveServer) -> None:
     body = upstream_body("openai" if upstream == "openai" else "responses")
     fault = Fault(200, body, "text/event-stream")
-    with FakeProvider(fault=lambda path, request: fault) as provider:
+    with FakeProvider(fault=lambda request: fault) as provider:
         app = create_app(load_settings(
             store=f"sqlite:///{home / 'p.db'}", proxy_provider=upstream,
             proxy_base_url=f"{provider.url}/v1", proxy_api_key="k"))

@@ -1,6 +1,6 @@
 """Usage through the proxy: every upstream call recorded in the session's ledger with
 what the upstream's prompt cache reported, streamed or not, on each face, against the
-fake provider (``loci.llm.fake_provider``: the providers' published caching rules over
+fake provider (``loci.testing.fake_provider``: the providers' published caching rules over
 real HTTP); the client gets the cached counts in its API's shape."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from fastapi import FastAPI
 from openai import OpenAI
 
 from loci import load_settings
-from loci.llm.fake_provider import FakeProvider
 from loci.server import create_app
+from loci.testing import FakeProvider
 from tests.server.conftest import LiveServer
 from tests.server.fake_upstream import SESSION, engine
 
@@ -71,7 +71,7 @@ def test_chat_calls_are_recorded_with_openais_cached_tokens(
     assert [u.prompt_tokens for u in usages] == [r.input_tokens for r in records]
     if stream:  # the proxy asked the upstream for the usage of its stream
         assert all(body["stream_options"] == {"include_usage": True}
-                   for _, body in provider.requests)
+                   for body in (r["body"] for r in provider.requests))
     first, last = records[0], records[-1]
     assert last.log_events == 6 and last.log_tokens > first.log_tokens == 0
     assert first.base_tokens > 1000  # the client's own system prompt
@@ -173,7 +173,7 @@ def test_anthropics_own_compaction_goes_through_and_loci_starts_from_it(
     assert [b.type for b in seen[1].content] == ["compaction", "text"]
     block = seen[1].content[0].model_dump(exclude_none=True)
     assert block["content"].startswith("Summary of")
-    third = fake.requests[-1][1]["messages"]
+    third = fake.requests[-1]["body"]["messages"]
     # The last request starts with the turn the summary answered, the block as it came.
     assert third[0]["role"] == "user" and "1: " in json.dumps(third[0])
     assert third[1]["content"][0] == {

@@ -21,10 +21,10 @@ from loci.context.history import group_steps, turn_opener
 from loci.context.render import since_provider_compaction
 from loci.errors import ConflictError
 from loci.eventlog import new_event
-from loci.llm.trail import TRAIL_KEY, span_trail
 from loci.models import SUMMARY_HEADER, Compaction, Document, Event, NewEvent, Scope
 from loci.settings import CompactionSettings
 from loci.store.base import CompactionPlan, NewCompaction, Store
+from loci.text.trail import TRAIL_KEY, span_trail
 from loci.timeutil import Clock, format_timestamp
 from loci.tokens import TokenCounter
 

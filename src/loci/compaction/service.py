@@ -12,11 +12,12 @@ from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summari
 from loci.context.layers import PRESERVE_SHARE, SUMMARY_SHARE, configure, history_budget
 from loci.context.render import CLEARS_TOOLS, COMPACTS
 from loci.errors import ValidationError
-from loci.llm import ExtractiveSummarizer, make_chat_model
+from loci.llm import is_offline, make_chat_model
 from loci.llm.base import ChatModel
 from loci.models import Event, Scope, StateItem
 from loci.settings import Settings
 from loci.store.base import Store
+from loci.text import ExtractiveSummarizer
 from loci.timeutil import Clock
 from loci.tokens import context_window, token_counter
 
@@ -27,8 +28,9 @@ EDITS_PREFIX = "provider_edits:"
 
 
 def chat_model_from(settings: Settings) -> ChatModel | None:
-    """The configured chat model, or None for the offline extractive default."""
-    if settings.llm.provider in ("", "extractive"):
+    """The configured chat model, or None for the offline default (compaction then
+    summarizes with the extractive summarizer, extraction with its rules)."""
+    if is_offline(settings.llm.provider):
         return None
     return make_chat_model(settings.llm.provider, model=settings.llm.model,
                            base_url=settings.llm.base_url, api_key=settings.llm.api_key)

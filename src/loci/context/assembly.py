@@ -16,12 +16,12 @@ from loci.context.history import LiveEvents
 from loci.context.layers import configure
 from loci.context.sources import BuildContext, ViewSummary, agent_spec, skill_items
 from loci.context.workspace import Workspace
-from loci.llm import ExtractiveSummarizer
-from loci.llm.trail import span_trail
 from loci.models import Event, Scope, StateItem
 from loci.retriever import Retriever
 from loci.settings import Settings
 from loci.store.base import Store
+from loci.text import ExtractiveSummarizer
+from loci.text.trail import span_trail
 from loci.tokens import context_window, known_window, token_counter, unknown_model
 
 #: The provider's context edits of a session, found in the scope's state items.

@@ -18,7 +18,6 @@ from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
-from loci.llm.trail import TRAIL_KEY, Trail
 from loci.memory.dedup import DUPLICATE_OVERLAP, overlap_sets, sets_overlap
 from loci.memory.timeline import asks_about_past, shown_as_past
 from loci.memory.tools import hit_standing
@@ -26,6 +25,7 @@ from loci.models import Document, Event, Memory, Scope, SearchHit, StateItem, sp
 from loci.retriever import Retriever
 from loci.search.relevance import MIN_RELEVANCE
 from loci.store.base import SearchFilters, Store
+from loci.text.trail import TRAIL_KEY, Trail
 from loci.timeutil import day_label
 
 PRINCIPLES = """## Principles

@@ -5,7 +5,7 @@ people, each with an importance in [0, 1].
 Two ways, one result type:
 
 - :func:`rule_findings`, offline: every sentence of the user's and the assistant's
-  messages is scored by :mod:`loci.llm.salience` (cue phrases pick decisions, action
+  messages is scored by :mod:`loci.text.salience` (cue phrases pick decisions, action
   items and insights; specific content raises the score), and the user's own sentences
   are matched against profile patterns (people by relation, goals, identity,
   preferences). Importance is the salience score scaled to [0, 1].
@@ -20,10 +20,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loci.llm import salience as sal
 from loci.llm.base import ChatModel
 from loci.memory.extract import readable_lines
 from loci.models import Event
+from loci.text import salience as sal
 
 KINDS = ("decision", "action", "insight", "preference", "goal", "identity", "person")
 #: A salience score at this value or above is importance 1.

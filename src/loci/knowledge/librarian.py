@@ -30,12 +30,12 @@ from loci.knowledge.extraction import (
 )
 from loci.knowledge.paths import slugify
 from loci.knowledge.service import KnowledgeBase
-from loci.llm import salience as sal
 from loci.llm.base import ChatModel
 from loci.memory.dedup import DUPLICATE_OVERLAP, word_overlap
 from loci.memory.rewrite import conjugate, later_pronouns
 from loci.memory.service import SaveResult
 from loci.models import Event
+from loci.text import salience as sal
 
 log = logging.getLogger("loci.librarian")
 CONVERSATIONS = "/conversations/"

@@ -2,14 +2,14 @@
 
 ``make_chat_model(provider, **options)`` is the one seam the rest of Loci uses::
 
-    make_chat_model("extractive")                        # offline, no model (default)
     make_chat_model("openai", model="gpt-4.1-mini", api_key="sk-...")
     make_chat_model("openai", model="llama3.2", base_url="http://localhost:11434/v1")
     make_chat_model("anthropic", model="claude-haiku-4-5", api_key="sk-ant-...")
-    make_chat_model("scripted", replies=["a canned answer"])   # test double
 
 Every provider implements :class:`ChatModel` (``complete(messages, max_tokens=None)``);
-the HTTP providers also ``stream`` text deltas.
+the HTTP providers also ``stream`` text deltas. ``[llm] provider = "extractive"`` (the
+default) names no chat model: compaction then summarizes offline
+(``loci.text.ExtractiveSummarizer``) and extraction uses its rules.
 """
 
 from __future__ import annotations
@@ -20,50 +20,51 @@ from typing import Any
 from loci.errors import ConfigError
 from loci.llm.anthropic import AnthropicChat
 from loci.llm.base import ChatModel, ChatReply
-from loci.llm.extractive import ExtractiveSummarizer
 from loci.llm.openai_compat import OpenAICompatibleChat
-from loci.llm.scripted import ScriptedChatModel
 from loci.providers import provider_options
 
 __all__ = [
-    "DEFAULT_PROVIDER",
+    "OFFLINE",
     "PROVIDERS",
     "AnthropicChat",
     "ChatModel",
     "ChatReply",
-    "ExtractiveSummarizer",
     "OpenAICompatibleChat",
-    "ScriptedChatModel",
+    "is_offline",
     "make_chat_model",
 ]
 
-DEFAULT_PROVIDER = "extractive"
+#: The ``[llm] provider`` that names no chat model: offline summaries and extraction.
+OFFLINE = "extractive"
 
 #: Provider names (and aliases) accepted by :func:`make_chat_model`.
 PROVIDERS: dict[str, Callable[..., ChatModel]] = {
-    "extractive": ExtractiveSummarizer,
     "openai": OpenAICompatibleChat,
     "openai-compatible": OpenAICompatibleChat,
     "anthropic": AnthropicChat,
-    "scripted": ScriptedChatModel,
 }
-#: Connection options that offline providers ignore rather than reject, so one set of
-#: settings can be passed whichever provider is chosen.
-_NETWORK_OPTIONS = frozenset({"base_url", "api_key", "timeout", "temperature"})
-_OFFLINE = frozenset({"extractive", "scripted"})
 
 
-def make_chat_model(provider: str = DEFAULT_PROVIDER, **options: Any) -> ChatModel:
+def is_offline(provider: str) -> bool:
+    """Whether the ``[llm] provider`` setting names no chat model (empty or offline)."""
+    return provider.strip().lower() in ("", OFFLINE)
+
+
+def make_chat_model(provider: str, **options: Any) -> ChatModel:
     """Build the chat model called ``provider`` with its keyword options.
 
     Options whose value is ``None`` or ``""`` are dropped, so unset settings fall back to
-    each provider's defaults. Unknown providers or options raise ``ConfigError``.
+    each provider's defaults. Unknown providers or options raise ``ConfigError``, and so
+    does the offline one, which is no chat model (see :func:`is_offline`).
     """
-    key = (provider or DEFAULT_PROVIDER).strip().lower()
-    key, factory, given = provider_options(
-        "chat", PROVIDERS, provider, DEFAULT_PROVIDER, options,
-        _NETWORK_OPTIONS if key in _OFFLINE else frozenset())
-    if key in ("openai", "openai-compatible", "anthropic") and "model" not in given:
+    key = provider.strip().lower()
+    if key not in PROVIDERS:
+        known = ", ".join(sorted({*PROVIDERS, OFFLINE}))
+        what = (f"chat provider {provider!r} names no chat model (offline summaries and "
+                "extraction)") if is_offline(key) else f"unknown chat provider {provider!r}"
+        raise ConfigError(f"{what}; known providers: {known}")
+    key, factory, given = provider_options("chat", PROVIDERS, key, key, options)
+    if "model" not in given:
         example = "claude-haiku-4-5" if key == "anthropic" else "gpt-4.1-mini' or 'llama3.2"
         raise ConfigError(f"chat provider {key!r} needs a model (llm.model, e.g. '{example}')")
     return factory(**given)

@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from loci.llm._transcript import without_harness
-from loci.llm.salience import is_command, is_filler, specificity
 from loci.memory.dedup import DUPLICATE_OVERLAP, anchors, restates, word_overlap, word_set
 from loci.memory.timeline import gives_new_value
 from loci.memory.types import ttl_days
 from loci.models import Memory
 from loci.search.query import STOPWORDS
+from loci.text.salience import is_command, is_filler, specificity
+from loci.text.transcript import without_harness
 from loci.timeutil import format_timestamp, parse_timestamp
 
 KINDS = ("merge", "supersede", "retire", "retype")

@@ -28,13 +28,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from loci.llm import salience as sal
-from loci.llm._transcript import without_injected_lines
 from loci.llm.base import ChatModel
 from loci.memory.facts import said_sentences, statement_of, topics
 from loci.memory.rewrite import third_person
 from loci.memory.tags import parse_reply
 from loci.models import Event, speaker
+from loci.text import salience as sal
+from loci.text.transcript import without_injected_lines
 
 _FENCED = re.compile(r"```.*?```|~~~.*?~~~", re.DOTALL)
 _RELATIVES = (r"my\s+(?:wife|husband|partner|son|daughter|kids?|children|dog|cat|pets?|puppy"

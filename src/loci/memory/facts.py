@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from loci.llm import salience as sal
+from loci.text import salience as sal
 
 MIN_FACT_CHARS = 8
 MAX_FACT_CHARS = 300

@@ -36,7 +36,7 @@ def serve(host: str | None, port: int | None, store: str | None,
     with ExitStack() as stack:
         echo: dict[str, Any] = {}
         if upstream == "echo":
-            from loci.llm.fake_provider import FakeProvider, echo_reply
+            from loci.testing import FakeProvider, echo_reply
 
             fake = stack.enter_context(FakeProvider(reply=echo_reply, keep_requests=False))
             echo = {"proxy_provider": "openai", "proxy_base_url": f"{fake.url}/v1",

@@ -42,7 +42,7 @@ INSIGHTS = "Insights"
 PREFERENCES = "Preferences"
 #: What was said without a cue: events, possessions, relationships, numbers, names.
 FACTS = "Facts"
-#: Sections in the order the summary lists them (seeds/003, then seeds/004, then facts).
+#: Sections in the order the summary lists them (the work, then the conversation, then facts).
 SECTIONS = (COMPLETED, STATE, IN_PROGRESS, NEXT, CONSTRAINTS, CRITICAL, DECISIONS,
             ACTIONS, INSIGHTS, PREFERENCES, FACTS)
 #: Sections that describe a moment (a newer statement supersedes an older one).

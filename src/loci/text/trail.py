@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loci.llm._transcript import turns_from_events
 from loci.models import Event
+from loci.text.transcript import turns_from_events
 
 #: The summary event's metadata key holding the session's whole trail so far.
 TRAIL_KEY = "trail"

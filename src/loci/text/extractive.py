@@ -2,35 +2,33 @@
 themselves, with no language model.
 
 Every sentence of the span (and every line of a previous summary) is scored by
-:mod:`loci.llm.salience` and filed under one section: Completed work, Current state,
+:mod:`loci.text.salience` and filed under one section: Completed work, Current state,
 In-progress tasks, Next steps, Constraints, Critical context, Decisions, Action items,
-Insights, Preferences (seeds/003 and seeds/004). Sentences are kept verbatim, so names,
+Insights, Preferences. Sentences are kept verbatim, so names,
 numbers, ids, paths and dates survive exactly. The best-scoring sentences are taken
 greedily until the token budget is spent, de-duplicated, then listed per section in
 the order they were said. A previous summary is folded in with a bonus, so facts from
 earlier compactions outlive newer small talk. Tool calls and their results become the
-agent's trail (:mod:`loci.llm.trail`: files, edits, errors, commands with their
+agent's trail (:mod:`loci.text.trail`: files, edits, errors, commands with their
 outcome), listed first and merged with an earlier summary's trail; code blocks in
 messages contribute a couple of salient lines each. The result is deterministic.
 
-``ExtractiveSummarizer`` is also a :class:`~loci.llm.base.ChatModel`: given the
-messages of a summarization prompt it reads the conversation from them.
+``ExtractiveSummarizer`` is compaction's ``Summarizer`` (``compaction/summarize.py``)
+when no chat model is configured (``[llm] provider = "extractive"``, the default).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from loci.llm import salience as sal
-from loci.llm._transcript import Turn, turns_from_events, turns_from_messages
-from loci.llm.base import ChatReply
-from loci.llm.trail import SECTIONS as TRAIL_SECTIONS
-from loci.llm.trail import Trail
 from loci.models import Event
+from loci.text import salience as sal
+from loci.text.trail import SECTIONS as TRAIL_SECTIONS
+from loci.text.trail import Trail
+from loci.text.transcript import Turn, turns_from_events
 from loci.timeutil import day_label
 from loci.tokens import token_counter
 
@@ -66,7 +64,7 @@ _TRAIL_SECTIONS = {name.lower(): name for name in TRAIL_SECTIONS}
 _DAY = re.compile(r"^\[(\d{1,2} [A-Z][a-z]+ \d{4})\]\s*")
 #: The speaker in front of a summary item ("Caroline: ...").
 _SAID_BY = re.compile(r"^(?:-\s+)?(?:\[[^\]]*\]\s*)?([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
-#: Of a summary's budget, at most this share goes to an agent's trail (loci.llm.trail),
+#: Of a summary's budget, at most this share goes to an agent's trail (loci.text.trail),
 #: scaled by the share of the span's turns that are tool calls and results.
 TRAIL_SHARE = 0.7
 #: The text of this many of the span's last tool calls is read as prose.
@@ -107,12 +105,12 @@ class _Item:
 
 
 class ExtractiveSummarizer:
-    """Structured, extractive summaries under a token budget; no model, no network."""
+    """Structured, extractive summaries under a token budget; no model, no network.
+    Compaction's ``Summarizer`` (structurally: this package imports no domain)."""
 
     def __init__(
         self,
         *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
         counter: Callable[[str], int] | None = None,
         model: str = "gpt-4.1",
         tool_lines: int = 2,
@@ -120,8 +118,6 @@ class ExtractiveSummarizer:
     ) -> None:
         if counter is None:
             counter = token_counter(model).count
-        self.name = "extractive"
-        self.max_tokens = max_tokens
         self.count = counter
         self.tool_lines = tool_lines
         self.min_score = min_score
@@ -136,21 +132,6 @@ class ExtractiveSummarizer:
         """The summary body (no ``[CONTEXT SUMMARY]`` header) of ``events``; "" if none."""
         return self.summarize_turns(turns_from_events(events), previous_summary,
                                     instructions, max_tokens)
-
-    def complete(
-        self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
-    ) -> ChatReply:
-        """Summarize the conversation found in ``messages`` (a summarization prompt).
-
-        System messages are the instructions (their words steer scoring a little) unless
-        they hold a previous summary; the conversation may be separate messages or one
-        transcript of ``user:``/``assistant:``/``tool:`` lines. ``max_tokens`` is the budget.
-        """
-        turns, instructions = turns_from_messages(messages)
-        budget = self.max_tokens if max_tokens is None else max_tokens
-        text = self.summarize_turns(turns, None, "\n".join(instructions) or None, budget)
-        seen = sum(self.count(t.text) for t in turns)
-        return ChatReply(text, self.name, seen, self.count(text))
 
     def summarize_turns(
         self,
