@@ -38,7 +38,7 @@ from loci.memory.review import Consolidation, Consolidator, Proposal
 from loci.memory.service import MemoryService, ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
 from loci.memory.sync import sync as sync_mirror
-from loci.memory.timeline import asks_about_past
+from loci.memory.timeline import asks_about_past, weighed_by_standing
 from loci.memory.tools import MemoryPage, MemorySummary, page, to_summary
 from loci.memory.types import check_type
 from loci.models import (
@@ -291,18 +291,22 @@ class ScopeView:
         filters: SearchFilters | None = None, past: bool | None = None,
     ) -> list[SearchHit]:
         """Hybrid (keyword + vector) search over the given kinds, best first, scores in
-        [0, 1]; expired memories only if ``past`` (default: the query asks about it)."""
+        [0, 1]. Memories that no longer hold are found too: ranked below those that do
+        (``timeline.weighed_by_standing``) unless the query asks about the past
+        (``past`` None: it decides; True: as they rank), left out if ``past`` is False."""
         if not 1 <= limit <= 1000:
             raise ValidationError("limit must be between 1 and 1000")
         check_text("query", query)
         now = self.clock()
-        past = asks_about_past(query, now) if past is None else past
-        filters = replace(filters or SearchFilters(), now=None if past else now)
+        weigh = past is None and not asks_about_past(query, now)
+        filters = replace(filters or SearchFilters(), now=now if past is False else None)
+        wanted = min(limit * 2, 1000) if weigh else limit  # room for what the weights lift
         hits: list[SearchHit] = []
         for kind in kinds:
-            hits += self.retriever.search(self.scope, kind, query, limit=limit,
+            hits += self.retriever.search(self.scope, kind, query, limit=wanted,
                                           filters=filters, now=now)
-        return sorted(hits, key=lambda h: h.score, reverse=True)[:limit]
+        return (weighed_by_standing(hits, now) if weigh else
+                sorted(hits, key=lambda h: h.score, reverse=True))[:limit]
 
     def memory_search(
         self, query: str, limit: int = 5, filters: SearchFilters | None = None,

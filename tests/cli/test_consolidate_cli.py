@@ -55,7 +55,9 @@ def test_search_past_shows_a_superseded_fact(
         home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run(capsys, "remember", "The user lives in Lisbon", "--type", "sticky")
     run(capsys, "remember", "The user lives in Porto now", "--type", "sticky")
-    current = run(capsys, "search", "where does the user live")[1]
+    first, second = run(capsys, "search", "where does the user live")[1].splitlines()
+    assert "Porto" in first and "Lisbon" in second and "(superseded " in second
+    current = run(capsys, "search", "where does the user live", "--current")[1]
     assert "Porto" in current and "Lisbon" not in current
     past = run(capsys, "search", "where does the user live", "--past")[1]
     assert "(superseded " in past and "Lisbon" in past

@@ -127,17 +127,7 @@ def test_a_killed_migration_resumes_on_rerun(tmp_path: Path) -> None:
     expected = snapshot(original)
     original.close()
     for scopes_copied in (0, 2):
-        target_db = tmp_path / f"target-{scopes_copied}.db"
-        target = f"sqlite:///{target_db}"
-        copy = start("migrate", "--from", source, "--to", target)
-        assert copy.stdout is not None
-        if scopes_copied:
-            lines = [copy.stdout.readline() for _ in range(scopes_copied)]
-            assert all("events" in line for line in lines), lines
-            copy.kill()
-            copy.communicate()
-        else:
-            kill_when(copy, partial(_meta, target_db, "migrating_from"))
+        target = killed_migration(source, tmp_path, scopes_copied)
         with pytest.raises(StoreError, match="unfinished copy"):
             Loci.open(store=target)
         rerun = finish("migrate", "--from", source, "--to", target)
@@ -149,6 +139,26 @@ def test_a_killed_migration_resumes_on_rerun(tmp_path: Path) -> None:
             copied.close()
         with Loci.open(store=target, user="maya") as loci:  # a normal store now
             assert loci.search_conversation(f"{SECRET}maya")
+
+
+def killed_migration(source: str, tmp_path: Path, scopes_copied: int) -> str:
+    """The URL of a target whose ``loci migrate`` was killed once it had marked the
+    target (``scopes_copied`` 0) or copied that many scopes. On a loaded machine the
+    copy may finish between the poll that sees the mark and the kill: then again."""
+    for attempt in range(5):
+        target_db = tmp_path / f"target-{scopes_copied}-{attempt}.db"
+        copy = start("migrate", "--from", source, "--to", f"sqlite:///{target_db}")
+        assert copy.stdout is not None
+        if scopes_copied:
+            lines = [copy.stdout.readline() for _ in range(scopes_copied)]
+            assert all("events" in line for line in lines), lines
+            copy.kill()
+            copy.communicate()
+        else:
+            kill_when(copy, partial(_meta, target_db, "migrating_from"))
+        if copy.returncode != 0:
+            return f"sqlite:///{target_db}"
+    raise AssertionError("the migration finished before every kill")
 
 
 def _meta(db: Path, key: str) -> bool:

@@ -79,11 +79,13 @@ def test_a_value_said_before_the_stored_one_arrives_superseded(loci: Loci) -> No
     assert [m.id for m in loci.memories()] == [newer.id]
 
 
-def test_search_finds_what_no_longer_holds_only_for_the_past(loci: Loci) -> None:
+def test_search_ranks_what_no_longer_holds_below_what_does(loci: Loci) -> None:
     old = loci._memories.save(PAGE_200, said_at=MAY_20).memory
     new = loci._memories.save(PAGE_220, said_at=MAY_29).memory
-    now = [s.id for s in loci.memory_search("Which page of A Short History am I on?")]
-    assert now == [new.id]
+    now = loci.memory_search("Which page of A Short History am I on?")
+    assert [(s.id, s.status) for s in now] == [(new.id, "active"), (old.id, "superseded")]
+    assert [s.id for s in loci.memory_search("Which page of A Short History am I on?",
+                                             past=False)] == [new.id]
     past = loci.memory_search("Which page of A Short History was I on before?")
     assert {s.id for s in past} == {old.id, new.id}
     (was,) = [s for s in past if s.id == old.id]
@@ -111,7 +113,9 @@ def test_an_expired_fact_is_found_for_the_past_and_labelled(
         loci: Loci, clock: FakeClock) -> None:
     kept = loci.remember(WINDOW_SEATS, type="user_preference")
     clock.advance(days=91)
-    assert loci.memory_search("window seats") == []
+    assert loci.memory_search("window seats", past=False) == []
+    (marked,) = loci.memory_search("window seats")
+    assert marked.id == kept.id and marked.status == "expired"
     (found,) = loci.memory_search("window seats I used to prefer")
     assert found.id == kept.id and found.status == "expired"
     assert found.until == kept.expires_at

@@ -58,7 +58,11 @@ def test_search_past_over_rest(client: TestClient) -> None:
     remember(client, "The user lives in Lisbon")
     remember(client, "The user lives in Porto now")
     now = client.post("/api/search", json={"query": "where does the user live"}).json()
-    assert [h["summary"] for h in now] == ["The user lives in Porto now"]
+    assert [(h["summary"], h["status"]) for h in now] == [
+        ("The user lives in Porto now", "active"), ("The user lives in Lisbon", "superseded")]
+    current = client.post("/api/search", json={"query": "where does the user live",
+                                                "past": False}).json()
+    assert [h["summary"] for h in current] == ["The user lives in Porto now"]
     past = client.post("/api/search", json={"query": "where does the user live",
                                              "past": True}).json()
     assert {h["status"] for h in past} == {"active", "superseded"}

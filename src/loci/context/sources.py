@@ -19,8 +19,7 @@ from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
 from loci.memory.dedup import DUPLICATE_OVERLAP, overlap_sets, sets_overlap
-from loci.memory.timeline import asks_about_past, shown_as_past
-from loci.memory.tools import hit_standing
+from loci.memory.timeline import asks_about_past, hit_standing, shown_as_past
 from loci.models import Document, Event, Memory, Scope, SearchHit, StateItem, speaker
 from loci.retriever import Retriever
 from loci.search.relevance import MIN_RELEVANCE

@@ -2,24 +2,30 @@
 that no longer holds is labelled when it is shown.
 
 A memory is *active* until it expires; one that a newer fact on the same subject
-ended is *superseded* (it expired when the newer fact was said). Search leaves both
-kinds out unless the question is about the past: it says so ("used to", "before",
-"previously", "no longer", "last year", ...), is in the past tense ("did", "was") or
-names a period that has ended. Then they are found, a superseded fact shown as "was …,
-until …" and an expired one with the day it expired, so that no reader takes them for
-current.
+ended is *superseded* (it expired when the newer fact was said). A fact that no longer
+holds is still what Loci knows of how things were: search finds it, marked, ranked
+below what holds (``weighed_by_standing``), unless a caller asks for current facts only.
+The compiled context shows such facts only for a question about the past: one that
+says so ("used to", "before", "previously", "no longer", "last year", ...), is in the
+past tense ("did", "was") or names a period that has ended. A superseded fact is shown
+as "was …, until …" and an expired one with the day it expired, so that no reader
+takes them for current.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from loci.memory.dedup import restates
+from loci.models import SearchHit
 from loci.search.temporal import periods
 from loci.timeutil import day_label
 
+#: A fact that no longer holds ranks as if it matched the question this much less well:
+#: below a fact that holds and matches as well, above one that barely matches.
+STALE_WEIGHT = 0.8
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 _PAST = re.compile(
     r"\b(used to|previous(?:ly)?|formerly|former|originally|initially|at first|before"
@@ -77,3 +83,17 @@ def shown_as_past(text: str, state: Standing) -> str:
     if state.status == "expired":
         return f"{text} (expired {day_label(state.until)}, not confirmed since)"
     return f"was: {text} (until {day_label(state.until)}, superseded)"
+
+
+def hit_standing(hit: SearchHit, now: datetime) -> Standing:
+    """Whether a memory hit still holds at ``now``."""
+    return standing(hit.metadata.get("expires_at"), hit.metadata.get("superseded_by"), now)
+
+
+def weighed_by_standing(hits: list[SearchHit], now: datetime) -> list[SearchHit]:
+    """``hits`` best first, the scores of memories that no longer hold discounted by
+    ``STALE_WEIGHT``."""
+    weighed = [replace(h, score=h.score * STALE_WEIGHT)
+               if h.kind == "memory" and hit_standing(h, now).status != "active" else h
+               for h in hits]
+    return sorted(weighed, key=lambda h: h.score, reverse=True)

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from loci.errors import ValidationError
 from loci.memory.markdown import render
-from loci.memory.timeline import Standing, standing
+from loci.memory.timeline import hit_standing
 from loci.models import Memory, SearchHit
 
 SUMMARY_CHARS = 200
@@ -25,7 +25,7 @@ class MemorySummary:
     timestamp: datetime
     type: str
     tags: tuple[str, ...]
-    #: "active", or (found for a question about the past) "expired" or "superseded"
+    #: "active", "expired" or "superseded" (``timeline``)
     status: str = "active"
     #: When an expired or superseded fact stopped holding.
     until: datetime | None = None
@@ -57,11 +57,6 @@ def to_summary(hit: SearchHit, now: datetime) -> MemorySummary:
         tags=tuple(hit.metadata.get("tags", ())), status=held.status, until=held.until,
         superseded_by=hit.metadata.get("superseded_by"),
     )
-
-
-def hit_standing(hit: SearchHit, now: datetime) -> Standing:
-    """Whether a memory hit still holds (see ``timeline``)."""
-    return standing(hit.metadata.get("expires_at"), hit.metadata.get("superseded_by"), now)
 
 
 def page(memory: Memory, offset: int, limit: int) -> MemoryPage:

@@ -36,8 +36,9 @@ class SearchIn(BaseModel):
     tags: list[str] = Field(default_factory=list)
     since: datetime | None = None
     until: datetime | None = None
-    #: Also facts that expired or were superseded (default: when the query asks
-    #: about the past).
+    #: Facts that expired or were superseded: True ranks them as they match, False
+    #: leaves them out; default: ranked below the facts that hold, unless the query
+    #: asks about the past.
     past: bool | None = None
 
 

@@ -227,8 +227,9 @@ def _filters(memory_type: str | None, tags: str | None, session: str | None = No
 @click.option("--type", "memory_type", help="Only memories of this type.")
 @click.option("--tags", help="Only memories with all these tags (comma-separated).")
 @click.option("--past/--current", default=None,
-              help="Also find facts that expired or were superseded (default: when the "
-              "query asks about the past).")
+              help="--past: rank facts that expired or were superseded as they match; "
+              "--current: leave them out (default: found, ranked below the facts that hold, "
+              "unless the query asks about the past).")
 @json_option
 @scoped
 def search(
