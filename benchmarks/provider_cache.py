@@ -36,9 +36,9 @@ from fastapi.testclient import TestClient
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import sentence
 from loci import Usage, load_settings
+from loci.apis.wire import read_usage
 from loci.llm.fake_provider import FakeProvider, Reply
 from loci.llm.provider_rules import pairing_error, responses_error, signature
-from loci.llm.wire import read_usage
 from loci.models import Scope
 from loci.pricing import price_of
 from loci.server import create_app

@@ -49,9 +49,9 @@ from common import machine
 from loci import load_settings
 from loci.llm._http import parse_sse
 from loci.llm.fake_provider import openai_completion, openai_events
+from loci.memory.stream import TagFilter
 from loci.memory.tags import parse_reply
 from loci.server import create_app, proxy
-from loci.server.proxy_stream import TagFilter
 
 _OPEN = re.compile(r"\[\s*(memory|state)\s*:[^\]\n]*\]", re.IGNORECASE)
 _CLOSE = {"memory": re.compile(r"\[\s*/\s*memory\s*\]", re.IGNORECASE),

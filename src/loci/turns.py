@@ -21,33 +21,23 @@ Works on a :class:`SessionLog` (``Loci`` is one), so this module sits below the 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from loci.apis import anthropic, chat, client, responses
+from loci.apis.media import read, split_media
+from loci.apis.turn import PROVIDER_BLOCKS
 from loci.checks import check_text
 from loci.context.compiled import CompiledContext
-from loci.context.requests import anthropic_request, openai_messages, responses_input
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import check_message
-from loci.llm.answers import read_answer
-from loci.llm.media import read, split_media
-from loci.llm.messages import (
-    PROVIDER_BLOCKS,
-    add_responses_item,
-    from_anthropic,
-    system_blocks,
-    system_content,
-)
-from loci.llm.wire import as_dict
 from loci.memory.service import ReplyResult
 from loci.models import Event, SessionInfo
 from loci.usage import UsageLedger
 
 #: How far back the session's live events are searched for the calls being answered.
 RECENT_EVENTS = 500
-#: The APIs whose message shapes a turn reads and writes.
-APIS = ("openai", "anthropic", "responses")
 _IMPORTED_ROLES = ("user", "assistant")
 
 
@@ -80,31 +70,13 @@ class Intake:
     shown: str | None
     #: The images, documents and audio that go to the model with the call.
     attachments: list[dict[str, Any]]
-    #: The client's own system text, as text blocks (``llm.messages.system_blocks``).
+    #: The client's own system text, as text blocks (``apis.anthropic.system_blocks``).
     system: list[dict[str, Any]]
 
 
 def as_chat(messages: Any, api: str, system: Any = None) -> list[dict[str, Any]]:
-    """The caller's messages, as its API shapes them, as chat-completions messages:
-    text (the user's new message), one message, or a list (dicts or the SDK's objects,
-    such as an answer's message appended as it came); ``system``: the caller's own
-    system prompt (text, or Anthropic text blocks), sent first."""
-    if api not in APIS:
-        raise ValidationError(f"api must be one of {', '.join(APIS)}")
-    if isinstance(messages, str):
-        messages = [{"role": "user", "content": messages}]
-    elif isinstance(messages, Mapping) or not isinstance(messages, Sequence):
-        messages = [messages]
-    items = [as_dict(m) for m in messages]
-    chat = [{"role": "system", "content": system_content(system)}] if system else []
-    for item in items:
-        if api == "anthropic":
-            chat += from_anthropic(item)
-        elif api == "responses":
-            add_responses_item(chat, item)
-        else:
-            chat.append(item)
-    return chat
+    """The caller's messages in its ``api``'s shape as the turn's (``apis.client``)."""
+    return client.messages(messages, api, system)
 
 
 def take_in(log: SessionLog, session: str, messages: Sequence[dict[str, Any]]) -> Intake:
@@ -114,7 +86,7 @@ def take_in(log: SessionLog, session: str, messages: Sequence[dict[str, Any]]) -
     if not messages:
         raise ValidationError("send at least one message")
     system = [block for m in messages if m.get("role") in ("system", "developer")
-              for block in system_blocks(m.get("content"))]
+              for block in anthropic.system_blocks(m.get("content"))]
     talk = [m for m in messages if m.get("role") not in ("system", "developer")]
     last = talk[-1] if talk else {}
     text, logged, attachments = read(last.get("content"))
@@ -267,13 +239,13 @@ def record_results(log: SessionLog, session: str, asked: dict[str, Any],
 
 
 def answer_turn(log: SessionLog, turn: Turn, answer: Any) -> ReplyResult:
-    """Record ``turn``'s ``answer`` (any shape ``llm.answers.read_answer`` reads): its
+    """Record ``turn``'s ``answer`` (any shape ``apis.client.read_answer`` reads): its
     usage in the ledger first, if it carries one, then the user's message and the
     answer (``record_answer``)."""
     if turn.answered:
         raise ValidationError("this turn's answer is recorded already: start the next "
                               "call with Loci.turn")
-    completion = read_answer(answer)
+    completion = client.read_answer(answer)
     usage = completion.usage
     if usage.input_tokens or usage.output_tokens:
         log.usage.record(turn.session, usage, model=turn.context.model,
@@ -313,7 +285,8 @@ class Turn:
         ``{"input": ...}`` (Responses); the caller adds its model, tools and the rest."""
         system, media = self.intake.system, self.intake.attachments
         if self.api == "anthropic":
-            return anthropic_request(self.context, system, media, thinking=self.thinking)
+            return anthropic.context_request(self.context, system, media,
+                                             thinking=self.thinking)
         if self.api == "responses":
-            return {"input": responses_input(self.context, system, media)}
-        return {"messages": openai_messages(self.context, system, media)}
+            return {"input": responses.context_input(self.context, system, media)}
+        return {"messages": chat.messages(self.context, system, media)}

@@ -6,12 +6,9 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from loci.context.render import (
-    THINKING_BLOCKS,
-    openai_message,
-    to_anthropic_messages,
-    to_responses_input,
-)
+from loci.apis import anthropic, responses
+from loci.apis.turn import THINKING_BLOCKS
+from loci.context.render import openai_message
 
 
 @dataclass
@@ -77,13 +74,13 @@ class CompiledContext:
 
     def to_responses(self) -> list[dict[str, Any]]:
         """OpenAI Responses input items in the order of ``to_openai``, the assistant
-        turns' kept ``reasoning`` items before them (``render.to_responses_input``)."""
+        turns' kept ``reasoning`` items before them (``apis.responses.to_input``)."""
         system = [{"role": "system", "content": text}
                   for text in (self.static_prefix, self.dynamic) if text]
         tail = [{"role": "system", "content": self.retrieved}] if self.retrieved else []
         if self.message is not None:
             tail.append({"role": "user", "content": self.message})
-        return to_responses_input([*system, *self.history, *tail])
+        return responses.to_input([*system, *self.history, *tail])
 
     def to_anthropic(self, *, thinking: bool = False, compaction: bool = False
                      ) -> dict[str, Any]:
@@ -92,13 +89,13 @@ class CompiledContext:
         history's last block marked too (the next call, whose history extends this one,
         reads it all from the cache); the retrieved context rides in front of the
         current message. With ``thinking``, assistant turns keep their signed thinking
-        blocks, with ``compaction`` the provider's compaction blocks (``render``)."""
+        blocks, with ``compaction`` the provider's compaction blocks (``apis.anthropic``)."""
         # Anthropic refuses empty text blocks (a guest's static prefix may be empty).
         system: list[dict[str, Any]] = [
             {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
             for text in (self.static_prefix, self.dynamic) if text]
-        messages = to_anthropic_messages(self.history, thinking=thinking,
-                                         compaction=compaction)
+        messages = anthropic.to_messages(self.history, thinking=thinking,
+                                        compaction=compaction)
         if messages and messages[-1]["content"]:
             last = messages[-1]["content"][-1]
             if last.get("type") not in THINKING_BLOCKS:  # those take no cache mark

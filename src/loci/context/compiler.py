@@ -17,10 +17,11 @@ from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
 
+from loci.apis.turn import COMPACTS
 from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.history import History, choose_history
 from loci.context.layers import LayerSpec, history_budget, tokens_for
-from loci.context.render import COMPACTS, events_to_messages, since_provider_compaction
+from loci.context.render import events_to_messages, since_provider_compaction
 from loci.context.sources import BUILDERS, BuildContext, Item, said
 from loci.errors import BudgetExceededError
 from loci.models import SUMMARY_HEADER, Event

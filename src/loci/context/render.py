@@ -4,32 +4,18 @@ An event may carry provider blocks that must go back to that provider byte for b
 (Anthropic's signed ``thinking`` blocks, or the ``reasoning`` items of OpenAI's Responses
 API with their ``encrypted_content``, of the assistant turn it starts, in
 ``metadata["provider_blocks"]``): its message keeps them under ``PROVIDER_BLOCKS``, which
-the Chat Completions rendering drops and the Anthropic and Responses ones put first in
-the assistant turn, each only its own provider's.
+the Chat Completions rendering drops and the Anthropic and Responses ones
+(``loci.apis``) put first in the assistant turn, each only its own provider's.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from loci.llm.messages import PROVIDER_BLOCKS
+from loci.apis.turn import COMPACTION_BLOCKS, PROVIDER_BLOCKS
 from loci.models import Event
 from loci.store.codec import canonical_json
-
-#: Anthropic's kept blocks (signed thinking; its own compaction's summary); the
-#: Responses API's.
-THINKING_BLOCKS = ("thinking", "redacted_thinking")
-COMPACTION_BLOCKS = ("compaction",)
-REASONING_ITEMS = ("reasoning",)
-#: A provider's context edit that clears old tool results itself (Anthropic's
-#: ``clear_tool_uses_20250919``): with it, Loci leaves tool outputs whole.
-CLEARS_TOOLS = "clear_tool_uses"
-#: A provider's edit that compacts the conversation itself (Anthropic's
-#: ``compact_20260112``): its ``compaction`` block stands for what came before it, so
-#: Loci's history and Loci's own compactions start there.
-COMPACTS = "compact_"
 
 
 def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
@@ -93,70 +79,6 @@ def answers_open_call(messages: Sequence[dict[str, Any]], call_id: str | None) -
         return bool(calls) and call_id is not None and call_id not in answered and any(
             call["id"] == call_id for call in calls or ())
     return False
-
-
-def to_anthropic_messages(messages: Sequence[dict[str, Any]], *, thinking: bool = False,
-                          compaction: bool = False) -> list[dict[str, Any]]:
-    """OpenAI-style history as Anthropic Messages: tool calls become ``tool_use`` blocks,
-    tool results ``tool_result`` blocks in a user turn, and same-role turns merge. With
-    ``thinking`` (the request enables it), an assistant turn starts with the thinking
-    blocks it was answered with, as they came; with ``compaction`` (the request asks
-    the provider to compact), with its compaction block."""
-    wanted = (THINKING_BLOCKS if thinking else ()) + (COMPACTION_BLOCKS if compaction else ())
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        role = message["role"]
-        kept = [b for b in message.get(PROVIDER_BLOCKS) or () if b.get("type") in
-                wanted] if role == "assistant" else None
-        if kept:
-            _append(out, "assistant", [dict(block) for block in kept])
-        if role == "tool":
-            block: dict[str, Any] = {"type": "tool_result",
-                                     "tool_use_id": message.get("tool_call_id", ""),
-                                     "content": message.get("content") or ""}
-            role = "user"
-        elif message.get("tool_calls"):
-            blocks: list[dict[str, Any]] = []
-            if message.get("content"):
-                blocks.append({"type": "text", "text": message["content"]})
-            blocks += [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
-                        "input": json.loads(c["function"]["arguments"] or "{}")}
-                       for c in message["tool_calls"]]
-            _append(out, "assistant", blocks)
-            continue
-        else:
-            role = "assistant" if role == "assistant" else "user"
-            block = {"type": "text", "text": message.get("content") or ""}
-        _append(out, role, [block])
-    return out
-
-
-def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
-    if out and out[-1]["role"] == role:
-        out[-1]["content"].extend(blocks)
-    else:
-        out.append({"role": role, "content": blocks})
-
-
-def to_responses_input(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """OpenAI chat messages as Responses input items: messages, ``function_call`` and
-    ``function_call_output`` items, an assistant turn's kept ``reasoning`` items first."""
-    items: list[dict[str, Any]] = []
-    for message in messages:
-        role = message["role"]
-        items += [dict(b) for b in message.get(PROVIDER_BLOCKS) or ()
-                  if b.get("type") in REASONING_ITEMS] if role == "assistant" else []
-        if role == "tool":
-            items.append({"type": "function_call_output", "call_id": message["tool_call_id"],
-                          "output": message.get("content") or ""})
-            continue
-        if message.get("content"):
-            items.append({"role": "developer" if role == "system" else role,
-                          "content": message["content"]})
-        items += [{"type": "function_call", "call_id": c["id"], "name": c["function"]["name"],
-                   "arguments": c["function"]["arguments"] or "{}"}
-                  for c in message.get("tool_calls") or ()]
-    return items
 
 
 def since_provider_compaction(events: Sequence[Event]) -> list[Event]:

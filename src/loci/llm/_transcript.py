@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from loci.llm.wire import message_text
+from loci.apis.wire import message_text
 from loci.models import SUMMARY_HEADER, Event, speaker
 
 _INJECTED_LINE = re.compile(r"^\s*\[(?:STICKY|MEMORY|STATE|RECALL)\b", re.IGNORECASE)

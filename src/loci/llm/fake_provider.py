@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from loci.apis.wire import message_text
 from loci.llm.prompt_cache import AnthropicCache, OpenAIPrefixCache, canonical
 from loci.llm.provider_rules import (
     block_events,
@@ -38,7 +39,6 @@ from loci.llm.provider_rules import (
     thinking_block,
     thinking_error,
 )
-from loci.llm.wire import message_text
 from loci.tokens import token_counter
 
 #: Text, OpenAI-shaped tool calls, or an assistant message (``content``, ``tool_calls``).

@@ -26,7 +26,7 @@ One call, for the caller's tenant and agent (the REST authentication rules):
    are appended first, once per ``tool_call_id``). A stream the client abandons midway is
    not recorded either.
 5. The client gets the clean answer in OpenAI's shape. Streams are filtered by
-   :class:`~loci.server.proxy_stream.TagFilter`, so tags never reach the client.
+   :class:`~loci.memory.stream.TagFilter`, so tags never reach the client.
 
 A request is checked at the edge (``proxy_requests``: 422 naming the field, before the
 session is touched). An upstream failure is HTTP 502 with the upstream's message
@@ -53,23 +53,19 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field, field_validator
 from pydantic import ValidationError as SchemaError
 
+from loci.apis import chat
+from loci.apis import turn as wire_turn
+from loci.apis.chat import chunk
+from loci.apis.turn import Completion, Delta, Tool
 from loci.engine import Loci
 from loci.errors import LociError, ProviderError, ValidationError
-from loci.llm.answers import Completion
+from loci.memory.stream import TagFilter
 from loci.models import Usage
 from loci.server import proxy_memory
 from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_requests import CHAT_MESSAGES, CHAT_TOOLS, ChatParams, checked, first_problem
-from loci.server.proxy_stream import TagFilter, batched, chunk, sse
-from loci.server.proxy_types import (
-    Delta,
-    Upstream,
-    UpstreamRequest,
-    chat_usage,
-    sound_calls,
-    sound_completion,
-    sound_text,
-)
+from loci.server.proxy_stream import batched, sse
+from loci.server.proxy_types import Upstream, sound_calls, sound_completion, sound_text
 from loci.server.proxy_upstream import OWN_FIELDS, make_upstream, provider_edits
 from loci.turns import merge_fragments, record_answer, take_in
 
@@ -193,7 +189,8 @@ class ProxyTurn:
     """One proxied exchange: the new message, its compiled context, the recording."""
 
     def __init__(self, loci: Loci, session: str, body: ChatRequest, *,
-                 beta: str | None = None, face: str = "chat") -> None:
+                 tools: tuple[Tool, ...] | None = None, beta: str | None = None,
+                 face: str = "chat") -> None:
         self.loci, self.session, self.body, self.face = loci, session, body, face
         #: The usage of every upstream call made for the client's request so far, and
         #: when the last one was sent (``time.perf_counter``).
@@ -206,8 +203,10 @@ class ProxyTurn:
         self.edits = provider_edits(loci.settings, body.params())
         context = loci.compile(session, self.intake.shown, model=body.model, guest=True,
                                provider_edits=self.edits)
-        self.request = UpstreamRequest(body.model, context, self.intake.system,
-                                       body.params(), self.intake.attachments, beta)
+        if tools is None:  # a chat client's own
+            tools = chat.tools(body.tools or ())
+        self.request = wire_turn.Request(body.model, context, self.intake.system,
+                                         body.params(), self.intake.attachments, beta, tools)
         self.base = {"id": f"chatcmpl-loci-{secrets.token_hex(12)}",
                      "created": int(time.time()), "model": body.model}
 
@@ -223,7 +222,7 @@ class ProxyTurn:
         """The upstream's answer; rounds of memory-tool calls that Loci runs itself
         (``proxy_memory``) are recorded, run and asked again first."""
         answer = self.call(upstream)
-        name = proxy_memory.memory_tool(self.loci, self.request.params)
+        name = proxy_memory.memory_tool(self.loci, self.request.tools)
         for _ in range(proxy_memory.MAX_ROUNDS):
             if not proxy_memory.only_calls_to(name, answer.tool_calls):
                 break
@@ -269,17 +268,11 @@ class ProxyTurn:
     def complete(self, upstream: Upstream) -> dict[str, Any]:
         answer = self.answer(upstream)
         clean = self.record(answer.content, answer.tool_calls, answer.blocks)
-        message: dict[str, Any] = {"role": "assistant", "content": clean}
-        if answer.tool_calls:
-            message["tool_calls"] = answer.tool_calls
-        return {**self.base, "id": answer.id or self.base["id"], "object": "chat.completion",
-                "choices": [{"index": 0, "message": message,
-                             "finish_reason": answer.finish_reason}],
-                "usage": chat_usage(self.spent)}
+        return chat.completion(self.base, clean, answer, self.spent)
 
     def stream(self, upstream: Upstream, deltas: Iterator[Delta]) -> Iterator[bytes]:
         """SSE chunks as the upstream's text arrives, tags held back (see
-        ``proxy_stream``), then the finish reason, the usage if asked for, [DONE]."""
+        ``memory.stream``), then the finish reason, the usage if asked for, [DONE]."""
         try:
             yield sse(chunk(self.base, {"role": "assistant", "content": ""}))
             yield from self._relay(upstream, deltas)
@@ -301,7 +294,7 @@ class ProxyTurn:
         options = self.body.stream_options
         if options is not None and options.include_usage:
             yield sse({**self.base, "object": "chat.completion.chunk", "choices": [],
-                       "usage": chat_usage(self.spent)})
+                       "usage": chat.usage(self.spent)})
         yield sse("[DONE]")
 
 
@@ -326,7 +319,7 @@ class Relay:
         (``proxy_memory``), the next round's: such a round's text is shown, its calls
         run and recorded, never shown. A round's calls, finish and usage are held back
         until its end shows whose calls they are."""
-        name = proxy_memory.memory_tool(self.turn.loci, self.turn.request.params)
+        name = proxy_memory.memory_tool(self.turn.loci, self.turn.request.tools)
         for _ in range(proxy_memory.MAX_ROUNDS if name else 0):
             held: list[Delta] = []
             for delta in deltas:

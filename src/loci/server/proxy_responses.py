@@ -2,15 +2,15 @@
 for clients of the Responses API (the ``openai`` SDK's ``responses.create``, agents
 built on it).
 
-A Responses request is read as the chat-completions request it means (``instructions``
-and the input items: messages, ``function_call`` and ``function_call_output``) and goes
-through the same :class:`~loci.server.proxy.ProxyTurn`. The answer is a ``response`` object
-whose output holds a ``message`` item and one ``function_call`` item per tool call;
-streamed as the published events (``response.created``, output items and content parts
-with their deltas, ``response.completed``). The session is the ``X-Loci-Session``
+A Responses request is read into the turn (``apis.responses``: ``instructions`` and the
+input items: messages, ``function_call`` and ``function_call_output``; its function
+tools) and goes through the same :class:`~loci.server.proxy.ProxyTurn`. The answer is a
+``response`` object whose output holds a ``message`` item and one ``function_call`` item
+per tool call; streamed as the published events (``response.created``, output items and
+content parts with their deltas, ``response.completed``). The session is the ``X-Loci-Session``
 header, else the ``user`` field. Loci's event log is the conversation, so
 ``previous_response_id`` needs nothing more: the session already holds what came
-before. Images and files go to the upstream (``llm.media``); ``reasoning`` items (a
+before. Images and files go to the upstream (``apis.media``); ``reasoning`` items (a
 Chat Completions upstream has no use for them) and ``compaction`` items (see
 ``proxy_compact``) are accepted and not sent on.
 """
@@ -19,19 +19,18 @@ from __future__ import annotations
 
 import itertools
 import json
-import secrets
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
 from pydantic import Field, StrictBool, field_validator, model_validator
 
+from loci.apis import responses as api
+from loci.apis.responses import Shell
+from loci.apis.turn import Delta
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
-from loci.llm.messages import add_responses_item
-from loci.models import Usage
 from loci.server.proxy import (
     ChatRequest,
     Engine,
@@ -43,7 +42,7 @@ from loci.server.proxy import (
     upstream_for,
 )
 from loci.server.proxy_requests import RESPONSES_ITEMS, RESPONSES_TOOLS, FaceRequest, checked
-from loci.server.proxy_types import Delta, Upstream
+from loci.server.proxy_types import Upstream
 
 router = APIRouter(tags=["proxy"])
 #: How far back the log is searched for the calls a client's outputs answer.
@@ -97,7 +96,7 @@ class ResponsesRequest(FaceRequest):
         items = ([{"role": "user", "content": self.input}] if isinstance(self.input, str)
                  else self.input)
         for item in items:
-            add_responses_item(messages, item)
+            api.read_item(messages, item)
         if not messages or messages[-1].get("role") == "system":
             raise ValidationError("input holds no message")
         given = self.model_dump(exclude_unset=True, exclude=set(_OWN))
@@ -105,9 +104,8 @@ class ResponsesRequest(FaceRequest):
         if self.max_output_tokens:
             params["max_tokens"] = self.max_output_tokens
         if self.tools:
-            params["tools"] = [_chat_tool(tool) for tool in self.tools]
             if self.tool_choice is not None:
-                params["tool_choice"] = _chat_tool_choice(self.tool_choice)
+                params["tool_choice"] = api.chat_tool_choice(self.tool_choice)
             if self.parallel_tool_calls is not None:
                 params["parallel_tool_calls"] = self.parallel_tool_calls
         return chat_request(self.model, messages, params)
@@ -124,10 +122,11 @@ def responses(
         raise ValidationError("name the session: send the header 'X-Loci-Session: "
                               "<name>' or the request's 'user' field")
     chat = body.as_chat()
-    shell = _Shell(body.model)
+    tools = api.tools(body.tools or ())
+    shell = Shell(body.model)
     with upstream_for(loci, body.stream) as upstream:
         turn = ProxyTurn(loci, session, _with_recorded_calls(loci, session, chat),
-                         face="responses")
+                         tools=tools, face="responses")
         if not body.stream:
             answer = turn.answer(upstream)
             clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
@@ -156,66 +155,8 @@ def _with_recorded_calls(loci: Loci, session: str, chat: ChatRequest) -> ChatReq
     return chat.model_copy(update={"messages": messages})
 
 
-def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
-    if tool.get("type") != "function" or not isinstance(tool.get("name"), str):
-        raise ValidationError("only function tools ({\"type\": \"function\", \"name\": ..., "
-                              "\"parameters\": {...}}) are supported")
-    function = {k: tool[k] for k in ("name", "description", "parameters", "strict")
-                if tool.get(k) is not None}
-    return {"type": "function", "function": function}
-
-
-def _chat_tool_choice(choice: str | Mapping[str, Any]) -> Any:
-    if isinstance(choice, str):
-        return choice
-    if choice.get("type") == "function" and isinstance(choice.get("name"), str):
-        return {"type": "function", "function": {"name": choice["name"]}}
-    raise ValidationError("tool_choice must be \"auto\", \"required\", \"none\" or "
-                          "{\"type\": \"function\", \"name\": ...}")
-
-
-class _Shell:
-    """The ``response`` object around one answer, and its output items."""
-
-    def __init__(self, model: str) -> None:
-        self.id = f"resp_loci_{secrets.token_hex(12)}"
-        self.message_id = f"msg_loci_{secrets.token_hex(12)}"
-        self.model, self.created = model, int(time.time())
-
-    def response(self, status: str, output: list[dict[str, Any]],
-                 usage: Usage | None = None) -> dict[str, Any]:
-        usage = usage or Usage()
-        return {
-            "id": self.id, "object": "response", "created_at": self.created,
-            "status": status, "model": self.model, "output": output, "error": None,
-            "incomplete_details": None, "instructions": None, "metadata": {},
-            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-            "temperature": None, "top_p": None,
-            "usage": {"input_tokens": usage.input_tokens,
-                      "output_tokens": usage.output_tokens,
-                      "total_tokens": usage.input_tokens + usage.output_tokens,
-                      "input_tokens_details": {"cached_tokens": usage.cached_tokens},
-                      "output_tokens_details": {"reasoning_tokens": 0}},
-        }
-
-    def message(self, text: str, status: str = "completed") -> dict[str, Any]:
-        return {"type": "message", "id": self.message_id, "status": status,
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": text, "annotations": []}]}
-
-    def calls(self, tool_calls: list[Any] | None) -> list[dict[str, Any]]:
-        return [{"type": "function_call", "id": f"fc_{call.get('id') or n}",
-                 "call_id": call.get("id") or "", "name": call["function"]["name"],
-                 "arguments": call["function"].get("arguments") or "{}",
-                 "status": "completed"} for n, call in enumerate(tool_calls or ())]
-
-    def done(self, clean: str, tool_calls: list[Any] | None, usage: Usage) -> dict[str, Any]:
-        output = [self.message(clean)] if clean or not tool_calls else []
-        return self.response("completed", output + self.calls(tool_calls), usage)
-
-
 def _stream(turn: ProxyTurn, upstream: Upstream, deltas: Iterator[Delta],
-            shell: _Shell) -> Iterator[bytes]:
+            shell: Shell) -> Iterator[bytes]:
     """The Responses event sequence: the message item's text as it arrives (tags held
     back), then each function call as a whole item, then ``response.completed``."""
     numbers = itertools.count()

@@ -20,8 +20,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loci.apis.wire import message_text
 from loci.errors import ValidationError
-from loci.llm.wire import message_text
 
 #: Part types that are attachments (the rest of a message's parts are text).
 MEDIA_PARTS = frozenset({"image_url", "file", "input_audio", "image", "document"})
