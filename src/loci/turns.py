@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from loci.apis import anthropic, chat, client, responses
-from loci.apis.media import read, split_media
-from loci.apis.turn import PROVIDER_BLOCKS
+from loci.apis.media import logged
+from loci.apis.turn import PROVIDER_BLOCKS, Message, Text, ToolCall
 from loci.checks import check_text
 from loci.context.compiled import CompiledContext
 from loci.errors import NotFoundError, ValidationError
@@ -70,30 +70,30 @@ class Intake:
     shown: str | None
     #: The images, documents and audio that go to the model with the call.
     attachments: list[dict[str, Any]]
-    #: The client's own system text, as text blocks (``apis.anthropic.system_blocks``).
+    #: The client's own system text, as text blocks (``apis.anthropic.system_block``).
     system: list[dict[str, Any]]
 
 
-def as_chat(messages: Any, api: str, system: Any = None) -> list[dict[str, Any]]:
+def as_chat(messages: Any, api: str, system: Any = None) -> list[Message]:
     """The caller's messages in its ``api``'s shape as the turn's (``apis.client``)."""
     return client.messages(messages, api, system)
 
 
-def take_in(log: SessionLog, session: str, messages: Sequence[dict[str, Any]]) -> Intake:
-    """Record what ``messages`` (chat-completions shape) bring that the log lacks: an
-    imported history for a new session, tool results; the new user message is
-    returned, not recorded."""
+def take_in(log: SessionLog, session: str, messages: Sequence[Message]) -> Intake:
+    """Record what ``messages`` bring that the log lacks: an imported history for a new
+    session, tool results; the new user message is returned, not recorded."""
     if not messages:
         raise ValidationError("send at least one message")
-    system = [block for m in messages if m.get("role") in ("system", "developer")
-              for block in anthropic.system_blocks(m.get("content"))]
-    talk = [m for m in messages if m.get("role") not in ("system", "developer")]
-    last = talk[-1] if talk else {}
-    text, logged, attachments = read(last.get("content"))
-    if last.get("role") == "user":
-        message = check_message("user", check_text("message", logged))
+    system = [anthropic.system_block(text) for m in messages if m.role == "system"
+              for text in m.parts if isinstance(text, Text)]
+    talk = [m for m in messages if m.role != "system"]
+    last = talk[-1] if talk else None
+    if last is not None and last.role == "user":
+        attachments = [dict(part.original) for part in last.media]
+        message = check_message("user", check_text("message", logged(last.text,
+                                                                     attachments)))
         earlier = talk[:-1]
-        if earlier and earlier[-1].get("role") == "tool":
+        if earlier and earlier[-1].role == "tool":
             # The user's turn also answers the last calls (Messages: tool_result blocks
             # and text in one turn, as when the user interrupts a tool): results first.
             earlier, results = split_results(earlier)
@@ -101,19 +101,19 @@ def take_in(log: SessionLog, session: str, messages: Sequence[dict[str, Any]]) -
             record_results(log, session, earlier[-1], results)
         else:
             import_history(log, session, earlier)
-        return Intake(message, text or message, attachments, system)
-    if last.get("role") == "tool":
+        return Intake(message, last.text or message, attachments, system)
+    if last is not None and last.role == "tool":
         earlier, results = split_results(talk)
         import_history(log, session, earlier[:-1])
         record_results(log, session, earlier[-1], results)
         # A screenshot tool's image goes to the model after the results.
-        media = [part for result in results for part in split_media(result.get("content"))[1]]
+        media = [dict(part.original) for result in results for part in result.media]
         return Intake(None, None, media, system)
     raise ValidationError("the last message must be the user's new message or the "
                           "results of the assistant's tool calls")
 
 
-def import_history(log: SessionLog, session: str, earlier: Sequence[dict[str, Any]]) -> None:
+def import_history(log: SessionLog, session: str, earlier: Sequence[Message]) -> None:
     """A new session starts with the client's earlier user and assistant messages; an
     existing one ignores them (Loci's log already is its history)."""
     try:
@@ -121,12 +121,15 @@ def import_history(log: SessionLog, session: str, earlier: Sequence[dict[str, An
         return
     except NotFoundError:
         pass
-    logged = [(m["role"], read(m.get("content"))[1]) for m in earlier
-              if m.get("role") in _IMPORTED_ROLES]
+    said = [(m.role, _logged(m)) for m in earlier if m.role in _IMPORTED_ROLES]
     events = [{"type": "message", "role": role, "content": text}
-              for role, text in logged if text.strip()]
+              for role, text in said if text.strip()]
     if events:
         log.add_events(session, events)
+
+
+def _logged(message: Message) -> str:
+    return logged(message.text, [part.original for part in message.media])
 
 
 def record_answer(log: SessionLog, session: str, message: str | None, reply: str,
@@ -140,7 +143,8 @@ def record_answer(log: SessionLog, session: str, message: str | None, reply: str
     replying = bool(reply.strip()) or not tool_calls
     # Everything checked before the first write: a turn is recorded whole or not at all.
     check_text("reply", reply)
-    calls = call_events(tool_calls or [], None if replying else kept)
+    calls = call_events([chat.read_call(call) for call in tool_calls or ()],
+                        None if replying else kept)
     if message is not None:
         log.add(session, "user", message)
     result = ReplyResult(reply, [], [])
@@ -166,21 +170,16 @@ def merge_fragments(fragments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
     return [calls[i] for i in sorted(calls)]
 
 
-def call_events(calls: Sequence[Any], metadata: dict[str, Any] | None = None
+def call_events(calls: Sequence[ToolCall], metadata: dict[str, Any] | None = None
                 ) -> list[dict[str, Any]]:
-    """``tool_call`` events for an assistant's tool calls (OpenAI's shape); the first
-    one carries ``metadata`` (the turn's provider blocks)."""
+    """``tool_call`` events for an assistant's tool calls; the first one carries
+    ``metadata`` (the turn's provider blocks)."""
     events: list[dict[str, Any]] = []
     for call in calls:
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            raise ValidationError("each tool call needs a 'function' object")
-        name = str(function.get("name") or "")
-        if not name:
+        if not call.name:
             raise ValidationError("a tool call without a function name")
-        events.append({"type": "tool_call", "role": "assistant", "tool_name": name,
-                       "tool_call_id": str(call.get("id") or ""),
-                       "args": _arguments(function.get("arguments"))})
+        events.append({"type": "tool_call", "role": "assistant", "tool_name": call.name,
+                       "tool_call_id": call.id, "args": _arguments(call.arguments)})
     if events and metadata:
         events[0]["metadata"] = metadata
     return events
@@ -197,24 +196,22 @@ def _arguments(raw: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"arguments": raw}
 
 
-def split_results(messages: Sequence[dict[str, Any]]
-                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def split_results(messages: Sequence[Message]) -> tuple[list[Message], list[Message]]:
     """(the messages before, the trailing run of ``tool`` messages); the message just
     before the run must be the assistant's, with the tool calls they answer."""
     start = len(messages)
-    while start and messages[start - 1].get("role") == "tool":
+    while start and messages[start - 1].role == "tool":
         start -= 1
     earlier, results = list(messages[:start]), list(messages[start:])
-    if not earlier or earlier[-1].get("role") != "assistant" or not earlier[-1].get(
-            "tool_calls"):
+    if not earlier or earlier[-1].role != "assistant" or not earlier[-1].calls:
         raise ValidationError("tool results must follow the assistant message whose "
                               "tool_calls they answer")
-    call_events(earlier[-1]["tool_calls"])  # their shape, before anything is written
+    call_events(earlier[-1].calls)  # their shape, before anything is written
     return earlier, results
 
 
-def record_results(log: SessionLog, session: str, asked: dict[str, Any],
-                   results: Sequence[dict[str, Any]]) -> None:
+def record_results(log: SessionLog, session: str, asked: Message,
+                   results: Sequence[Message]) -> None:
     """Append what the log lacks of the assistant's calls (``asked``: when the exchange
     did not come through Loci) and of their results, in one write."""
     try:
@@ -222,18 +219,17 @@ def record_results(log: SessionLog, session: str, asked: dict[str, Any],
     except NotFoundError:  # the session's first exchange
         recent = []
     known = {(e.type, e.tool_call_id) for e in recent[-RECENT_EVENTS:]}
-    blocks = asked.get(PROVIDER_BLOCKS)
-    calls = call_events(asked["tool_calls"],  # checks their shape first
-                        {PROVIDER_BLOCKS: blocks} if blocks else None)
+    blocks = [dict(block.original) for block in asked.blocks]
+    calls = call_events(asked.calls, {PROVIDER_BLOCKS: blocks} if blocks else None)
     names = {e["tool_call_id"]: e["tool_name"] for e in calls}
     fresh = [e for e in calls if ("tool_call", e["tool_call_id"]) not in known]
-    for result in results:
-        call_id = str(result.get("tool_call_id") or "")
+    for message in results:
+        call_id = message.result.call_id if message.result is not None else ""
         if call_id not in names:
             raise ValidationError(f"tool result for an unknown call {call_id!r}")
         if ("tool_result", call_id) not in known:
             fresh.append({"type": "tool_result", "role": "tool", "tool_call_id": call_id,
-                          "tool_name": names[call_id], "content": read(result.get("content"))[1]})
+                          "tool_name": names[call_id], "content": _logged(message)})
     if fresh:
         log.add_events(session, fresh)
 

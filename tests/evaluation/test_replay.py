@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from loci import Loci
-from loci.apis.anthropic import read_message as from_anthropic
+from loci.apis.anthropic import chat_messages as from_anthropic
 from loci.cli.app import main
 from loci.evaluation import evaluate, replay
 from tests.importers.conftest import CHAT_LIST, MESSAGES_LIST, load

@@ -23,6 +23,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from loci.apis import chat
 from loci.apis.media import anthropic_blocks, split_media
 from loci.apis.turn import (
     COMPACTION_BLOCKS,
@@ -30,8 +31,15 @@ from loci.apis.turn import (
     PROVIDER_BLOCKS,
     THINKING_BLOCKS,
     Completion,
+    Media,
+    Message,
+    Part,
+    ProviderBlock,
     Request,
+    Text,
     Tool,
+    ToolCall,
+    ToolResult,
 )
 from loci.apis.wire import mapping, read_usage
 from loci.errors import ValidationError
@@ -59,27 +67,21 @@ _PASSED = ("temperature", "top_p", "top_k", "thinking", "service_tier", "context
 
 # -- the client's request ----------------------------------------------------------------
 
-def system_blocks(content: Any) -> list[dict[str, Any]]:
-    """A system message's content as text blocks (empty text left out); a text part's
-    ``cache_control`` (the Messages face's) is kept."""
-    parts = content if isinstance(content, list) else [content]
-    blocks = []
-    for part in parts:
-        text = part if isinstance(part, str) else mapping(part).get("text")
-        if isinstance(text, str) and text.strip():
-            block: dict[str, Any] = {"type": "text", "text": text}
-            if isinstance(part, Mapping) and part.get("cache_control"):
-                block["cache_control"] = part["cache_control"]
-            blocks.append(block)
-    return blocks
-
-
-def system_content(system: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    """The system prompt as one system message's content: text blocks keep their
-    ``cache_control`` (``system_blocks``)."""
+def system_message(system: str | Sequence[Mapping[str, Any]]) -> Message:
+    """A Messages request's ``system`` (text, or text blocks with their
+    ``cache_control``) as the turn's system message."""
     if isinstance(system, str):
-        return system
-    return [{**block, "text": block_text(block)} for block in system]
+        return Message("system", chat.system_texts(system))
+    texts = [{**block, "text": block_text(block)} for block in system]
+    return Message("system", chat.system_texts(texts))
+
+
+def system_block(text: Text) -> dict[str, Any]:
+    """A system text as Anthropic's text block (with the client's cache mark)."""
+    block: dict[str, Any] = {"type": "text", "text": text.text}
+    if text.cache_control:
+        block["cache_control"] = text.cache_control
+    return block
 
 
 def block_text(block: Any) -> str:
@@ -90,57 +92,56 @@ def block_text(block: Any) -> str:
     return str(block.get("text") or "")
 
 
-def read_message(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+def read_message(message: Mapping[str, Any]) -> list[Message]:
     """One Messages message as the turn's messages: tool results become ``tool``
-    messages, an assistant's ``tool_use`` blocks its ``tool_calls``."""
+    messages, an assistant's ``tool_use`` blocks its tool calls, its signed thinking
+    and compaction blocks provider blocks."""
     role, content = message.get("role"), message.get("content")
     if role not in ("user", "assistant"):
         raise ValidationError("each message's role must be 'user' or 'assistant'")
     if isinstance(content, str):
-        return [{"role": role, "content": content}]
+        return [Message(role, (Text(content),) if content else ())]
     if not isinstance(content, list):
         raise ValidationError("a message's content must be a string or a list of blocks")
     texts: list[str] = []
-    calls: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    kept: list[dict[str, Any]] = []
-    media: list[dict[str, Any]] = []
+    parts: list[Part] = []
+    results: list[Message] = []
     for block in content:
         kind = block.get("type") if isinstance(block, Mapping) else None
         if kind in KEPT_BLOCKS and role == "assistant":
-            kept.append(dict(block))
+            parts.append(ProviderBlock(dict(block)))
         elif kind in ("image", "document") and role == "user":
-            media.append(dict(block))
+            parts.append(Media(dict(block)))
         elif kind == "tool_use" and role == "assistant":
-            calls.append({"id": str(block.get("id") or ""), "type": "function",
-                          "function": {"name": str(block.get("name") or ""),
-                                       "arguments": json.dumps(block.get("input") or {})}})
+            parts.append(ToolCall(str(block.get("id") or ""), str(block.get("name") or ""),
+                                  json.dumps(block.get("input") or {})))
         elif kind == "tool_result" and role == "user":
-            results.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id")),
-                            "content": result_content(block.get("content"))})
+            results.append(Message("tool", (ToolResult(str(block.get("tool_use_id")),
+                                                       result_content(block.get("content"))),)))
         else:
             texts.append(block_text(block))
     text = "\n".join(t for t in texts if t)
+    said = ((Text(text),) if text else ()) + tuple(parts)
     if role == "assistant":
-        out: dict[str, Any] = {"role": "assistant", "content": text}
-        if kept:
-            out[PROVIDER_BLOCKS] = kept
-        return [{**out, "tool_calls": calls}] if calls else [out]
-    parts = [{"type": "text", "text": text}, *media] if media else text
-    return results + ([{"role": "user", "content": parts}] if text or media or not results
-                      else [])
+        return [Message("assistant", said)]
+    return results + ([Message("user", said)] if said or not results else [])
 
 
-def result_content(content: Any) -> str | list[dict[str, Any]]:
+def result_content(content: Any) -> tuple[Text | Media, ...]:
     """A tool result's content: its text, then its images and documents (which go to
     the upstream with the results, ``apis.media``)."""
     if isinstance(content, str) or content is None:
-        return content or ""
+        return (Text(content),) if content else ()
     if not isinstance(content, list):
         raise ValidationError("a tool_result's content must be a string or a list of blocks")
     texts, media = split_media(content)
     text = "\n".join(block_text(block) for block in texts)
-    return [{"type": "text", "text": text}, *media] if media else text
+    return ((Text(text),) if text else ()) + tuple(Media(part) for part in media)
+
+
+def chat_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One Messages message as the chat messages it means (for replaying a transcript)."""
+    return chat.write_messages(read_message(message))
 
 
 def tools(declared: Sequence[Mapping[str, Any]]) -> tuple[Tool, ...]:

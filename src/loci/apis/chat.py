@@ -13,8 +13,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from loci.apis.media import openai_parts
-from loci.apis.turn import Completion, Delta, Request, Tool
+from loci.apis.media import openai_parts, split_media
+from loci.apis.turn import (
+    Completion,
+    Delta,
+    Media,
+    Message,
+    Request,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+)
 from loci.apis.wire import mapping, message_text, read_usage
 from loci.errors import ValidationError
 from loci.models import Usage
@@ -43,6 +53,80 @@ def messages(context: CompiledContext, system: Sequence[Mapping[str, Any]],
         out[-1] = {**last, "content": [{"type": "text", "text": last["content"]},
                                        *openai_parts(attachments)]}
     return out
+
+
+def read_messages(given: Sequence[Mapping[str, Any]]) -> list[Message]:
+    """A client's chat messages as the turn's."""
+    return [read_message(message) for message in given]
+
+
+def read_message(message: Mapping[str, Any]) -> Message:
+    role, content = message.get("role"), message.get("content")
+    if role in ("system", "developer"):
+        return Message("system", system_texts(content))
+    if role == "tool":
+        call_id = str(message.get("tool_call_id") or "")
+        return Message("tool", (ToolResult(call_id, content_parts(content)),))
+    if role == "user":
+        return Message("user", content_parts(content))
+    if role == "assistant":
+        calls = tuple(read_call(call) for call in message.get("tool_calls") or ())
+        return Message("assistant", content_parts(content) + calls)
+    raise ValidationError(f"unknown message role {role!r}")
+
+
+def system_texts(content: Any) -> tuple[Text, ...]:
+    """A system message's content as text parts (empty text left out); a text block's
+    ``cache_control`` (the Messages face's) is kept."""
+    parts = content if isinstance(content, list) else [content]
+    texts = []
+    for part in parts:
+        text = part if isinstance(part, str) else mapping(part).get("text")
+        if isinstance(text, str) and text.strip():
+            mark = mapping(part).get("cache_control")
+            texts.append(Text(text, mark if isinstance(mark, Mapping) and mark else None))
+    return tuple(texts)
+
+
+def content_parts(content: Any) -> tuple[Text | Media, ...]:
+    """A message's ``content`` (text, or text parts and attachments) as parts."""
+    texts, media = split_media(content)
+    text = message_text(texts if media else content)
+    return ((Text(text),) if text else ()) + tuple(Media(part) for part in media)
+
+
+def read_call(call: Any) -> ToolCall:
+    """A tool call in OpenAI's shape (an upstream's, a client's); one without a name
+    is read with an empty one (refused where it is recorded)."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        raise ValidationError("each tool call needs a 'function' object")
+    return ToolCall(str(call.get("id") or ""), str(function.get("name") or ""),
+                    function.get("arguments"))
+
+
+def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The turn's messages as chat messages."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        result = message.result
+        if result is not None:
+            out.append({"role": "tool", "tool_call_id": result.call_id,
+                        "content": _content(message)})
+            continue
+        written: dict[str, Any] = {"role": message.role, "content": _content(message)}
+        if message.calls:
+            written["tool_calls"] = [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": c.arguments}}
+                for c in message.calls]
+        out.append(written)
+    return out
+
+
+def _content(message: Message) -> str | list[dict[str, Any]]:
+    media = [dict(part.original) for part in message.media]
+    return [{"type": "text", "text": message.text}, *media] if media else message.text
 
 
 def tools(declared: Sequence[Mapping[str, Any]]) -> tuple[Tool, ...]:

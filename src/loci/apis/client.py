@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loci.apis import anthropic, chat, responses
-from loci.apis.turn import Completion
+from loci.apis.turn import Completion, Message
 from loci.apis.wire import as_dict, message_text
 from loci.errors import ValidationError
 
@@ -16,7 +16,7 @@ from loci.errors import ValidationError
 APIS = ("openai", "anthropic", "responses")
 
 
-def messages(given: Any, api: str, system: Any = None) -> list[dict[str, Any]]:
+def messages(given: Any, api: str, system: Any = None) -> list[Message]:
     """The caller's messages, as its API shapes them, as the turn's messages: text (the
     user's new message), one message, or a list (dicts or the SDK's objects, such as an
     answer's message appended as it came); ``system``: the caller's own system prompt
@@ -28,14 +28,14 @@ def messages(given: Any, api: str, system: Any = None) -> list[dict[str, Any]]:
     elif isinstance(given, Mapping) or not isinstance(given, Sequence):
         given = [given]
     items = [as_dict(m) for m in given]
-    out = [{"role": "system", "content": anthropic.system_content(system)}] if system else []
+    out = [anthropic.system_message(system)] if system else []
     for item in items:
         if api == "anthropic":
             out += anthropic.read_message(item)
         elif api == "responses":
             responses.read_item(out, item)
         else:
-            out.append(item)
+            out.append(chat.read_message(item))
     return out
 
 

@@ -45,8 +45,13 @@ def read(content: Any) -> tuple[str, str, list[dict[str, Any]]]:
     line per attachment, the attachments)."""
     texts, media = split_media(content)
     text = message_text(texts if media else content)
+    return text, logged(text, media), media
+
+
+def logged(text: str, media: Sequence[Mapping[str, Any]]) -> str:
+    """What the log keeps of a message: its text, then a line per attachment."""
     lines = "\n".join(f"[{_kind(part)}: {_label(part)}]" for part in media)
-    return text, "\n".join(t for t in (text, lines) if t), media
+    return "\n".join(t for t in (text, lines) if t)
 
 
 def openai_parts(parts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -24,8 +24,21 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from loci.apis import chat
 from loci.apis.media import responses_parts
-from loci.apis.turn import PROVIDER_BLOCKS, REASONING_ITEMS, Completion, Delta, Request, Tool
+from loci.apis.turn import (
+    PROVIDER_BLOCKS,
+    REASONING_ITEMS,
+    Completion,
+    Delta,
+    Media,
+    Message,
+    Request,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+)
 from loci.apis.wire import mapping, read_usage
 from loci.errors import ValidationError
 from loci.models import Usage
@@ -40,7 +53,7 @@ _PASSED = ("temperature", "top_p", "parallel_tool_calls", "reasoning", "service_
 
 # -- the client's request ----------------------------------------------------------------
 
-def read_item(messages: list[dict[str, Any]], item: Mapping[str, Any]) -> None:
+def read_item(messages: list[Message], item: Mapping[str, Any]) -> None:
     """One input item as the turn's messages: function calls join the assistant message
     before them, their outputs become ``tool`` messages."""
     kind = item.get("type", "message")
@@ -48,18 +61,19 @@ def read_item(messages: list[dict[str, Any]], item: Mapping[str, Any]) -> None:
         role = item.get("role")
         if role not in ("user", "assistant", "system", "developer"):
             raise ValidationError(f"unknown message role {role!r}")
-        messages.append({"role": "system" if role == "developer" else role,
-                         "content": item_content(item.get("content"))})
-    elif kind == "function_call":
-        tool_call = {"id": str(item.get("call_id") or ""), "type": "function",
-                     "function": {"name": str(item.get("name") or ""),
-                                  "arguments": str(item.get("arguments") or "{}")}}
-        last = messages[-1] if messages else None
-        if last is not None and last.get("role") == "assistant" and not _has_results(
-                messages):
-            last.setdefault("tool_calls", []).append(tool_call)
+        parts = item_content(item.get("content"))
+        if role in ("system", "developer"):
+            messages.append(Message("system", chat.system_texts(
+                "".join(p.text for p in parts if isinstance(p, Text)))))
         else:
-            messages.append({"role": "assistant", "content": "", "tool_calls": [tool_call]})
+            messages.append(Message("user" if role == "user" else "assistant", parts))
+    elif kind == "function_call":
+        called = ToolCall(str(item.get("call_id") or ""), str(item.get("name") or ""),
+                          str(item.get("arguments") or "{}"))
+        if messages and messages[-1].role == "assistant":
+            messages[-1] = Message("assistant", (*messages[-1].parts, called))
+        else:
+            messages.append(Message("assistant", (called,)))
     elif kind in ("reasoning", "compaction"):
         # A reasoning model's own items (a chat-completions upstream has no use for
         # them); a compaction item of ``/responses/compact``: Loci's log holds what it
@@ -67,23 +81,20 @@ def read_item(messages: list[dict[str, Any]], item: Mapping[str, Any]) -> None:
         pass
     elif kind == "function_call_output":
         output = item.get("output")
-        messages.append({"role": "tool", "tool_call_id": str(item.get("call_id") or ""),
-                         "content": output if isinstance(output, str) else json.dumps(output)})
+        text = output if isinstance(output, str) else json.dumps(output)
+        messages.append(Message("tool", (ToolResult(str(item.get("call_id") or ""),
+                                                    (Text(text),) if text else ()),)))
     else:
         raise ValidationError(f"input items of type {kind!r} are not supported by Loci "
                               "yet: send messages, function_call and function_call_output "
                               "items")
 
 
-def _has_results(messages: list[dict[str, Any]]) -> bool:
-    return bool(messages) and messages[-1].get("role") == "tool"
-
-
-def item_content(content: Any) -> str | list[dict[str, Any]]:
+def item_content(content: Any) -> tuple[Text | Media, ...]:
     """A message's content: its text, and its images and files as attachments after it
-    (``apis.media``)."""
+    (chat content parts, ``apis.media``)."""
     if isinstance(content, str):
-        return content
+        return (Text(content),) if content else ()
     if not isinstance(content, list):
         raise ValidationError("a message's content must be text or a list of parts")
     texts, media = [], []
@@ -92,12 +103,12 @@ def item_content(content: Any) -> str | list[dict[str, Any]]:
         if kind in ("input_text", "output_text", "text"):
             texts.append(str(part.get("text") or ""))
         elif kind in ("input_image", "input_file"):
-            media.append(_media_part(part))
+            media.append(Media(_media_part(part)))
         else:
             raise ValidationError(f"content parts of type {kind!r} are not supported by "
                                   "Loci: send text, images and files")
     text = "\n".join(texts)
-    return [{"type": "text", "text": text}, *media] if media else text
+    return ((Text(text),) if text else ()) + tuple(media)
 
 
 def _media_part(part: Mapping[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,80 @@ COMPACTS = "compact_"
 
 
 @dataclass(frozen=True)
+class Text:
+    text: str
+    #: Anthropic's cache mark on a system text block, as the client set it.
+    cache_control: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    #: The arguments as the API sent them: JSON text (or, from a few, an object).
+    arguments: object
+
+
+@dataclass(frozen=True)
+class Media:
+    """An image, document or audio clip as the client sent it: an OpenAI content part or
+    an Anthropic block (``apis.media`` translates it for the other API)."""
+
+    original: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ProviderBlock:
+    """A block that must go back to its provider as it came: a signed thinking block, a
+    compaction block, a reasoning item."""
+
+    original: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call_id: str
+    content: tuple[Text | Media, ...] = ()
+
+
+Part = Text | ToolCall | ToolResult | Media | ProviderBlock
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message of the client's conversation, read from its API's shape: a ``system``
+    message holds text, a ``tool`` message one result, the user's text and media, the
+    assistant's text, tool calls and provider blocks."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    parts: tuple[Part, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self._content() if isinstance(p, Text))
+
+    @property
+    def media(self) -> list[Media]:
+        return [p for p in self._content() if isinstance(p, Media)]
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return [p for p in self.parts if isinstance(p, ToolCall)]
+
+    @property
+    def blocks(self) -> list[ProviderBlock]:
+        return [p for p in self.parts if isinstance(p, ProviderBlock)]
+
+    @property
+    def result(self) -> ToolResult | None:
+        return next((p for p in self.parts if isinstance(p, ToolResult)), None)
+
+    def _content(self) -> tuple[Part, ...]:
+        result = self.result
+        return result.content if result is not None else self.parts
+
+
+@dataclass(frozen=True)
 class Tool:
     """A tool the client declared, as its API defines it (``original``), with the
     fields any other API needs: ``name`` is None for a tool that is no function (an

@@ -45,18 +45,19 @@ import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, cast
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Depends, Header
+from fastapi import Request as HttpRequest
 from fastapi.responses import StreamingResponse
 from pydantic import Field, field_validator
 from pydantic import ValidationError as SchemaError
 
 from loci.apis import chat
-from loci.apis import turn as wire_turn
 from loci.apis.chat import chunk
-from loci.apis.turn import Completion, Delta, Tool
+from loci.apis.turn import Completion, Delta, Message, Request, Tool
+from loci.apis.wire import mapping
 from loci.engine import Loci
 from loci.errors import LociError, ProviderError, ValidationError
 from loci.memory.stream import TagFilter
@@ -74,7 +75,7 @@ log = logging.getLogger(__name__)
 _IMPORTED_ROLES = ("user", "assistant")
 
 
-async def get_proxy_engine(request: Request) -> Loci:
+async def get_proxy_engine(request: HttpRequest) -> Loci:
     """The caller's engine, as for REST, except that in open mode the bearer token is
     ignored: OpenAI clients always send one, whatever text their ``api_key`` holds."""
     return hub_of(request).engine(principal_of(request, bearer_optional=True))
@@ -107,16 +108,34 @@ class ChatRequest(ChatParams):
         given = self.model_dump(exclude_unset=True, exclude=set(OWN_FIELDS))
         return {k: v for k, v in given.items() if v is not None}
 
+    def asked(self) -> Asked:
+        return Asked(self.model, chat.read_messages(self.messages), self.params(),
+                     chat.tools(self.tools or ()))
 
-def chat_request(model: str, messages: list[dict[str, Any]], params: dict[str, Any]
-                 ) -> ChatRequest:
-    """The chat request another face's request means (its own fields never among the
-    parameters); a translation the chat shape refuses is the client's error."""
+
+@dataclass(frozen=True)
+class Asked:
+    """What a face read from its request: the turn's messages, the client's model, its
+    parameters (in the Chat Completions vocabulary, plus its API's own) and tools."""
+
+    model: str
+    messages: list[Message]
+    params: dict[str, Any]
+    tools: tuple[Tool, ...] = ()
+    #: The client's ``anthropic-beta`` header (``apis.turn.Request.beta``).
+    beta: str | None = None
+
+
+def chat_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters another face's request means, checked as Chat Completions checks
+    them (its own fields never among them): a translation the chat shape refuses is the
+    client's error."""
     fields = {k: v for k, v in params.items() if k not in OWN_FIELDS}
     try:
-        return ChatRequest.model_validate({**fields, "model": model, "messages": messages})
+        given = ChatParams.model_validate(fields).model_dump(exclude_unset=True)
     except SchemaError as exc:
         raise ValidationError(f"the request{first_problem(exc)}") from None
+    return {k: v for k, v in given.items() if v is not None}
 
 
 @router.get("/models")
@@ -140,7 +159,7 @@ def chat_completions(
     if body.params().get("n", 1) != 1:
         raise ValidationError("the proxy returns one choice: leave n at 1")
     with upstream_for(loci, body.stream) as upstream:
-        turn = ProxyTurn(loci, session, body)
+        turn = ProxyTurn(loci, session, body.asked())
         if not body.stream:
             return turn.complete(upstream)
         return event_stream(turn.stream(upstream, started(upstream, turn)))
@@ -188,27 +207,24 @@ EXTRACTION_WAIT_SECONDS = 10.0
 class ProxyTurn:
     """One proxied exchange: the new message, its compiled context, the recording."""
 
-    def __init__(self, loci: Loci, session: str, body: ChatRequest, *,
-                 tools: tuple[Tool, ...] | None = None, beta: str | None = None,
-                 face: str = "chat") -> None:
-        self.loci, self.session, self.body, self.face = loci, session, body, face
+    def __init__(self, loci: Loci, session: str, asked: Asked, *, face: str = "chat"
+                 ) -> None:
+        self.loci, self.session, self.asked, self.face = loci, session, asked, face
         #: The usage of every upstream call made for the client's request so far, and
         #: when the last one was sent (``time.perf_counter``).
         self.spent, self.began = Usage(), 0.0
         #: When the streamed answer being relayed must have ended (``time.monotonic``).
         self.deadline = float("inf")
         loci.wait_extracted(EXTRACTION_WAIT_SECONDS)
-        self.intake = take_in(loci, session, body.messages)
+        self.intake = take_in(loci, session, asked.messages)
         self.message = self.intake.message  # None once recorded
-        self.edits = provider_edits(loci.settings, body.params())
-        context = loci.compile(session, self.intake.shown, model=body.model, guest=True,
+        self.edits = provider_edits(loci.settings, asked.params)
+        context = loci.compile(session, self.intake.shown, model=asked.model, guest=True,
                                provider_edits=self.edits)
-        if tools is None:  # a chat client's own
-            tools = chat.tools(body.tools or ())
-        self.request = wire_turn.Request(body.model, context, self.intake.system,
-                                         body.params(), self.intake.attachments, beta, tools)
+        self.request = Request(asked.model, context, self.intake.system, asked.params,
+                               self.intake.attachments, asked.beta, asked.tools)
         self.base = {"id": f"chatcmpl-loci-{secrets.token_hex(12)}",
-                     "created": int(time.time()), "model": body.model}
+                     "created": int(time.time()), "model": asked.model}
 
     def record(self, reply: str, tool_calls: list[Any] | None = None,
                blocks: list[dict[str, Any]] | None = None) -> str:
@@ -216,7 +232,7 @@ class ProxyTurn:
         calls, the turn's first event keeping the provider's ``blocks``; returns the
         clean reply."""
         return record_answer(self.loci, self.session, self.message, reply, tool_calls,
-                             blocks, model=self.body.model).clean
+                             blocks, model=self.asked.model).clean
 
     def answer(self, upstream: Upstream) -> Completion:
         """The upstream's answer; rounds of memory-tool calls that Loci runs itself
@@ -246,7 +262,7 @@ class ProxyTurn:
         self.spent += usage
         try:
             self.loci.usage.record(
-                self.session, usage, model=self.body.model, face=self.face,
+                self.session, usage, model=self.asked.model, face=self.face,
                 latency_ms=(time.perf_counter() - self.began) * 1000,
                 context=self.request.context,
                 client_text=[block["text"] for block in self.request.system])
@@ -260,7 +276,7 @@ class ProxyTurn:
         clean = self.record(reply, calls, blocks)
         self.loci.add_events(self.session, proxy_memory.run(self.loci, calls))
         self.message = None  # recorded: the log holds it from now on
-        context = self.loci.compile(self.session, None, model=self.body.model, guest=True,
+        context = self.loci.compile(self.session, None, model=self.asked.model, guest=True,
                                     provider_edits=self.edits)
         self.request = replace(self.request, context=context, attachments=[])
         return clean
@@ -291,8 +307,7 @@ class ProxyTurn:
         if rest := relay.end():
             yield sse(chunk(self.base, {"content": rest}))
         yield sse(chunk(self.base, {}, relay.finish))
-        options = self.body.stream_options
-        if options is not None and options.include_usage:
+        if mapping(self.asked.params.get("stream_options")).get("include_usage"):
             yield sse({**self.base, "object": "chat.completion.chunk", "choices": [],
                        "usage": chat.usage(self.spent)})
         yield sse("[DONE]")

@@ -36,14 +36,13 @@ from pydantic import Field, StrictBool, TypeAdapter, field_validator
 from loci.apis import anthropic
 from loci.apis.anthropic_stream import Blocks, event
 from loci.apis.turn import Delta
-from loci.apis.wire import message_text
 from loci.errors import LociError, ValidationError
 from loci.server.proxy import (
-    ChatRequest,
+    Asked,
     Engine,
     ProxyTurn,
     Relay,
-    chat_request,
+    chat_params,
     event_stream,
     started,
     upstream_for,
@@ -112,11 +111,10 @@ class MessagesRequest(FaceRequest):
                 "loci_session")
         return session
 
-    def as_chat(self, *, to_anthropic: bool = False) -> ChatRequest:
-        """The chat-completions request this one means (with the client's ``metadata``
-        when it goes ``to_anthropic``)."""
-        messages = ([{"role": "system", "content": anthropic.system_content(self.system)}]
-                    if self.system else [])
+    def asked(self, *, to_anthropic: bool = False, beta: str | None = None) -> Asked:
+        """The turn this request asks for (with the client's ``metadata`` when it goes
+        ``to_anthropic``)."""
+        messages = [anthropic.system_message(self.system)] if self.system else []
         for message in self.messages:
             messages += anthropic.read_message(message)
         given = self.model_dump(exclude_unset=True, exclude=set(_OWN))
@@ -132,7 +130,8 @@ class MessagesRequest(FaceRequest):
             choice = self.tool_choice.model_dump(exclude_none=True) if self.tool_choice \
                 else None
             params.update(anthropic.chat_tool_choice(choice))
-        return chat_request(self.model, messages, params)
+        return Asked(self.model, messages, chat_params(params),
+                     anthropic.tools(self.tools or ()), beta)
 
 
 @router.post("/messages", response_model=None)
@@ -145,11 +144,11 @@ def messages(
     if body.max_tokens is None:
         raise ValidationError("max_tokens is required")
     session = body.session(x_loci_session)
-    chat = body.as_chat(to_anthropic=provider_of(loci.settings) == "anthropic")
+    asked = body.asked(to_anthropic=provider_of(loci.settings) == "anthropic",
+                       beta=anthropic_beta)
     reply_id = f"msg_loci_{secrets.token_hex(12)}"
     with upstream_for(loci, body.stream) as upstream:
-        turn = ProxyTurn(loci, session, chat, tools=anthropic.tools(body.tools or ()),
-                         beta=anthropic_beta, face="messages")
+        turn = ProxyTurn(loci, session, asked, face="messages")
         if not body.stream:
             answer = turn.answer(upstream)
             clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
@@ -165,13 +164,12 @@ def count_tokens(
 ) -> dict[str, int]:
     """The input tokens the call would send: the client's system text and Loci's
     compiled context around the new message (nothing is recorded)."""
-    chat = body.as_chat()
-    last = chat.messages[-1]
-    message = message_text(last["content"]) if last.get("role") == "user" else None
+    messages = body.asked().messages
+    last = messages[-1]
+    message = last.text if last.role == "user" else None
     context = loci.compile(body.session(x_loci_session), message, model=body.model,
                            guest=True)
-    system = sum(loci.counter.count(message_text(m["content"])) for m in chat.messages
-                 if m.get("role") == "system")
+    system = sum(loci.counter.count(m.text) for m in messages if m.role == "system")
     return {"input_tokens": context.total_tokens + system}
 
 

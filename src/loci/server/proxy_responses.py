@@ -20,23 +20,25 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
 from pydantic import Field, StrictBool, field_validator, model_validator
 
+from loci.apis import chat
 from loci.apis import responses as api
 from loci.apis.responses import Shell
-from loci.apis.turn import Delta
+from loci.apis.turn import Delta, Message, ToolCall
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
 from loci.server.proxy import (
-    ChatRequest,
+    Asked,
     Engine,
     ProxyTurn,
     Relay,
-    chat_request,
+    chat_params,
     event_stream,
     started,
     upstream_for,
@@ -88,16 +90,16 @@ class ResponsesRequest(FaceRequest):
         return None if value is None else cast(list[dict[str, Any]],
                                                checked(RESPONSES_TOOLS, value, "tools"))
 
-    def as_chat(self) -> ChatRequest:
-        """The chat-completions request this one means."""
-        messages: list[dict[str, Any]] = []
+    def asked(self) -> Asked:
+        """The turn this request asks for."""
+        messages: list[Message] = []
         if self.instructions:
-            messages.append({"role": "system", "content": self.instructions})
+            messages.append(Message("system", chat.system_texts(self.instructions)))
         items = ([{"role": "user", "content": self.input}] if isinstance(self.input, str)
                  else self.input)
         for item in items:
             api.read_item(messages, item)
-        if not messages or messages[-1].get("role") == "system":
+        if not messages or messages[-1].role == "system":
             raise ValidationError("input holds no message")
         given = self.model_dump(exclude_unset=True, exclude=set(_OWN))
         params: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
@@ -108,7 +110,7 @@ class ResponsesRequest(FaceRequest):
                 params["tool_choice"] = api.chat_tool_choice(self.tool_choice)
             if self.parallel_tool_calls is not None:
                 params["parallel_tool_calls"] = self.parallel_tool_calls
-        return chat_request(self.model, messages, params)
+        return Asked(self.model, messages, chat_params(params), api.tools(self.tools or ()))
 
 
 @router.post("/responses", response_model=None)
@@ -121,12 +123,11 @@ def responses(
     if not session:
         raise ValidationError("name the session: send the header 'X-Loci-Session: "
                               "<name>' or the request's 'user' field")
-    chat = body.as_chat()
-    tools = api.tools(body.tools or ())
+    asked = body.asked()
     shell = Shell(body.model)
     with upstream_for(loci, body.stream) as upstream:
-        turn = ProxyTurn(loci, session, _with_recorded_calls(loci, session, chat),
-                         tools=tools, face="responses")
+        turn = ProxyTurn(loci, session, _with_recorded_calls(loci, session, asked),
+                         face="responses")
         if not body.stream:
             answer = turn.answer(upstream)
             clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
@@ -134,25 +135,24 @@ def responses(
         return event_stream(_stream(turn, upstream, started(upstream, turn), shell))
 
 
-def _with_recorded_calls(loci: Loci, session: str, chat: ChatRequest) -> ChatRequest:
+def _with_recorded_calls(loci: Loci, session: str, asked: Asked) -> Asked:
     """With ``previous_response_id`` a client sends only the outputs of the calls the
     last response asked for: those calls are in the session's log, and go before them."""
-    first = next((i for i, m in enumerate(chat.messages) if m.get("role") != "system"), 0)
-    if chat.messages[first].get("role") != "tool":
-        return chat
-    wanted = {m.get("tool_call_id") for m in chat.messages[first:] if m.get("role") == "tool"}
+    messages = asked.messages
+    first = next((i for i, m in enumerate(messages) if m.role != "system"), 0)
+    if messages[first].role != "tool":
+        return asked
+    wanted = {m.result.call_id for m in messages[first:] if m.result is not None}
     try:
         recent = loci.events(session, include_archived=False)[-RECENT_CALLS:]
     except NotFoundError:
         recent = []
-    calls = [{"id": e.tool_call_id, "type": "function",
-              "function": {"name": e.tool_name, "arguments": json.dumps(e.args or {})}}
-             for e in recent if e.type == "tool_call" and e.tool_call_id in wanted]
+    calls = tuple(ToolCall(e.tool_call_id or "", e.tool_name or "", json.dumps(e.args or {}))
+                  for e in recent if e.type == "tool_call" and e.tool_call_id in wanted)
     if not calls:
-        return chat
-    asked = {"role": "assistant", "content": "", "tool_calls": calls}
-    messages = [*chat.messages[:first], asked, *chat.messages[first:]]
-    return chat.model_copy(update={"messages": messages})
+        return asked
+    return replace(asked, messages=[*messages[:first], Message("assistant", calls),
+                                    *messages[first:]])
 
 
 def _stream(turn: ProxyTurn, upstream: Upstream, deltas: Iterator[Delta],
