@@ -51,7 +51,7 @@ from loci.llm._http import parse_sse
 from loci.llm.fake_provider import openai_completion, openai_events
 from loci.memory.stream import TagFilter
 from loci.memory.tags import parse_reply
-from loci.server import create_app, proxy
+from loci.server import create_app, proxy_turn
 
 _OPEN = re.compile(r"\[\s*(memory|state)\s*:[^\]\n]*\]", re.IGNORECASE)
 _CLOSE = {"memory": re.compile(r"\[\s*/\s*memory\s*\]", re.IGNORECASE),
@@ -155,10 +155,10 @@ def replaying(text: str) -> Iterator[str]:
 
 def proxy_seconds(upstream: str, stream: bool, before: bool) -> float:
     home = Path(tempfile.mkdtemp())
-    saved = proxy.TagFilter, proxy.batched
+    saved = proxy_turn.TagFilter, proxy_turn.batched
     if before:
-        proxy.TagFilter = QuadraticFilter  # type: ignore[assignment,misc]
-        proxy.batched = lambda events: events  # type: ignore[assignment,return-value]
+        proxy_turn.TagFilter = QuadraticFilter  # type: ignore[assignment,misc]
+        proxy_turn.batched = lambda events: events  # type: ignore[assignment,return-value]
     try:
         app = create_app(load_settings(
             store=f"sqlite:///{home / 'b.db'}", home=str(home), workspace=str(home),
@@ -175,7 +175,7 @@ def proxy_seconds(upstream: str, stream: bool, before: bool) -> float:
                                                   or not stream), answer.text[-300:]
             return took
     finally:
-        proxy.TagFilter, proxy.batched = saved  # type: ignore[misc]
+        proxy_turn.TagFilter, proxy_turn.batched = saved  # type: ignore[misc]
 
 
 def upstream_seconds(upstream: str) -> float:

@@ -6,7 +6,7 @@ of an answer is to that tool, Loci runs the commands on the user's ``/memories``
 (``knowledge.memory_files``, the texts of the SDK's own file-system tool), records the
 calls and their results like any tool loop, and asks the upstream again; the client gets
 the first answer that is not only memory-tool calls (streamed: every round's text as it
-comes, see ``proxy.Relay.rounds``).
+comes, see ``proxy_turn.Relay.rounds``).
 """
 
 from __future__ import annotations

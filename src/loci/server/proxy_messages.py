@@ -4,7 +4,7 @@ and ``POST /v1/messages/count_tokens``, for clients of the Messages API (the
 
 A Messages request is read into the turn (``apis.anthropic``: system text, messages
 with ``tool_use`` / ``tool_result`` blocks as tool calls and tool messages, its tools
-kept as they came) and goes through the same :class:`~loci.server.proxy.ProxyTurn`:
+kept as they came) and goes through the same :class:`~loci.server.proxy_turn.ProxyTurn`:
 the same session rules, recording, tags and upstreams. The answer comes back in the
 Messages shape: ``text`` and ``tool_use`` blocks, ``stop_reason``, ``usage``; streamed as
 the published event sequence (``message_start``, content blocks with their deltas,
@@ -35,18 +35,10 @@ from pydantic import Field, StrictBool, TypeAdapter, field_validator
 
 from loci.apis import anthropic
 from loci.apis.anthropic_stream import Blocks, event
-from loci.apis.turn import Delta
+from loci.apis.turn import Completion, Delta
 from loci.errors import LociError, ValidationError
-from loci.server.proxy import (
-    Asked,
-    Engine,
-    ProxyTurn,
-    Relay,
-    chat_params,
-    event_stream,
-    started,
-    upstream_for,
-)
+from loci.models import Usage
+from loci.server.proxy import Engine
 from loci.server.proxy_requests import (
     ANTHROPIC_MESSAGES,
     ANTHROPIC_TOOLS,
@@ -56,7 +48,7 @@ from loci.server.proxy_requests import (
     FaceRequest,
     checked,
 )
-from loci.server.proxy_types import Upstream
+from loci.server.proxy_turn import Asked, ProxyTurn, Relay, chat_params, serve
 from loci.server.proxy_upstream import provider_of
 
 router = APIRouter(tags=["proxy"])
@@ -146,15 +138,7 @@ def messages(
     session = body.session(x_loci_session)
     asked = body.asked(to_anthropic=provider_of(loci.settings) == "anthropic",
                        beta=anthropic_beta)
-    reply_id = f"msg_loci_{secrets.token_hex(12)}"
-    with upstream_for(loci, body.stream) as upstream:
-        turn = ProxyTurn(loci, session, asked, face="messages")
-        if not body.stream:
-            answer = turn.answer(upstream)
-            clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
-            return anthropic.message(reply_id, body.model, clean, answer, turn.spent)
-        deltas = started(upstream, turn)
-        return event_stream(_stream(turn, upstream, deltas, reply_id, body.model))
+    return serve(loci, session, asked, MessagesFace(body.model), stream=body.stream)
 
 
 @router.post("/messages/count_tokens", response_model=None)
@@ -173,17 +157,25 @@ def count_tokens(
     return {"input_tokens": context.total_tokens + system}
 
 
-def _stream(turn: ProxyTurn, upstream: Upstream, deltas: Iterator[Delta], reply_id: str,
-            model: str) -> Iterator[bytes]:
-    """The Messages event sequence: thinking blocks as they end, the text block as it
-    arrives (tags held back), then each tool call as a whole ``tool_use`` block, the
-    stop reason and usage."""
-    try:
+class MessagesFace:
+    """Messages answers: a ``message``, or its event sequence."""
+
+    name = "messages"
+
+    def __init__(self, model: str) -> None:
+        self.id, self.model = f"msg_loci_{secrets.token_hex(12)}", model
+
+    def answer(self, clean: str, answer: Completion, spent: Usage) -> dict[str, Any]:
+        return anthropic.message(self.id, self.model, clean, answer, spent)
+
+    def events(self, turn: ProxyTurn, relay: Relay, deltas: Iterator[Delta]
+               ) -> Iterator[bytes]:
+        """Thinking blocks as they end, the text block as it arrives (tags held back),
+        then each tool call as a whole ``tool_use`` block, the stop reason and usage."""
         yield event("message_start", {"message": {
-            "id": reply_id, "type": "message", "role": "assistant", "model": model,
+            "id": self.id, "type": "message", "role": "assistant", "model": self.model,
             "content": [], "stop_reason": None, "stop_sequence": None,
             "usage": {"input_tokens": 0, "output_tokens": 0}}})
-        relay = Relay(turn, upstream)
         blocks = Blocks()
         for delta in relay.rounds(deltas):
             for block in delta.blocks or ():
@@ -198,7 +190,6 @@ def _stream(turn: ProxyTurn, upstream: Upstream, deltas: Iterator[Delta], reply_
                       "stop_sequence": None},
             "usage": anthropic.usage(turn.spent)})
         yield event("message_stop", {})
-    except LociError as exc:
-        yield event("error", {"error": {"type": "api_error", "message": str(exc)}})
-    finally:
-        upstream.close()
+
+    def error(self, exc: LociError) -> bytes:
+        return event("error", {"error": {"type": "api_error", "message": str(exc)}})

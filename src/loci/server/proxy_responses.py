@@ -4,7 +4,7 @@ built on it).
 
 A Responses request is read into the turn (``apis.responses``: ``instructions`` and the
 input items: messages, ``function_call`` and ``function_call_output``; its function
-tools) and goes through the same :class:`~loci.server.proxy.ProxyTurn`. The answer is a
+tools) and goes through the same :class:`~loci.server.proxy_turn.ProxyTurn`. The answer is a
 ``response`` object whose output holds a ``message`` item and one ``function_call`` item
 per tool call; streamed as the published events (``response.created``, output items and
 content parts with their deltas, ``response.completed``). The session is the ``X-Loci-Session``
@@ -30,21 +30,13 @@ from pydantic import Field, StrictBool, field_validator, model_validator
 from loci.apis import chat
 from loci.apis import responses as api
 from loci.apis.responses import Shell
-from loci.apis.turn import Delta, Message, ToolCall
+from loci.apis.turn import Completion, Delta, Message, ToolCall
 from loci.engine import Loci
 from loci.errors import LociError, NotFoundError, ValidationError
-from loci.server.proxy import (
-    Asked,
-    Engine,
-    ProxyTurn,
-    Relay,
-    chat_params,
-    event_stream,
-    started,
-    upstream_for,
-)
+from loci.models import Usage
+from loci.server.proxy import Engine
 from loci.server.proxy_requests import RESPONSES_ITEMS, RESPONSES_TOOLS, FaceRequest, checked
-from loci.server.proxy_types import Upstream
+from loci.server.proxy_turn import Asked, ProxyTurn, Relay, chat_params, serve
 
 router = APIRouter(tags=["proxy"])
 #: How far back the log is searched for the calls a client's outputs answer.
@@ -123,16 +115,8 @@ def responses(
     if not session:
         raise ValidationError("name the session: send the header 'X-Loci-Session: "
                               "<name>' or the request's 'user' field")
-    asked = body.asked()
-    shell = Shell(body.model)
-    with upstream_for(loci, body.stream) as upstream:
-        turn = ProxyTurn(loci, session, _with_recorded_calls(loci, session, asked),
-                         face="responses")
-        if not body.stream:
-            answer = turn.answer(upstream)
-            clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
-            return shell.done(clean, answer.tool_calls, turn.spent)
-        return event_stream(_stream(turn, upstream, started(upstream, turn), shell))
+    asked = _with_recorded_calls(loci, session, body.asked())
+    return serve(loci, session, asked, ResponsesFace(Shell(body.model)), stream=body.stream)
 
 
 def _with_recorded_calls(loci: Loci, session: str, asked: Asked) -> Asked:
@@ -155,25 +139,33 @@ def _with_recorded_calls(loci: Loci, session: str, asked: Asked) -> Asked:
                                     *messages[first:]])
 
 
-def _stream(turn: ProxyTurn, upstream: Upstream, deltas: Iterator[Delta],
-            shell: Shell) -> Iterator[bytes]:
-    """The Responses event sequence: the message item's text as it arrives (tags held
-    back), then each function call as a whole item, then ``response.completed``."""
-    numbers = itertools.count()
+class ResponsesFace:
+    """Responses answers: a ``response`` object, or its event sequence."""
 
-    def event(kind: str, **data: Any) -> bytes:
-        payload = json.dumps({"type": kind, "sequence_number": next(numbers), **data},
+    name = "responses"
+
+    def __init__(self, shell: Shell) -> None:
+        self.shell, self.numbers = shell, itertools.count()
+
+    def answer(self, clean: str, answer: Completion, spent: Usage) -> dict[str, Any]:
+        return self.shell.done(clean, answer.tool_calls, spent)
+
+    def event(self, kind: str, **data: Any) -> bytes:
+        payload = json.dumps({"type": kind, "sequence_number": next(self.numbers), **data},
                              ensure_ascii=False)
         return f"event: {kind}\ndata: {payload}\n\n".encode()
 
-    where = {"item_id": shell.message_id, "output_index": 0, "content_index": 0}
-    try:
+    def events(self, turn: ProxyTurn, relay: Relay, deltas: Iterator[Delta]
+               ) -> Iterator[bytes]:
+        """The message item's text as it arrives (tags held back), then each function
+        call as a whole item, then ``response.completed``."""
+        shell, event = self.shell, self.event
+        where = {"item_id": shell.message_id, "output_index": 0, "content_index": 0}
         yield event("response.created", response=shell.response("in_progress", []))
         yield event("response.output_item.added", output_index=0,
                     item={**shell.message("", "in_progress"), "content": []})
         yield event("response.content_part.added", part={
             "type": "output_text", "text": "", "annotations": []}, **where)
-        relay = Relay(turn, upstream)
         for delta in relay.rounds(deltas):
             if text := relay.feed(delta):
                 yield event("response.output_text.delta", delta=text, **where)
@@ -192,7 +184,6 @@ def _stream(turn: ProxyTurn, upstream: Upstream, deltas: Iterator[Delta],
             yield event("response.output_item.done", output_index=index, item=item)
         output = [shell.message(clean), *shell.calls(calls)]
         yield event("response.completed", response=shell.response("completed", output, usage))
-    except LociError as exc:
-        yield event("error", code=type(exc).__name__, message=str(exc), param=None)
-    finally:
-        upstream.close()
+
+    def error(self, exc: LociError) -> bytes:
+        return self.event("error", code=type(exc).__name__, message=str(exc), param=None)
