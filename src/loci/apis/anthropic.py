@@ -2,7 +2,7 @@
 
 - A client's messages (``read_message``): ``tool_use`` blocks become the assistant's
   tool calls, ``tool_result`` blocks ``tool`` messages, signed ``thinking`` and
-  ``compaction`` blocks are kept whole under ``PROVIDER_BLOCKS``, images and documents
+  ``compaction`` blocks are kept whole (``ProviderBlock``), images and documents
   stay as the client sent them (``apis.media``); its tools (``tools``) as it declared
   them, Anthropic's own tool types (the memory tool, web search) and ``cache_control``
   included.
@@ -28,7 +28,6 @@ from loci.apis.media import anthropic_blocks, split_media
 from loci.apis.turn import (
     COMPACTION_BLOCKS,
     COMPACTS,
-    PROVIDER_BLOCKS,
     THINKING_BLOCKS,
     Completion,
     Media,
@@ -176,7 +175,7 @@ def chat_tool_choice(choice: Mapping[str, Any] | None) -> dict[str, Any]:
 
 # -- the request to a Messages upstream --------------------------------------------------
 
-def to_messages(history: Sequence[Mapping[str, Any]], *, thinking: bool = False,
+def to_messages(history: Sequence[Message], *, thinking: bool = False,
                 compaction: bool = False) -> list[dict[str, Any]]:
     """Loci's history as Anthropic Messages: tool calls become ``tool_use`` blocks,
     tool results ``tool_result`` blocks in a user turn, and same-role turns merge. With
@@ -186,28 +185,28 @@ def to_messages(history: Sequence[Mapping[str, Any]], *, thinking: bool = False,
     wanted = (THINKING_BLOCKS if thinking else ()) + (COMPACTION_BLOCKS if compaction else ())
     out: list[dict[str, Any]] = []
     for message in history:
-        role = message["role"]
-        kept = [b for b in message.get(PROVIDER_BLOCKS) or () if b.get("type") in
-                wanted] if role == "assistant" else None
+        role: str = message.role
+        kept = [dict(b.original) for b in message.blocks
+                if b.original.get("type") in wanted] if role == "assistant" else None
         if kept:
-            _append(out, "assistant", [dict(block) for block in kept])
-        if role == "tool":
+            _append(out, "assistant", kept)
+        if message.result is not None:
             block: dict[str, Any] = {"type": "tool_result",
-                                     "tool_use_id": message.get("tool_call_id", ""),
-                                     "content": message.get("content") or ""}
+                                     "tool_use_id": message.result.call_id,
+                                     "content": message.text}
             role = "user"
-        elif message.get("tool_calls"):
+        elif message.calls:
             blocks: list[dict[str, Any]] = []
-            if message.get("content"):
-                blocks.append({"type": "text", "text": message["content"]})
-            blocks += [{"type": "tool_use", "id": c["id"], "name": c["function"]["name"],
-                        "input": json.loads(c["function"]["arguments"] or "{}")}
-                       for c in message["tool_calls"]]
+            if message.text:
+                blocks.append({"type": "text", "text": message.text})
+            blocks += [{"type": "tool_use", "id": c.id, "name": c.name,
+                        "input": json.loads(str(c.arguments or "{}"))}
+                       for c in message.calls]
             _append(out, "assistant", blocks)
             continue
         else:
             role = "assistant" if role == "assistant" else "user"
-            block = {"type": "text", "text": message.get("content") or ""}
+            block = {"type": "text", "text": message.text}
         _append(out, role, [block])
     return out
 

@@ -116,6 +116,7 @@ def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             continue
         written: dict[str, Any] = {"role": message.role, "content": _content(message)}
         if message.calls:
+            written["content"] = written["content"] or None
             written["tool_calls"] = [
                 {"id": c.id, "type": "function",
                  "function": {"name": c.name, "arguments": c.arguments}}

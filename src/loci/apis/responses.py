@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from loci.apis import chat
 from loci.apis.media import responses_parts
 from loci.apis.turn import (
-    PROVIDER_BLOCKS,
     REASONING_ITEMS,
     Completion,
     Delta,
@@ -151,24 +150,23 @@ def chat_tool_choice(choice: str | Mapping[str, Any]) -> Any:
 
 # -- the request to a Responses upstream -------------------------------------------------
 
-def to_input(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Loci's messages as Responses input items: messages, ``function_call`` and
     ``function_call_output`` items, an assistant turn's kept ``reasoning`` items first."""
     items: list[dict[str, Any]] = []
     for message in messages:
-        role = message["role"]
-        items += [dict(b) for b in message.get(PROVIDER_BLOCKS) or ()
-                  if b.get("type") in REASONING_ITEMS] if role == "assistant" else []
-        if role == "tool":
-            items.append({"type": "function_call_output", "call_id": message["tool_call_id"],
-                          "output": message.get("content") or ""})
+        role = message.role
+        items += [dict(b.original) for b in message.blocks
+                  if b.original.get("type") in REASONING_ITEMS] if role == "assistant" else []
+        if message.result is not None:
+            items.append({"type": "function_call_output", "call_id": message.result.call_id,
+                          "output": message.text})
             continue
-        if message.get("content"):
+        if message.text:
             items.append({"role": "developer" if role == "system" else role,
-                          "content": message["content"]})
-        items += [{"type": "function_call", "call_id": c["id"], "name": c["function"]["name"],
-                   "arguments": c["function"]["arguments"] or "{}"}
-                  for c in message.get("tool_calls") or ()]
+                          "content": message.text})
+        items += [{"type": "function_call", "call_id": c.id, "name": c.name,
+                   "arguments": c.arguments or "{}"} for c in message.calls]
     return items
 
 

@@ -24,8 +24,7 @@ if TYPE_CHECKING:  # the context renders itself with the API modules
 
 #: The API shapes Loci reads and writes.
 Api = Literal["chat", "anthropic", "responses"]
-#: The metadata key under which an event keeps the provider blocks of its turn, and
-#: the key of a turn's message that holds them.
+#: The metadata key under which an event keeps the provider blocks of its turn.
 PROVIDER_BLOCKS = "provider_blocks"
 #: Anthropic's kept blocks (signed thinking; its own compaction's summary); the
 #: Responses API's.
@@ -79,6 +78,7 @@ class ToolResult:
 
 
 Part = Text | ToolCall | ToolResult | Media | ProviderBlock
+Role = Literal["system", "user", "assistant", "tool"]
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class Message:
     message holds text, a ``tool`` message one result, the user's text and media, the
     assistant's text, tool calls and provider blocks."""
 
-    role: Literal["system", "user", "assistant", "tool"]
+    role: Role
     parts: tuple[Part, ...] = ()
 
     @property

@@ -1,11 +1,12 @@
-"""Turning events into chat messages that are valid input for the OpenAI API.
+"""Turning events into the turn's messages (``apis.turn``), which each API module writes
+in its shape; as chat messages they are valid input for the OpenAI API.
 
 An event may carry provider blocks that must go back to that provider byte for byte
 (Anthropic's signed ``thinking`` blocks, or the ``reasoning`` items of OpenAI's Responses
 API with their ``encrypted_content``, of the assistant turn it starts, in
-``metadata["provider_blocks"]``): its message keeps them under ``PROVIDER_BLOCKS``, which
-the Chat Completions rendering drops and the Anthropic and Responses ones
-(``loci.apis``) put first in the assistant turn, each only its own provider's.
+``metadata["provider_blocks"]``): its message keeps them as ``ProviderBlock`` parts,
+which the Chat Completions writer leaves out and the Anthropic and Responses ones put
+first in the assistant turn, each only its own provider's.
 """
 
 from __future__ import annotations
@@ -13,71 +14,78 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from loci.apis.turn import COMPACTION_BLOCKS, PROVIDER_BLOCKS
+from loci.apis import chat
+from loci.apis.turn import (
+    COMPACTION_BLOCKS,
+    PROVIDER_BLOCKS,
+    Message,
+    ProviderBlock,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 from loci.models import Event
 from loci.store.codec import canonical_json
 
 
 def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
-    """OpenAI chat messages; consecutive tool calls form one assistant message."""
-    messages: list[dict[str, Any]] = []
+    """OpenAI chat messages (``events_to_turn``, written by ``apis.chat``)."""
+    return chat.write_messages(events_to_turn(events))
+
+
+def events_to_turn(events: Sequence[Event]) -> list[Message]:
+    """The events as the turn's messages; consecutive tool calls form one assistant
+    message, an assistant turn keeps its provider blocks."""
+    messages: list[Message] = []
     for event in events:
         if event.type == "tool_call":
-            call = {
-                "id": event.tool_call_id or f"call_{event.id}",
-                "type": "function",
-                "function": {
-                    "name": event.tool_name,
-                    "arguments": canonical_json(event.args) if event.args else "{}",
-                },
-            }
+            call = ToolCall(event.tool_call_id or f"call_{event.id}", event.tool_name or "",
+                            canonical_json(event.args) if event.args else "{}")
             last = messages[-1] if messages else None
-            if last is not None and last["role"] == "assistant" and last.get("tool_calls"):
-                last["tool_calls"].append(call)
+            if last is not None and last.role == "assistant" and last.calls:
+                messages[-1] = Message("assistant", (*last.parts, call))
             else:
-                messages.append(_with_blocks(event, {
-                    "role": "assistant", "content": event.content or None,
-                    "tool_calls": [call]}))
+                text = (Text(event.content),) if event.content else ()
+                messages.append(Message("assistant", (*_blocks(event), *text, call)))
         elif event.type == "tool_result":
             content = event.content if event.masked is None else event.masked
-            if answers_open_call(messages, event.tool_call_id):
-                messages.append({"role": "tool", "tool_call_id": event.tool_call_id,
-                                 "content": content})
+            if event.tool_call_id is not None and answers_open_call(messages,
+                                                                    event.tool_call_id):
+                result = ToolResult(event.tool_call_id, (Text(content),) if content else ())
+                messages.append(Message("tool", (result,)))
             else:  # its call is not right before it: a tool message would be refused
                 name = f" of {event.tool_name}" if event.tool_name else ""
-                messages.append({"role": "user", "content": f"[tool result{name}, call "
-                                 f"{event.tool_call_id or '?'}]\n{content}"})
+                messages.append(Message("user", (Text(f"[tool result{name}, call "
+                                                      f"{event.tool_call_id or '?'}]\n"
+                                                      f"{content}"),)))
         else:
-            messages.append(_with_blocks(event, {"role": event.role,
-                                                 "content": event.content}))
+            text = (Text(event.content),) if event.content else ()
+            messages.append(Message(_role(event.role), (*_blocks(event), *text)))
     return messages
 
 
-def _with_blocks(event: Event, message: dict[str, Any]) -> dict[str, Any]:
+def _role(role: str) -> Role:
+    return role if role in ("system", "user", "assistant", "tool") else "user"  # type: ignore[return-value]
+
+
+def _blocks(event: Event) -> tuple[ProviderBlock, ...]:
     blocks = (event.metadata or {}).get(PROVIDER_BLOCKS)
-    if event.role == "assistant" and isinstance(blocks, list) and blocks:
-        message[PROVIDER_BLOCKS] = blocks
-    return message
+    if event.role != "assistant" or not isinstance(blocks, list):
+        return ()
+    return tuple(ProviderBlock(block) for block in blocks if isinstance(block, dict))
 
 
-def openai_message(message: dict[str, Any]) -> dict[str, Any]:
-    """``message`` without the keys that are Loci's own (provider blocks)."""
-    if PROVIDER_BLOCKS not in message:
-        return message
-    return {k: v for k, v in message.items() if k != PROVIDER_BLOCKS}
-
-
-def answers_open_call(messages: Sequence[dict[str, Any]], call_id: str | None) -> bool:
+def answers_open_call(messages: Sequence[Message], call_id: str) -> bool:
     """Whether a tool result for ``call_id`` may follow ``messages``: the assistant's
     tool calls (then only other results) come right before it, with that id unanswered."""
     answered: set[str] = set()
     for message in reversed(messages):
-        if message["role"] == "tool":
-            answered.add(message["tool_call_id"])
+        if message.result is not None:
+            answered.add(message.result.call_id)
             continue
-        calls = message.get("tool_calls") if message["role"] == "assistant" else None
-        return bool(calls) and call_id is not None and call_id not in answered and any(
-            call["id"] == call_id for call in calls or ())
+        calls = message.calls if message.role == "assistant" else []
+        return call_id not in answered and any(call.id == call_id for call in calls)
     return False
 
 
