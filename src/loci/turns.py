@@ -21,7 +21,7 @@ Works on a :class:`SessionLog` (``Loci`` is one), so this module sits below the 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,7 +33,7 @@ from loci.context.compiled import CompiledContext
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import check_message
 from loci.memory.service import ReplyResult
-from loci.models import Event, SessionInfo
+from loci.models import Event, SessionInfo, Usage
 from loci.usage import UsageLedger
 
 #: How far back the session's live events are searched for the calls being answered.
@@ -234,6 +234,15 @@ def record_results(log: SessionLog, session: str, asked: Message,
         log.add_events(session, fresh)
 
 
+def meter(log: SessionLog, session: str, usage: Usage, context: CompiledContext,
+          system: Sequence[Mapping[str, Any]], **details: Any) -> None:
+    """Record one model call in the usage ledger: its usage, the context it was sent
+    (``model`` its model unless ``details`` name the client's), the client's own system
+    text beside it; ``details``: the face, the latency (``UsageLedger.record``)."""
+    log.usage.record(session, usage, **{"model": context.model, **details}, context=context,
+                     client_text=[block["text"] for block in system])
+
+
 def answer_turn(log: SessionLog, turn: Turn, answer: Any) -> ReplyResult:
     """Record ``turn``'s ``answer`` (any shape ``apis.client.read_answer`` reads): its
     usage in the ledger first, if it carries one, then the user's message and the
@@ -244,9 +253,7 @@ def answer_turn(log: SessionLog, turn: Turn, answer: Any) -> ReplyResult:
     completion = client.read_answer(answer)
     usage = completion.usage
     if usage.input_tokens or usage.output_tokens:
-        log.usage.record(turn.session, usage, model=turn.context.model,
-                         context=turn.context,
-                         client_text=[block["text"] for block in turn.intake.system])
+        meter(log, turn.session, usage, turn.context, turn.intake.system)
     result = record_answer(log, turn.session, turn.message, completion.content,
                            completion.tool_calls, completion.blocks, model=turn.context.model)
     turn.answered = True

@@ -29,7 +29,7 @@ from loci.server.proxy_requests import ChatParams, first_problem
 from loci.server.proxy_stream import batched
 from loci.server.proxy_types import Upstream, sound_calls, sound_completion, sound_text
 from loci.server.proxy_upstream import OWN_FIELDS, make_upstream, provider_edits
-from loci.turns import Intake, merge_fragments, record_answer, take_in
+from loci.turns import Intake, merge_fragments, meter, record_answer, take_in
 
 log = logging.getLogger(__name__)
 
@@ -198,11 +198,9 @@ class ProxyTurn:
         usage = usage or Usage()
         self.spent += usage
         try:
-            self.loci.usage.record(
-                self.session, usage, model=self.asked.model, face=self.face,
-                latency_ms=(time.perf_counter() - self.began) * 1000,
-                context=self.request.context,
-                client_text=[block["text"] for block in self.request.system])
+            meter(self.loci, self.session, usage, self.request.context, self.request.system,
+                  model=self.asked.model, face=self.face,
+                  latency_ms=(time.perf_counter() - self.began) * 1000)
         except LociError as exc:
             log.warning("usage of session %r not recorded: %s", self.session, exc)
 
