@@ -145,7 +145,7 @@ class Request:
     model: str
     context: CompiledContext
     #: The client's own system text, sent before Loci's context: text blocks, with the
-    #: client's ``cache_control`` where it set one (``apis.anthropic.system_blocks``).
+    #: client's ``cache_control`` where it set one (``apis.anthropic.system_block``).
     system: list[dict[str, Any]]
     #: The client's other parameters, in the Chat Completions vocabulary
     #: (``max_tokens``, ``stop``, ``tool_choice`` ...) plus its API's own, passed on.
