@@ -20,7 +20,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loci.apis.wire import message_text
 from loci.errors import ValidationError
 
 #: Part types that are attachments (the rest of a message's parts are text).
@@ -38,14 +37,6 @@ def split_media(content: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]
 
 def _is_media(part: Any) -> bool:
     return isinstance(part, Mapping) and part.get("type") in MEDIA_PARTS
-
-
-def read(content: Any) -> tuple[str, str, list[dict[str, Any]]]:
-    """A message's ``content`` as (its text, what the log keeps of it: the text, then a
-    line per attachment, the attachments)."""
-    texts, media = split_media(content)
-    text = message_text(texts if media else content)
-    return text, logged(text, media), media
 
 
 def logged(text: str, media: Sequence[Mapping[str, Any]]) -> str:
