@@ -1,7 +1,9 @@
 """One LLM call of a session, as ``Loci.turn``/``Loci.reply`` and the proxy make it.
 
 A client holds its conversation as a list of messages in its API's shape and sends it
-whole on every call. Loci's log is the history, so only what is new is recorded, once:
+whole on every call; ``loci.apis`` reads them into the turn's typed messages
+(``apis.turn.Message``). Loci's log is the history, so only what is new is recorded,
+once:
 
 - The **last message is the new one**: the user's, or the results of the tool calls of
   the assistant's last answer (a trailing run of ``tool`` messages).
