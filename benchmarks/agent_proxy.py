@@ -41,6 +41,7 @@ from openai import OpenAI
 from agent_sessions import from_anthropic, load
 from common import machine
 from loci import Usage, load_settings
+from loci.apis.wire import read_usage
 from loci.evaluation.replay import CONTINUE, CUTS, Tally, model_call
 from loci.evaluation.trail import (
     CLASSES,
@@ -51,7 +52,6 @@ from loci.evaluation.trail import (
     trail_of,
     transcript_lines,
 )
-from loci.llm.wire import read_usage
 from loci.pricing import price_of
 from loci.server import create_app
 from loci.testing import FakeProvider

@@ -36,7 +36,7 @@ from fastapi.testclient import TestClient
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import sentence
 from loci import Usage, load_settings
-from loci.llm.wire import read_usage
+from loci.apis.wire import read_usage
 from loci.models import Scope
 from loci.pricing import price_of
 from loci.server import create_app

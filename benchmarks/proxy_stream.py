@@ -49,9 +49,9 @@ from tests.server.conftest import serving
 from common import machine
 from loci import load_settings
 from loci.llm._http import parse_sse
+from loci.memory.stream import TagFilter
 from loci.memory.tags import parse_reply
-from loci.server import create_app, proxy
-from loci.server.proxy_stream import TagFilter
+from loci.server import create_app, proxy_turn
 from loci.testing import FakeProvider, Fault
 from loci.testing.fake_answers import openai_completion, openai_events
 
@@ -144,10 +144,10 @@ def replaying(text: str) -> Iterator[str]:
 
 def proxy_seconds(upstream: str, stream: bool, before: bool) -> float:
     home = Path(tempfile.mkdtemp())
-    saved = proxy.TagFilter, proxy.batched
+    saved = proxy_turn.TagFilter, proxy_turn.batched
     if before:
-        proxy.TagFilter = QuadraticFilter  # type: ignore[assignment,misc]
-        proxy.batched = lambda events: events  # type: ignore[assignment,return-value]
+        proxy_turn.TagFilter = QuadraticFilter  # type: ignore[assignment,misc]
+        proxy_turn.batched = lambda events: events  # type: ignore[assignment,return-value]
     try:
         app = create_app(load_settings(
             store=f"sqlite:///{home / 'b.db'}", home=str(home), workspace=str(home),
@@ -164,7 +164,7 @@ def proxy_seconds(upstream: str, stream: bool, before: bool) -> float:
                                                   or not stream), answer.text[-300:]
             return took
     finally:
-        proxy.TagFilter, proxy.batched = saved  # type: ignore[misc]
+        proxy_turn.TagFilter, proxy_turn.batched = saved  # type: ignore[misc]
 
 
 def upstream_seconds(upstream: str) -> float:

@@ -138,8 +138,6 @@ def test_no_module_is_longer_than_the_limit() -> None:
 #: What offline text analysis may import: Loci's basics, nothing that calls a model or
 #: stores anything.
 TEXT_IMPORTS = ("loci.text", "loci.models", "loci.timeutil", "loci.tokens", "loci.errors")
-#: Wire formats still in ``llm/`` (the provider APIs' own package takes them).
-WIRE_FORMATS = ("loci.llm.answers", "loci.llm.media", "loci.llm.messages", "loci.llm.wire")
 
 
 def test_text_analysis_is_a_leaf_and_llm_holds_providers_only() -> None:
@@ -152,7 +150,7 @@ def test_text_analysis_is_a_leaf_and_llm_holds_providers_only() -> None:
         for path in (PACKAGE / domain).rglob("*.py"):
             reaching += [f"{path.relative_to(PACKAGE)} imports {m}" for m in imports(path)
                          if m.startswith("loci.llm")
-                         and m not in ("loci.llm", "loci.llm.base", *WIRE_FORMATS)]
+                         and m not in ("loci.llm", "loci.llm.base")]
     assert not reaching, "\n".join(reaching)
     for path in (PACKAGE / "llm").glob("*.py"):
         assert not [m for m in imports(path) if m.startswith(("loci.text", "loci.testing"))

@@ -1,7 +1,9 @@
 """One LLM call of a session, as ``Loci.turn``/``Loci.reply`` and the proxy make it.
 
 A client holds its conversation as a list of messages in its API's shape and sends it
-whole on every call. Loci's log is the history, so only what is new is recorded, once:
+whole on every call; ``loci.apis`` reads them into the turn's typed messages
+(``apis.turn.Message``). Loci's log is the history, so only what is new is recorded,
+once:
 
 - The **last message is the new one**: the user's, or the results of the tool calls of
   the assistant's last answer (a trailing run of ``tool`` messages).
@@ -25,29 +27,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from loci.apis import anthropic, chat, client, responses
+from loci.apis.media import logged
+from loci.apis.turn import PROVIDER_BLOCKS, Message, Text, ToolCall
 from loci.checks import check_text
 from loci.context.compiled import CompiledContext
-from loci.context.requests import anthropic_request, openai_messages, responses_input
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import check_message
-from loci.llm.answers import read_answer
-from loci.llm.media import read, split_media
-from loci.llm.messages import (
-    PROVIDER_BLOCKS,
-    add_responses_item,
-    from_anthropic,
-    system_blocks,
-    system_content,
-)
-from loci.llm.wire import as_dict
 from loci.memory.service import ReplyResult
-from loci.models import Event, SessionInfo
+from loci.models import Event, SessionInfo, Usage
 from loci.usage import UsageLedger
 
 #: How far back the session's live events are searched for the calls being answered.
 RECENT_EVENTS = 500
-#: The APIs whose message shapes a turn reads and writes.
-APIS = ("openai", "anthropic", "responses")
 _IMPORTED_ROLES = ("user", "assistant")
 
 
@@ -80,48 +72,30 @@ class Intake:
     shown: str | None
     #: The images, documents and audio that go to the model with the call.
     attachments: list[dict[str, Any]]
-    #: The client's own system text, as text blocks (``llm.messages.system_blocks``).
+    #: The client's own system text, as text blocks (``apis.anthropic.system_block``).
     system: list[dict[str, Any]]
 
 
-def as_chat(messages: Any, api: str, system: Any = None) -> list[dict[str, Any]]:
-    """The caller's messages, as its API shapes them, as chat-completions messages:
-    text (the user's new message), one message, or a list (dicts or the SDK's objects,
-    such as an answer's message appended as it came); ``system``: the caller's own
-    system prompt (text, or Anthropic text blocks), sent first."""
-    if api not in APIS:
-        raise ValidationError(f"api must be one of {', '.join(APIS)}")
-    if isinstance(messages, str):
-        messages = [{"role": "user", "content": messages}]
-    elif isinstance(messages, Mapping) or not isinstance(messages, Sequence):
-        messages = [messages]
-    items = [as_dict(m) for m in messages]
-    chat = [{"role": "system", "content": system_content(system)}] if system else []
-    for item in items:
-        if api == "anthropic":
-            chat += from_anthropic(item)
-        elif api == "responses":
-            add_responses_item(chat, item)
-        else:
-            chat.append(item)
-    return chat
+def as_chat(messages: Any, api: str, system: Any = None) -> list[Message]:
+    """The caller's messages in its ``api``'s shape as the turn's (``apis.client``)."""
+    return client.messages(messages, api, system)
 
 
-def take_in(log: SessionLog, session: str, messages: Sequence[dict[str, Any]]) -> Intake:
-    """Record what ``messages`` (chat-completions shape) bring that the log lacks: an
-    imported history for a new session, tool results; the new user message is
-    returned, not recorded."""
+def take_in(log: SessionLog, session: str, messages: Sequence[Message]) -> Intake:
+    """Record what ``messages`` bring that the log lacks: an imported history for a new
+    session, tool results; the new user message is returned, not recorded."""
     if not messages:
         raise ValidationError("send at least one message")
-    system = [block for m in messages if m.get("role") in ("system", "developer")
-              for block in system_blocks(m.get("content"))]
-    talk = [m for m in messages if m.get("role") not in ("system", "developer")]
-    last = talk[-1] if talk else {}
-    text, logged, attachments = read(last.get("content"))
-    if last.get("role") == "user":
-        message = check_message("user", check_text("message", logged))
+    system = [anthropic.system_block(text) for m in messages if m.role == "system"
+              for text in m.parts if isinstance(text, Text)]
+    talk = [m for m in messages if m.role != "system"]
+    last = talk[-1] if talk else None
+    if last is not None and last.role == "user":
+        attachments = [dict(part.original) for part in last.media]
+        message = check_message("user", check_text("message", logged(last.text,
+                                                                     attachments)))
         earlier = talk[:-1]
-        if earlier and earlier[-1].get("role") == "tool":
+        if earlier and earlier[-1].role == "tool":
             # The user's turn also answers the last calls (Messages: tool_result blocks
             # and text in one turn, as when the user interrupts a tool): results first.
             earlier, results = split_results(earlier)
@@ -129,19 +103,19 @@ def take_in(log: SessionLog, session: str, messages: Sequence[dict[str, Any]]) -
             record_results(log, session, earlier[-1], results)
         else:
             import_history(log, session, earlier)
-        return Intake(message, text or message, attachments, system)
-    if last.get("role") == "tool":
+        return Intake(message, last.text or message, attachments, system)
+    if last is not None and last.role == "tool":
         earlier, results = split_results(talk)
         import_history(log, session, earlier[:-1])
         record_results(log, session, earlier[-1], results)
         # A screenshot tool's image goes to the model after the results.
-        media = [part for result in results for part in split_media(result.get("content"))[1]]
+        media = [dict(part.original) for result in results for part in result.media]
         return Intake(None, None, media, system)
     raise ValidationError("the last message must be the user's new message or the "
                           "results of the assistant's tool calls")
 
 
-def import_history(log: SessionLog, session: str, earlier: Sequence[dict[str, Any]]) -> None:
+def import_history(log: SessionLog, session: str, earlier: Sequence[Message]) -> None:
     """A new session starts with the client's earlier user and assistant messages; an
     existing one ignores them (Loci's log already is its history)."""
     try:
@@ -149,12 +123,15 @@ def import_history(log: SessionLog, session: str, earlier: Sequence[dict[str, An
         return
     except NotFoundError:
         pass
-    logged = [(m["role"], read(m.get("content"))[1]) for m in earlier
-              if m.get("role") in _IMPORTED_ROLES]
+    said = [(m.role, _logged(m)) for m in earlier if m.role in _IMPORTED_ROLES]
     events = [{"type": "message", "role": role, "content": text}
-              for role, text in logged if text.strip()]
+              for role, text in said if text.strip()]
     if events:
         log.add_events(session, events)
+
+
+def _logged(message: Message) -> str:
+    return logged(message.text, [part.original for part in message.media])
 
 
 def record_answer(log: SessionLog, session: str, message: str | None, reply: str,
@@ -168,7 +145,8 @@ def record_answer(log: SessionLog, session: str, message: str | None, reply: str
     replying = bool(reply.strip()) or not tool_calls
     # Everything checked before the first write: a turn is recorded whole or not at all.
     check_text("reply", reply)
-    calls = call_events(tool_calls or [], None if replying else kept)
+    calls = call_events([chat.read_call(call) for call in tool_calls or ()],
+                        None if replying else kept)
     if message is not None:
         log.add(session, "user", message)
     result = ReplyResult(reply, [], [])
@@ -194,21 +172,16 @@ def merge_fragments(fragments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
     return [calls[i] for i in sorted(calls)]
 
 
-def call_events(calls: Sequence[Any], metadata: dict[str, Any] | None = None
+def call_events(calls: Sequence[ToolCall], metadata: dict[str, Any] | None = None
                 ) -> list[dict[str, Any]]:
-    """``tool_call`` events for an assistant's tool calls (OpenAI's shape); the first
-    one carries ``metadata`` (the turn's provider blocks)."""
+    """``tool_call`` events for an assistant's tool calls; the first one carries
+    ``metadata`` (the turn's provider blocks)."""
     events: list[dict[str, Any]] = []
     for call in calls:
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            raise ValidationError("each tool call needs a 'function' object")
-        name = str(function.get("name") or "")
-        if not name:
+        if not call.name:
             raise ValidationError("a tool call without a function name")
-        events.append({"type": "tool_call", "role": "assistant", "tool_name": name,
-                       "tool_call_id": str(call.get("id") or ""),
-                       "args": _arguments(function.get("arguments"))})
+        events.append({"type": "tool_call", "role": "assistant", "tool_name": call.name,
+                       "tool_call_id": call.id, "args": _arguments(call.arguments)})
     if events and metadata:
         events[0]["metadata"] = metadata
     return events
@@ -225,24 +198,22 @@ def _arguments(raw: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"arguments": raw}
 
 
-def split_results(messages: Sequence[dict[str, Any]]
-                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def split_results(messages: Sequence[Message]) -> tuple[list[Message], list[Message]]:
     """(the messages before, the trailing run of ``tool`` messages); the message just
     before the run must be the assistant's, with the tool calls they answer."""
     start = len(messages)
-    while start and messages[start - 1].get("role") == "tool":
+    while start and messages[start - 1].role == "tool":
         start -= 1
     earlier, results = list(messages[:start]), list(messages[start:])
-    if not earlier or earlier[-1].get("role") != "assistant" or not earlier[-1].get(
-            "tool_calls"):
+    if not earlier or earlier[-1].role != "assistant" or not earlier[-1].calls:
         raise ValidationError("tool results must follow the assistant message whose "
                               "tool_calls they answer")
-    call_events(earlier[-1]["tool_calls"])  # their shape, before anything is written
+    call_events(earlier[-1].calls)  # their shape, before anything is written
     return earlier, results
 
 
-def record_results(log: SessionLog, session: str, asked: dict[str, Any],
-                   results: Sequence[dict[str, Any]]) -> None:
+def record_results(log: SessionLog, session: str, asked: Message,
+                   results: Sequence[Message]) -> None:
     """Append what the log lacks of the assistant's calls (``asked``: when the exchange
     did not come through Loci) and of their results, in one write."""
     try:
@@ -250,35 +221,41 @@ def record_results(log: SessionLog, session: str, asked: dict[str, Any],
     except NotFoundError:  # the session's first exchange
         recent = []
     known = {(e.type, e.tool_call_id) for e in recent[-RECENT_EVENTS:]}
-    blocks = asked.get(PROVIDER_BLOCKS)
-    calls = call_events(asked["tool_calls"],  # checks their shape first
-                        {PROVIDER_BLOCKS: blocks} if blocks else None)
+    blocks = [dict(block.original) for block in asked.blocks]
+    calls = call_events(asked.calls, {PROVIDER_BLOCKS: blocks} if blocks else None)
     names = {e["tool_call_id"]: e["tool_name"] for e in calls}
     fresh = [e for e in calls if ("tool_call", e["tool_call_id"]) not in known]
-    for result in results:
-        call_id = str(result.get("tool_call_id") or "")
+    for message in results:
+        call_id = message.result.call_id if message.result is not None else ""
         if call_id not in names:
             raise ValidationError(f"tool result for an unknown call {call_id!r}")
         if ("tool_result", call_id) not in known:
             fresh.append({"type": "tool_result", "role": "tool", "tool_call_id": call_id,
-                          "tool_name": names[call_id], "content": read(result.get("content"))[1]})
+                          "tool_name": names[call_id], "content": _logged(message)})
     if fresh:
         log.add_events(session, fresh)
 
 
+def meter(log: SessionLog, session: str, usage: Usage, context: CompiledContext,
+          system: Sequence[Mapping[str, Any]], **details: Any) -> None:
+    """Record one model call in the usage ledger: its usage, the context it was sent
+    (``model`` its model unless ``details`` name the client's), the client's own system
+    text beside it; ``details``: the face, the latency (``UsageLedger.record``)."""
+    log.usage.record(session, usage, **{"model": context.model, **details}, context=context,
+                     client_text=[block["text"] for block in system])
+
+
 def answer_turn(log: SessionLog, turn: Turn, answer: Any) -> ReplyResult:
-    """Record ``turn``'s ``answer`` (any shape ``llm.answers.read_answer`` reads): its
+    """Record ``turn``'s ``answer`` (any shape ``apis.client.read_answer`` reads): its
     usage in the ledger first, if it carries one, then the user's message and the
     answer (``record_answer``)."""
     if turn.answered:
         raise ValidationError("this turn's answer is recorded already: start the next "
                               "call with Loci.turn")
-    completion = read_answer(answer)
+    completion = client.read_answer(answer)
     usage = completion.usage
     if usage.input_tokens or usage.output_tokens:
-        log.usage.record(turn.session, usage, model=turn.context.model,
-                         context=turn.context,
-                         client_text=[block["text"] for block in turn.intake.system])
+        meter(log, turn.session, usage, turn.context, turn.intake.system)
     result = record_answer(log, turn.session, turn.message, completion.content,
                            completion.tool_calls, completion.blocks, model=turn.context.model)
     turn.answered = True
@@ -313,7 +290,8 @@ class Turn:
         ``{"input": ...}`` (Responses); the caller adds its model, tools and the rest."""
         system, media = self.intake.system, self.intake.attachments
         if self.api == "anthropic":
-            return anthropic_request(self.context, system, media, thinking=self.thinking)
+            return anthropic.context_request(self.context, system, media,
+                                             thinking=self.thinking)
         if self.api == "responses":
-            return {"input": responses_input(self.context, system, media)}
-        return {"messages": openai_messages(self.context, system, media)}
+            return {"input": responses.context_input(self.context, system, media)}
+        return {"messages": chat.messages(self.context, system, media)}

@@ -21,11 +21,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from loci.apis.wire import read_usage
 from loci.checks import check_label, check_name, check_stored_name
 from loci.context.compiled import CompiledContext
 from loci.context.compiler import memo_counter
 from loci.errors import ValidationError
-from loci.llm.wire import read_usage
 from loci.models import NewUsage, Scope, Usage, UsageRecord
 from loci.pricing import price_of
 from loci.settings import Settings

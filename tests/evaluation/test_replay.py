@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from loci import Loci
+from loci.apis.anthropic import chat_messages as from_anthropic
 from loci.cli.app import main
 from loci.evaluation import evaluate, replay
-from loci.llm.messages import from_anthropic
 from tests.importers.conftest import CHAT_LIST, MESSAGES_LIST, load
 
 SESSION = "anthropic/cc-3af9b1a7"

@@ -12,11 +12,11 @@ import openai
 import pytest
 
 from loci import load_settings
+from loci.apis.anthropic import tool_choice
 from loci.errors import NotFoundError
+from loci.memory.stream import TagFilter
 from loci.memory.tags import parse_reply
 from loci.server import create_app, proxy_upstream
-from loci.server.proxy_anthropic import tool_choice
-from loci.server.proxy_stream import TagFilter
 from loci.testing import Fault
 from loci.testing.provider_rules import pieces
 from tests.server.conftest import LiveServer, make_key, serving

@@ -8,8 +8,8 @@ import random
 import re
 import time
 
+from loci.memory.stream import TagFilter
 from loci.memory.tags import parse_reply
-from loci.server.proxy_stream import TagFilter
 
 _OPEN = re.compile(r"\[\s*(memory|state)\s*:[^\]\n]*\]", re.IGNORECASE)
 _CLOSE = {"memory": re.compile(r"\[\s*/\s*memory\s*\]", re.IGNORECASE),

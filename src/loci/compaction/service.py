@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import cached_property
 
+from loci.apis.turn import CLEARS_TOOLS, COMPACTS
 from loci.compaction.compactor import STRATEGIES, CompactionResult, Compactor
 from loci.compaction.policy import COMPACTING, Decision, decide
 from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summarizer
 from loci.context.layers import PRESERVE_SHARE, SUMMARY_SHARE, configure, history_budget
-from loci.context.render import CLEARS_TOOLS, COMPACTS
 from loci.errors import ValidationError
 from loci.llm import is_offline, make_chat_model
 from loci.llm.base import ChatModel

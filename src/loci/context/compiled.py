@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from loci.context.render import (
-    THINKING_BLOCKS,
-    openai_message,
-    to_anthropic_messages,
-    to_responses_input,
-)
+from loci.apis import anthropic, chat, responses
+from loci.apis.turn import THINKING_BLOCKS, Message, Text
 
 
 @dataclass
@@ -49,13 +46,19 @@ class CompiledContext:
     budget: int
     static_prefix: str
     dynamic: str
-    history: list[dict[str, Any]]
+    #: The history that fits (``context.render.events_to_turn``).
+    messages: list[Message]
     retrieved: str
     message: str | None
     layers: list[LayerReport]
     total_tokens: int
     token_method: str
     warnings: list[str] = field(default_factory=list)
+
+    @cached_property
+    def history(self) -> list[dict[str, Any]]:
+        """The history as OpenAI chat messages."""
+        return chat.write_messages(self.messages)
 
     @property
     def prefix_hash(self) -> str:
@@ -68,7 +71,7 @@ class CompiledContext:
         # A guest's static prefix may be empty: no empty system message for it.
         messages: list[dict[str, Any]] = [{"role": "system", "content": text}
                                           for text in (self.static_prefix, self.dynamic) if text]
-        messages.extend(openai_message(m) for m in self.history)
+        messages.extend(self.history)
         if self.retrieved:
             messages.append({"role": "system", "content": self.retrieved})
         if self.message is not None:
@@ -77,13 +80,13 @@ class CompiledContext:
 
     def to_responses(self) -> list[dict[str, Any]]:
         """OpenAI Responses input items in the order of ``to_openai``, the assistant
-        turns' kept ``reasoning`` items before them (``render.to_responses_input``)."""
-        system = [{"role": "system", "content": text}
+        turns' kept ``reasoning`` items before them (``apis.responses.to_input``)."""
+        system = [Message("system", (Text(text),))
                   for text in (self.static_prefix, self.dynamic) if text]
-        tail = [{"role": "system", "content": self.retrieved}] if self.retrieved else []
+        tail = [Message("system", (Text(self.retrieved),))] if self.retrieved else []
         if self.message is not None:
-            tail.append({"role": "user", "content": self.message})
-        return to_responses_input([*system, *self.history, *tail])
+            tail.append(Message("user", (Text(self.message),)))
+        return responses.to_input([*system, *self.messages, *tail])
 
     def to_anthropic(self, *, thinking: bool = False, compaction: bool = False
                      ) -> dict[str, Any]:
@@ -92,13 +95,13 @@ class CompiledContext:
         history's last block marked too (the next call, whose history extends this one,
         reads it all from the cache); the retrieved context rides in front of the
         current message. With ``thinking``, assistant turns keep their signed thinking
-        blocks, with ``compaction`` the provider's compaction blocks (``render``)."""
+        blocks, with ``compaction`` the provider's compaction blocks (``apis.anthropic``)."""
         # Anthropic refuses empty text blocks (a guest's static prefix may be empty).
         system: list[dict[str, Any]] = [
             {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
             for text in (self.static_prefix, self.dynamic) if text]
-        messages = to_anthropic_messages(self.history, thinking=thinking,
-                                         compaction=compaction)
+        messages = anthropic.to_messages(self.messages, thinking=thinking,
+                                        compaction=compaction)
         if messages and messages[-1]["content"]:
             last = messages[-1]["content"][-1]
             if last.get("type") not in THINKING_BLOCKS:  # those take no cache mark

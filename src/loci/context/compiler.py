@@ -17,10 +17,11 @@ from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
 
+from loci.apis.turn import COMPACTS
 from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.history import History, choose_history
 from loci.context.layers import LayerSpec, history_budget, tokens_for
-from loci.context.render import COMPACTS, events_to_messages, since_provider_compaction
+from loci.context.render import events_to_turn, since_provider_compaction
 from loci.context.sources import BUILDERS, BuildContext, Item, said
 from loci.errors import BudgetExceededError
 from loci.models import SUMMARY_HEADER, Event
@@ -129,7 +130,7 @@ class ContextCompiler:
         return CompiledContext(
             model=request.model, window=request.window, budget=request.budget,
             static_prefix=rendered["static"], dynamic=rendered["dynamic"],
-            history=events_to_messages(history.events),
+            messages=events_to_turn(history.events),
             retrieved=rendered["retrieved"], message=ctx.message, layers=ordered,
             total_tokens=fixed + history.tokens + message_tokens + REPLY_PRIMING,
             token_method=self.counter.method, warnings=warnings,

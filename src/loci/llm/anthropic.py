@@ -16,10 +16,10 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlparse
 
+from loci.apis.wire import message_text, usage_int
 from loci.errors import ConfigError, ProviderError
 from loci.llm._http import ChatTransport, check_base_url
 from loci.llm.base import ChatReply
-from loci.llm.wire import message_text, usage_int
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"

@@ -26,7 +26,7 @@ One call, for the caller's tenant and agent (the REST authentication rules):
    are appended first, once per ``tool_call_id``). A stream the client abandons midway is
    not recorded either.
 5. The client gets the clean answer in OpenAI's shape. Streams are filtered by
-   :class:`~loci.server.proxy_stream.TagFilter`, so tags never reach the client.
+   :class:`~loci.memory.stream.TagFilter`, so tags never reach the client.
 
 A request is checked at the edge (``proxy_requests``: 422 naming the field, before the
 session is touched). An upstream failure is HTTP 502 with the upstream's message
@@ -39,46 +39,33 @@ a streamed one in all.
 
 from __future__ import annotations
 
-import itertools
-import logging
 import secrets
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import replace
 from typing import Annotated, Any, cast
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Depends, Header
+from fastapi import Request as HttpRequest
 from fastapi.responses import StreamingResponse
 from pydantic import Field, field_validator
-from pydantic import ValidationError as SchemaError
 
 from loci import Loci
-from loci.errors import LociError, ProviderError, ValidationError
-from loci.llm.answers import Completion
+from loci.apis import chat
+from loci.apis.chat import chunk
+from loci.apis.turn import Completion, Delta
+from loci.apis.wire import mapping
+from loci.errors import LociError, ValidationError
 from loci.models import Usage
-from loci.server import proxy_memory
 from loci.server.deps import hub_of, principal_of
-from loci.server.proxy_requests import CHAT_MESSAGES, CHAT_TOOLS, ChatParams, checked, first_problem
-from loci.server.proxy_stream import TagFilter, batched, chunk, sse
-from loci.server.proxy_types import (
-    Delta,
-    Upstream,
-    UpstreamRequest,
-    chat_usage,
-    sound_calls,
-    sound_completion,
-    sound_text,
-)
-from loci.server.proxy_upstream import OWN_FIELDS, make_upstream, provider_edits
-from loci.turns import merge_fragments, record_answer, take_in
+from loci.server.proxy_requests import CHAT_MESSAGES, CHAT_TOOLS, ChatParams, checked
+from loci.server.proxy_stream import sse
+from loci.server.proxy_turn import Asked, ProxyTurn, Relay, serve
+from loci.server.proxy_upstream import OWN_FIELDS
 
 router = APIRouter(tags=["proxy"])
-log = logging.getLogger(__name__)
-_IMPORTED_ROLES = ("user", "assistant")
 
 
-async def get_proxy_engine(request: Request) -> Loci:
+async def get_proxy_engine(request: HttpRequest) -> Loci:
     """The caller's engine, as for REST, except that in open mode the bearer token is
     ignored: OpenAI clients always send one, whatever text their ``api_key`` holds."""
     return hub_of(request).engine(principal_of(request, bearer_optional=True))
@@ -111,16 +98,9 @@ class ChatRequest(ChatParams):
         given = self.model_dump(exclude_unset=True, exclude=set(OWN_FIELDS))
         return {k: v for k, v in given.items() if v is not None}
 
-
-def chat_request(model: str, messages: list[dict[str, Any]], params: dict[str, Any]
-                 ) -> ChatRequest:
-    """The chat request another face's request means (its own fields never among the
-    parameters); a translation the chat shape refuses is the client's error."""
-    fields = {k: v for k, v in params.items() if k not in OWN_FIELDS}
-    try:
-        return ChatRequest.model_validate({**fields, "model": model, "messages": messages})
-    except SchemaError as exc:
-        raise ValidationError(f"the request{first_problem(exc)}") from None
+    def asked(self) -> Asked:
+        return Asked(self.model, chat.read_messages(self.messages), self.params(),
+                     chat.tools(self.tools or ()))
 
 
 @router.get("/models")
@@ -143,153 +123,26 @@ def chat_completions(
                               "or the request's 'user' field")
     if body.params().get("n", 1) != 1:
         raise ValidationError("the proxy returns one choice: leave n at 1")
-    with upstream_for(loci, body.stream) as upstream:
-        turn = ProxyTurn(loci, session, body)
-        if not body.stream:
-            return turn.complete(upstream)
-        return event_stream(turn.stream(upstream, started(upstream, turn)))
+    return serve(loci, session, body.asked(), ChatFace(body.model), stream=body.stream)
 
 
-@contextmanager
-def upstream_for(loci: Loci, stream: bool) -> Iterator[Upstream]:
-    """The configured upstream (none: a 503 before anything is recorded), closed when
-    the request is done with it: at once, or, streamed, by the stream it then feeds."""
-    upstream = make_upstream(loci.settings)
-    try:
-        yield upstream
-    except BaseException:
-        upstream.close()
-        raise
-    if not stream:
-        upstream.close()
+class ChatFace:
+    """Chat Completions answers: a ``chat.completion``, or its chunks."""
 
+    name = "chat"
 
-def started(upstream: Upstream, turn: ProxyTurn) -> Iterator[Delta]:
-    """The upstream's stream of ``turn``'s request with its first event already read, so
-    that an upstream that is down or refuses the call is still an HTTP 502, not a broken
-    200 stream."""
-    turn.began = time.perf_counter()
-    turn.deadline = time.monotonic() + turn.loci.settings.proxy.timeout
-    try:
-        deltas = upstream.stream(turn.request)
-        first = next(deltas, Delta())
-    except BaseException:
-        upstream.close()
-        raise
-    return itertools.chain([first], deltas)
-
-
-def event_stream(events: Iterator[bytes]) -> StreamingResponse:
-    return StreamingResponse(batched(events), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache"})
-
-
-#: How long a call waits for the facts of the turns recorded before it to be saved
-#: (``loci.memory.live``), so that what the user said last time is a memory now.
-EXTRACTION_WAIT_SECONDS = 10.0
-
-
-class ProxyTurn:
-    """One proxied exchange: the new message, its compiled context, the recording."""
-
-    def __init__(self, loci: Loci, session: str, body: ChatRequest, *,
-                 beta: str | None = None, face: str = "chat") -> None:
-        self.loci, self.session, self.body, self.face = loci, session, body, face
-        #: The usage of every upstream call made for the client's request so far, and
-        #: when the last one was sent (``time.perf_counter``).
-        self.spent, self.began = Usage(), 0.0
-        #: When the streamed answer being relayed must have ended (``time.monotonic``).
-        self.deadline = float("inf")
-        loci.wait_extracted(EXTRACTION_WAIT_SECONDS)
-        self.intake = take_in(loci, session, body.messages)
-        self.message = self.intake.message  # None once recorded
-        self.edits = provider_edits(loci.settings, body.params())
-        context = loci.compile(session, self.intake.shown, model=body.model, guest=True,
-                               provider_edits=self.edits)
-        self.request = UpstreamRequest(body.model, context, self.intake.system,
-                                       body.params(), self.intake.attachments, beta)
+    def __init__(self, model: str) -> None:
         self.base = {"id": f"chatcmpl-loci-{secrets.token_hex(12)}",
-                     "created": int(time.time()), "model": body.model}
+                     "created": int(time.time()), "model": model}
 
-    def record(self, reply: str, tool_calls: list[Any] | None = None,
-               blocks: list[dict[str, Any]] | None = None) -> str:
-        """Append the user's message (if this call brought one), the reply and its tool
-        calls, the turn's first event keeping the provider's ``blocks``; returns the
-        clean reply."""
-        return record_answer(self.loci, self.session, self.message, reply, tool_calls,
-                             blocks, model=self.body.model).clean
+    def answer(self, clean: str, answer: Completion, spent: Usage) -> dict[str, Any]:
+        return chat.completion(self.base, clean, answer, spent)
 
-    def answer(self, upstream: Upstream) -> Completion:
-        """The upstream's answer; rounds of memory-tool calls that Loci runs itself
-        (``proxy_memory``) are recorded, run and asked again first."""
-        answer = self.call(upstream)
-        name = proxy_memory.memory_tool(self.loci, self.request.params)
-        for _ in range(proxy_memory.MAX_ROUNDS):
-            if not proxy_memory.only_calls_to(name, answer.tool_calls):
-                break
-            self.run_memory(answer.content, answer.tool_calls or [], answer.blocks)
-            answer = self.call(upstream)
-        return answer
-
-    def call(self, upstream: Upstream) -> Completion:
-        """The upstream's answer, checked before its usage is recorded: a malformed one
-        leaves no trace."""
-        self.began = time.perf_counter()
-        answer = sound_completion(upstream.complete(self.request))
-        self.meter(answer.usage)
-        return answer
-
-    def meter(self, usage: Usage | None) -> None:
-        """Record the usage of the upstream call just answered, before its answer is
-        recorded (``UsageLedger.record``). A failure to record is logged: the answer
-        matters more than its bill."""
-        usage = usage or Usage()
-        self.spent += usage
-        try:
-            self.loci.usage.record(
-                self.session, usage, model=self.body.model, face=self.face,
-                latency_ms=(time.perf_counter() - self.began) * 1000,
-                context=self.request.context,
-                client_text=[block["text"] for block in self.request.system])
-        except LociError as exc:
-            log.warning("usage of session %r not recorded: %s", self.session, exc)
-
-    def run_memory(self, reply: str, calls: list[Any],
-                   blocks: list[dict[str, Any]] | None) -> str:
-        """Record a round of memory-tool calls, run them, record their results and
-        compile the next request; returns the round's clean text."""
-        clean = self.record(reply, calls, blocks)
-        self.loci.add_events(self.session, proxy_memory.run(self.loci, calls))
-        self.message = None  # recorded: the log holds it from now on
-        context = self.loci.compile(self.session, None, model=self.body.model, guest=True,
-                                    provider_edits=self.edits)
-        self.request = replace(self.request, context=context, attachments=[])
-        return clean
-
-    def complete(self, upstream: Upstream) -> dict[str, Any]:
-        answer = self.answer(upstream)
-        clean = self.record(answer.content, answer.tool_calls, answer.blocks)
-        message: dict[str, Any] = {"role": "assistant", "content": clean}
-        if answer.tool_calls:
-            message["tool_calls"] = answer.tool_calls
-        return {**self.base, "id": answer.id or self.base["id"], "object": "chat.completion",
-                "choices": [{"index": 0, "message": message,
-                             "finish_reason": answer.finish_reason}],
-                "usage": chat_usage(self.spent)}
-
-    def stream(self, upstream: Upstream, deltas: Iterator[Delta]) -> Iterator[bytes]:
+    def events(self, turn: ProxyTurn, relay: Relay, deltas: Iterator[Delta]
+               ) -> Iterator[bytes]:
         """SSE chunks as the upstream's text arrives, tags held back (see
-        ``proxy_stream``), then the finish reason, the usage if asked for, [DONE]."""
-        try:
-            yield sse(chunk(self.base, {"role": "assistant", "content": ""}))
-            yield from self._relay(upstream, deltas)
-        except LociError as exc:
-            yield sse({"error": {"type": type(exc).__name__, "message": str(exc)}})
-        finally:
-            upstream.close()
-
-    def _relay(self, upstream: Upstream, deltas: Iterator[Delta]) -> Iterator[bytes]:
-        relay = Relay(self, upstream)
+        ``memory.stream``), then the finish reason, the usage if asked for, [DONE]."""
+        yield sse(chunk(self.base, {"role": "assistant", "content": ""}))
         for delta in relay.rounds(deltas):
             if text := relay.feed(delta):
                 yield sse(chunk(self.base, {"content": text}))
@@ -298,73 +151,10 @@ class ProxyTurn:
         if rest := relay.end():
             yield sse(chunk(self.base, {"content": rest}))
         yield sse(chunk(self.base, {}, relay.finish))
-        options = self.body.stream_options
-        if options is not None and options.include_usage:
+        if mapping(turn.asked.params.get("stream_options")).get("include_usage"):
             yield sse({**self.base, "object": "chat.completion.chunk", "choices": [],
-                       "usage": chat_usage(self.spent)})
+                       "usage": chat.usage(turn.spent)})
         yield sse("[DONE]")
 
-
-class Relay:
-    """One streamed answer as every face relays it: text as soon as it can be shown
-    (tags held back), tool-call pieces, finish reason and usage collected; at the end
-    the turn is recorded and the clean text's rest returned."""
-
-    def __init__(self, turn: ProxyTurn, upstream: Upstream) -> None:
-        self.turn, self.upstream, self.tags = turn, upstream, TagFilter()
-        self.fragments: list[Any] = []
-        self.finish = "stop"
-        self.usage: Usage | None = None
-        self.clean = ""
-        #: The clean text of the memory-tool rounds already recorded (``rounds``).
-        self.earlier = ""
-        self.calls: list[dict[str, Any]] | None = None
-        self.blocks: list[dict[str, Any]] = []
-
-    def rounds(self, deltas: Iterator[Delta]) -> Iterator[Delta]:
-        """``deltas``, then, while every call of a round is to the memory tool Loci runs
-        (``proxy_memory``), the next round's: such a round's text is shown, its calls
-        run and recorded, never shown. A round's calls, finish and usage are held back
-        until its end shows whose calls they are."""
-        name = proxy_memory.memory_tool(self.turn.loci, self.turn.request.params)
-        for _ in range(proxy_memory.MAX_ROUNDS if name else 0):
-            held: list[Delta] = []
-            for delta in deltas:
-                if delta.tool_calls or delta.finish_reason or delta.usage:
-                    held.append(delta)
-                else:
-                    yield delta
-            calls = merge_fragments([p for d in held for p in d.tool_calls or ()])
-            if not proxy_memory.only_calls_to(name, calls):
-                yield from held
-                return
-            sound_calls(calls)  # before the round's usage or calls are recorded
-            self.turn.meter(next((d.usage for d in reversed(held) if d.usage), None))
-            clean = self.turn.run_memory(self.tags.raw, calls, self.blocks or None)
-            rest = self.tags.finish(clean)
-            self.tags, self.blocks, self.earlier = TagFilter(), [], self.earlier + clean
-            if rest:  # the round's text not shown yet (through the next round's filter)
-                yield Delta(content=rest)
-            deltas = started(self.upstream, self.turn)
-        yield from deltas
-
-    def feed(self, delta: Delta) -> str:
-        """The text of ``delta`` that can be shown now ("" if none)."""
-        if time.monotonic() > self.turn.deadline:  # trickling: each read in time, not all
-            raise ProviderError(f"the upstream did not finish its answer within "
-                                f"{self.turn.loci.settings.proxy.timeout:g}s ([proxy] timeout)")
-        self.fragments += delta.tool_calls or ()
-        self.blocks += delta.blocks or ()
-        self.finish = delta.finish_reason or self.finish
-        self.usage = delta.usage or self.usage
-        return self.tags.feed(sound_text(delta.content)) if delta.content else ""
-
-    def end(self) -> str:
-        """Record the turn (once its calls are known to be whole); the clean text not
-        shown yet."""
-        self.calls = merge_fragments(self.fragments) or None
-        sound_calls(self.calls)
-        self.turn.meter(self.usage)
-        clean = self.turn.record(self.tags.raw, self.calls, self.blocks or None)
-        self.clean = self.earlier + clean
-        return self.tags.finish(clean)
+    def error(self, exc: LociError) -> bytes:
+        return sse({"error": {"type": type(exc).__name__, "message": str(exc)}})

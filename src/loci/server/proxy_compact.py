@@ -54,9 +54,9 @@ def compact(
     if not session:
         raise ValidationError("name the session: send the header 'X-Loci-Session: <name>'")
     if body.input:
-        chat = ResponsesRequest.model_validate({"model": body.model,
-                                                "input": body.input}).as_chat()
-        import_history(loci, session, chat.messages)
+        asked = ResponsesRequest.model_validate({"model": body.model,
+                                                 "input": body.input}).asked()
+        import_history(loci, session, asked.messages)
     result = loci.compact(session, model=body.model)
     record = result.record.id if result.record is not None else None
     summary = loci.counter.count(result.summary)

@@ -6,7 +6,7 @@ of an answer is to that tool, Loci runs the commands on the user's ``/memories``
 (``knowledge.memory_files``, the texts of the SDK's own file-system tool), records the
 calls and their results like any tool loop, and asks the upstream again; the client gets
 the first answer that is not only memory-tool calls (streamed: every round's text as it
-comes, see ``proxy.Relay.rounds``).
+comes, see ``proxy_turn.Relay.rounds``).
 """
 
 from __future__ import annotations
@@ -16,22 +16,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loci import Loci
+from loci.apis.turn import Tool
 from loci.errors import LociError
 from loci.knowledge.memory_files import MemoryFiles
-from loci.server.proxy_anthropic import ANTHROPIC_TOOL
 
 #: Rounds of memory-tool calls run for one request before the answer goes back as is.
 MAX_ROUNDS = 8
 
 
-def memory_tool(loci: Loci, params: Mapping[str, Any]) -> str | None:
+def memory_tool(loci: Loci, tools: Sequence[Tool]) -> str | None:
     """The name of the memory tool the client declared, if Loci is to run it."""
     if not loci.settings.proxy.memory_tool:
         return None
-    for tool in params.get("tools") or ():
-        own = tool.get(ANTHROPIC_TOOL) if isinstance(tool, Mapping) else None
-        if isinstance(own, Mapping) and str(own.get("type", "")).startswith("memory_"):
-            return str(own.get("name") or "memory")
+    for tool in tools:
+        if (tool.kind or "").startswith("memory_"):
+            return tool.name or "memory"
     return None
 
 

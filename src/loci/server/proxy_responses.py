@@ -2,15 +2,15 @@
 for clients of the Responses API (the ``openai`` SDK's ``responses.create``, agents
 built on it).
 
-A Responses request is read as the chat-completions request it means (``instructions``
-and the input items: messages, ``function_call`` and ``function_call_output``) and goes
-through the same :class:`~loci.server.proxy.ProxyTurn`. The answer is a ``response`` object
-whose output holds a ``message`` item and one ``function_call`` item per tool call;
-streamed as the published events (``response.created``, output items and content parts
-with their deltas, ``response.completed``). The session is the ``X-Loci-Session``
+A Responses request is read into the turn (``apis.responses``: ``instructions`` and the
+input items: messages, ``function_call`` and ``function_call_output``; its function
+tools) and goes through the same :class:`~loci.server.proxy_turn.ProxyTurn`. The answer is a
+``response`` object whose output holds a ``message`` item and one ``function_call`` item
+per tool call; streamed as the published events (``response.created``, output items and
+content parts with their deltas, ``response.completed``). The session is the ``X-Loci-Session``
 header, else the ``user`` field. Loci's event log is the conversation, so
 ``previous_response_id`` needs nothing more: the session already holds what came
-before. Images and files go to the upstream (``llm.media``); ``reasoning`` items (a
+before. Images and files go to the upstream (``apis.media``); ``reasoning`` items (a
 Chat Completions upstream has no use for them) and ``compaction`` items (see
 ``proxy_compact``) are accepted and not sent on.
 """
@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import secrets
-import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Header
@@ -29,21 +28,15 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field, StrictBool, field_validator, model_validator
 
 from loci import Loci
+from loci.apis import chat
+from loci.apis import responses as api
+from loci.apis.responses import Shell
+from loci.apis.turn import Completion, Delta, Message, ToolCall
 from loci.errors import LociError, NotFoundError, ValidationError
-from loci.llm.messages import add_responses_item
 from loci.models import Usage
-from loci.server.proxy import (
-    ChatRequest,
-    Engine,
-    ProxyTurn,
-    Relay,
-    chat_request,
-    event_stream,
-    started,
-    upstream_for,
-)
+from loci.server.proxy import Engine
 from loci.server.proxy_requests import RESPONSES_ITEMS, RESPONSES_TOOLS, FaceRequest, checked
-from loci.server.proxy_types import Delta, Upstream
+from loci.server.proxy_turn import Asked, ProxyTurn, Relay, chat_params, serve
 
 router = APIRouter(tags=["proxy"])
 #: How far back the log is searched for the calls a client's outputs answer.
@@ -89,28 +82,27 @@ class ResponsesRequest(FaceRequest):
         return None if value is None else cast(list[dict[str, Any]],
                                                checked(RESPONSES_TOOLS, value, "tools"))
 
-    def as_chat(self) -> ChatRequest:
-        """The chat-completions request this one means."""
-        messages: list[dict[str, Any]] = []
+    def asked(self) -> Asked:
+        """The turn this request asks for."""
+        messages: list[Message] = []
         if self.instructions:
-            messages.append({"role": "system", "content": self.instructions})
+            messages.append(Message("system", chat.system_texts(self.instructions)))
         items = ([{"role": "user", "content": self.input}] if isinstance(self.input, str)
                  else self.input)
         for item in items:
-            add_responses_item(messages, item)
-        if not messages or messages[-1].get("role") == "system":
+            api.read_item(messages, item)
+        if not messages or messages[-1].role == "system":
             raise ValidationError("input holds no message")
         given = self.model_dump(exclude_unset=True, exclude=set(_OWN))
         params: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
         if self.max_output_tokens:
             params["max_tokens"] = self.max_output_tokens
         if self.tools:
-            params["tools"] = [_chat_tool(tool) for tool in self.tools]
             if self.tool_choice is not None:
-                params["tool_choice"] = _chat_tool_choice(self.tool_choice)
+                params["tool_choice"] = api.chat_tool_choice(self.tool_choice)
             if self.parallel_tool_calls is not None:
                 params["parallel_tool_calls"] = self.parallel_tool_calls
-        return chat_request(self.model, messages, params)
+        return Asked(self.model, messages, chat_params(params), api.tools(self.tools or ()))
 
 
 @router.post("/responses", response_model=None)
@@ -123,116 +115,57 @@ def responses(
     if not session:
         raise ValidationError("name the session: send the header 'X-Loci-Session: "
                               "<name>' or the request's 'user' field")
-    chat = body.as_chat()
-    shell = _Shell(body.model)
-    with upstream_for(loci, body.stream) as upstream:
-        turn = ProxyTurn(loci, session, _with_recorded_calls(loci, session, chat),
-                         face="responses")
-        if not body.stream:
-            answer = turn.answer(upstream)
-            clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
-            return shell.done(clean, answer.tool_calls, turn.spent)
-        return event_stream(_stream(turn, upstream, started(upstream, turn), shell))
+    asked = _with_recorded_calls(loci, session, body.asked())
+    return serve(loci, session, asked, ResponsesFace(Shell(body.model)), stream=body.stream)
 
 
-def _with_recorded_calls(loci: Loci, session: str, chat: ChatRequest) -> ChatRequest:
+def _with_recorded_calls(loci: Loci, session: str, asked: Asked) -> Asked:
     """With ``previous_response_id`` a client sends only the outputs of the calls the
     last response asked for: those calls are in the session's log, and go before them."""
-    first = next((i for i, m in enumerate(chat.messages) if m.get("role") != "system"), 0)
-    if chat.messages[first].get("role") != "tool":
-        return chat
-    wanted = {m.get("tool_call_id") for m in chat.messages[first:] if m.get("role") == "tool"}
+    messages = asked.messages
+    first = next((i for i, m in enumerate(messages) if m.role != "system"), 0)
+    if messages[first].role != "tool":
+        return asked
+    wanted = {m.result.call_id for m in messages[first:] if m.result is not None}
     try:
         recent = loci.events(session, include_archived=False)[-RECENT_CALLS:]
     except NotFoundError:
         recent = []
-    calls = [{"id": e.tool_call_id, "type": "function",
-              "function": {"name": e.tool_name, "arguments": json.dumps(e.args or {})}}
-             for e in recent if e.type == "tool_call" and e.tool_call_id in wanted]
+    calls = tuple(ToolCall(e.tool_call_id or "", e.tool_name or "", json.dumps(e.args or {}))
+                  for e in recent if e.type == "tool_call" and e.tool_call_id in wanted)
     if not calls:
-        return chat
-    asked = {"role": "assistant", "content": "", "tool_calls": calls}
-    messages = [*chat.messages[:first], asked, *chat.messages[first:]]
-    return chat.model_copy(update={"messages": messages})
+        return asked
+    return replace(asked, messages=[*messages[:first], Message("assistant", calls),
+                                    *messages[first:]])
 
 
-def _chat_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
-    if tool.get("type") != "function" or not isinstance(tool.get("name"), str):
-        raise ValidationError("only function tools ({\"type\": \"function\", \"name\": ..., "
-                              "\"parameters\": {...}}) are supported")
-    function = {k: tool[k] for k in ("name", "description", "parameters", "strict")
-                if tool.get(k) is not None}
-    return {"type": "function", "function": function}
+class ResponsesFace:
+    """Responses answers: a ``response`` object, or its event sequence."""
 
+    name = "responses"
 
-def _chat_tool_choice(choice: str | Mapping[str, Any]) -> Any:
-    if isinstance(choice, str):
-        return choice
-    if choice.get("type") == "function" and isinstance(choice.get("name"), str):
-        return {"type": "function", "function": {"name": choice["name"]}}
-    raise ValidationError("tool_choice must be \"auto\", \"required\", \"none\" or "
-                          "{\"type\": \"function\", \"name\": ...}")
+    def __init__(self, shell: Shell) -> None:
+        self.shell, self.numbers = shell, itertools.count()
 
+    def answer(self, clean: str, answer: Completion, spent: Usage) -> dict[str, Any]:
+        return self.shell.done(clean, answer.tool_calls, spent)
 
-class _Shell:
-    """The ``response`` object around one answer, and its output items."""
-
-    def __init__(self, model: str) -> None:
-        self.id = f"resp_loci_{secrets.token_hex(12)}"
-        self.message_id = f"msg_loci_{secrets.token_hex(12)}"
-        self.model, self.created = model, int(time.time())
-
-    def response(self, status: str, output: list[dict[str, Any]],
-                 usage: Usage | None = None) -> dict[str, Any]:
-        usage = usage or Usage()
-        return {
-            "id": self.id, "object": "response", "created_at": self.created,
-            "status": status, "model": self.model, "output": output, "error": None,
-            "incomplete_details": None, "instructions": None, "metadata": {},
-            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-            "temperature": None, "top_p": None,
-            "usage": {"input_tokens": usage.input_tokens,
-                      "output_tokens": usage.output_tokens,
-                      "total_tokens": usage.input_tokens + usage.output_tokens,
-                      "input_tokens_details": {"cached_tokens": usage.cached_tokens},
-                      "output_tokens_details": {"reasoning_tokens": 0}},
-        }
-
-    def message(self, text: str, status: str = "completed") -> dict[str, Any]:
-        return {"type": "message", "id": self.message_id, "status": status,
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": text, "annotations": []}]}
-
-    def calls(self, tool_calls: list[Any] | None) -> list[dict[str, Any]]:
-        return [{"type": "function_call", "id": f"fc_{call.get('id') or n}",
-                 "call_id": call.get("id") or "", "name": call["function"]["name"],
-                 "arguments": call["function"].get("arguments") or "{}",
-                 "status": "completed"} for n, call in enumerate(tool_calls or ())]
-
-    def done(self, clean: str, tool_calls: list[Any] | None, usage: Usage) -> dict[str, Any]:
-        output = [self.message(clean)] if clean or not tool_calls else []
-        return self.response("completed", output + self.calls(tool_calls), usage)
-
-
-def _stream(turn: ProxyTurn, upstream: Upstream, deltas: Iterator[Delta],
-            shell: _Shell) -> Iterator[bytes]:
-    """The Responses event sequence: the message item's text as it arrives (tags held
-    back), then each function call as a whole item, then ``response.completed``."""
-    numbers = itertools.count()
-
-    def event(kind: str, **data: Any) -> bytes:
-        payload = json.dumps({"type": kind, "sequence_number": next(numbers), **data},
+    def event(self, kind: str, **data: Any) -> bytes:
+        payload = json.dumps({"type": kind, "sequence_number": next(self.numbers), **data},
                              ensure_ascii=False)
         return f"event: {kind}\ndata: {payload}\n\n".encode()
 
-    where = {"item_id": shell.message_id, "output_index": 0, "content_index": 0}
-    try:
+    def events(self, turn: ProxyTurn, relay: Relay, deltas: Iterator[Delta]
+               ) -> Iterator[bytes]:
+        """The message item's text as it arrives (tags held back), then each function
+        call as a whole item, then ``response.completed``."""
+        shell, event = self.shell, self.event
+        where = {"item_id": shell.message_id, "output_index": 0, "content_index": 0}
         yield event("response.created", response=shell.response("in_progress", []))
         yield event("response.output_item.added", output_index=0,
                     item={**shell.message("", "in_progress"), "content": []})
         yield event("response.content_part.added", part={
             "type": "output_text", "text": "", "annotations": []}, **where)
-        relay = Relay(turn, upstream)
         for delta in relay.rounds(deltas):
             if text := relay.feed(delta):
                 yield event("response.output_text.delta", delta=text, **where)
@@ -251,7 +184,6 @@ def _stream(turn: ProxyTurn, upstream: Upstream, deltas: Iterator[Delta],
             yield event("response.output_item.done", output_index=index, item=item)
         output = [shell.message(clean), *shell.calls(calls)]
         yield event("response.completed", response=shell.response("completed", output, usage))
-    except LociError as exc:
-        yield event("error", code=type(exc).__name__, message=str(exc), param=None)
-    finally:
-        upstream.close()
+
+    def error(self, exc: LociError) -> bytes:
+        return self.event("error", code=type(exc).__name__, message=str(exc), param=None)

@@ -1,11 +1,12 @@
-"""The proxy's upstream model: an OpenAI-compatible server (here) or Anthropic
-(``proxy_anthropic``), reached through Loci's own chat providers (``loci.llm``).
+"""The proxy's upstream model: an OpenAI-compatible server, Anthropic or OpenAI's
+Responses API, reached through Loci's own chat providers (``loci.llm``), each request
+and answer in its API's shape (``loci.apis``).
 
 The upstream is ``[proxy] provider`` (``openai``, ``anthropic``, or ``openai-responses``
-for OpenAI's Responses API, ``proxy_responses_upstream``; empty means the ``[llm]``
+for OpenAI's Responses API; empty means the ``[llm]``
 provider when that is openai or anthropic), ``[proxy] base_url`` and
 ``[proxy] api_key`` (empty: the ``[llm]`` ones). The model is the client's. Whatever
-the upstream, the proxy sees a ``Completion`` or a stream of ``Delta`` (``proxy_types``).
+the upstream, the proxy sees a ``Completion`` or a stream of ``Delta`` (``apis.turn``).
 
 While a server runs (``kept_upstreams``, its lifespan) each configuration's upstream is
 built once and kept: its HTTP client, and the connections that client keeps open, serve
@@ -21,24 +22,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from loci.context.requests import openai_messages
-from loci.errors import ConfigError, ValidationError
-from loci.llm.answers import Completion, chat_answer
+from loci.apis import anthropic, anthropic_stream, chat, responses
+from loci.apis.turn import Completion, Delta, Request, joined
+from loci.apis.wire import mapping
+from loci.errors import ConfigError
 from loci.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from loci.llm.anthropic import AnthropicChat
 from loci.llm.openai_compat import DEFAULT_BASE_URL as OPENAI_URL
 from loci.llm.openai_compat import OpenAICompatibleChat, OpenAIResponses
-from loci.llm.wire import mapping, message_text, read_usage
-from loci.server.proxy_anthropic import ANTHROPIC_TOOL, AnthropicUpstream
-from loci.server.proxy_responses_upstream import ResponsesUpstream
-from loci.server.proxy_types import Delta, Upstream, UpstreamRequest
+from loci.server.proxy_types import Upstream
 from loci.settings import Settings
 
 #: Request fields the proxy handles itself instead of forwarding.
-OWN_FIELDS = frozenset({"model", "messages", "stream", "user"})
-#: Messages API parameters (from the Messages face) and Responses ones (from the
-#: Responses face) that the Chat Completions API does not know.
-_ANTHROPIC_ONLY = frozenset({"thinking", "top_k", "context_management", "reasoning"})
+OWN_FIELDS = frozenset({"model", "messages", "stream", "user", "tools"})
 
 
 class NoUpstreamError(ConfigError):
@@ -112,10 +108,10 @@ class _Borrowed:
     def __init__(self, upstream: Upstream) -> None:
         self.upstream = upstream
 
-    def complete(self, request: UpstreamRequest) -> Completion:
+    def complete(self, request: Request) -> Completion:
         return self.upstream.complete(request)
 
-    def stream(self, request: UpstreamRequest) -> Iterator[Delta]:
+    def stream(self, request: Request) -> Iterator[Delta]:
         return self.upstream.stream(request)
 
     def close(self) -> None:
@@ -139,81 +135,61 @@ def _build(provider: str, base_url: str, api_key: str | None, model: str, timeou
         "loci.toml (or LOCI_PROXY_PROVIDER, LOCI_PROXY_BASE_URL, LOCI_PROXY_API_KEY)")
 
 
-def _openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
-    """A tool without the Messages face's Anthropic definition; Anthropic's own tool
-    types (the memory tool, web search, ...) have no function schema to send."""
-    own = tool.get(ANTHROPIC_TOOL)
-    if isinstance(own, dict) and own.get("type") not in (None, "custom"):
-        raise ValidationError(f"the {own['type']} tool is Anthropic's: it needs an "
-                              "Anthropic upstream ([proxy] provider = \"anthropic\")")
-    return {k: v for k, v in tool.items() if k != ANTHROPIC_TOOL}
-
-
 class OpenAIUpstream:
     """Any OpenAI-compatible server: the client's parameters (tools included) pass
-    through unchanged."""
+    through unchanged (``apis.chat``)."""
 
-    def __init__(self, chat: OpenAICompatibleChat) -> None:
-        self.chat = chat
+    def __init__(self, client: OpenAICompatibleChat) -> None:
+        self.chat = client
 
-    def _body(self, request: UpstreamRequest, stream: bool) -> dict[str, Any]:
-        params = {k: v for k, v in request.params.items() if k not in _ANTHROPIC_ONLY}
-        effort = mapping(request.params.get("reasoning")).get("effort")
-        if effort and "reasoning_effort" not in params:  # the Responses face's, in chat
-            params["reasoning_effort"] = effort
-        if params.get("tools"):
-            params["tools"] = [_openai_tool(tool) for tool in params["tools"]]
-        messages = openai_messages(request.context, request.system, request.attachments)
-        body = {**params, "model": request.model, "messages": messages}
-        if stream:  # the usage comes in a last chunk when asked for
-            body["stream"] = True
-            body["stream_options"] = {**mapping(params.get("stream_options")),
-                                      "include_usage": True}
-        return body
+    def complete(self, request: Request) -> Completion:
+        return chat.answer(self.chat.chat(chat.request_body(request, stream=False)))
 
-    def complete(self, request: UpstreamRequest) -> Completion:
-        return chat_answer(self.chat.chat(self._body(request, stream=False)))
-
-    def stream(self, request: UpstreamRequest) -> Iterator[Delta]:
-        for chunks in self.chat.chat_batches(self._body(request, stream=True)):
-            yield from _deltas(chunks)
+    def stream(self, request: Request) -> Iterator[Delta]:
+        for chunks in self.chat.chat_batches(chat.request_body(request, stream=True)):
+            yield from chat.deltas(chunks)
 
     def close(self) -> None:
         self.chat.close()
 
 
-def _deltas(chunks: list[dict[str, Any]]) -> Iterator[Delta]:
-    """The deltas of a read's chunks, each run of chunks that hold only text for the
-    first choice made one delta (as ``proxy_stream.joined`` does, without a delta per
-    chunk: most chunks are such)."""
-    texts: list[str] = []
-    for chunk in chunks:
-        choices = chunk["choices"]
-        choice = choices[0] if len(choices) == 1 else None
-        if type(choice) is dict and chunk.get("usage") is None \
-                and not choice.get("finish_reason") and not choice.get("index", 0):
-            delta = choice.get("delta")
-            if type(delta) is dict and not delta.get("tool_calls"):
-                content = delta.get("content")
-                if type(content) is str:
-                    texts.append(content)
-                    continue
-        if text := "".join(texts):
-            yield Delta(content=text)
-        texts.clear()
-        yield from _chunk_deltas(chunk)
-    if text := "".join(texts):
-        yield Delta(content=text)
+class AnthropicUpstream:
+    """The Anthropic Messages API (``apis.anthropic``)."""
+
+    def __init__(self, client: AnthropicChat) -> None:
+        self.chat = client
+
+    def complete(self, request: Request) -> Completion:
+        return anthropic.answer(self.chat.send(
+            anthropic.request_body(request, stream=False), _beta(request)))
+
+    def stream(self, request: Request) -> Iterator[Delta]:
+        return anthropic_stream.deltas(self.chat.send_stream(
+            anthropic.request_body(request, stream=True), _beta(request)))
+
+    def close(self) -> None:
+        self.chat.close()
 
 
-def _chunk_deltas(chunk: dict[str, Any]) -> Iterator[Delta]:
-    usage = chunk.get("usage")
-    if isinstance(usage, dict):
-        yield Delta(usage=read_usage(usage))
-    for choice in chunk["choices"]:
-        if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-            continue
-        delta = mapping(choice.get("delta"))
-        yield Delta(content=message_text(delta.get("content")),
-                    finish_reason=choice.get("finish_reason"),
-                    tool_calls=delta.get("tool_calls") or None)
+def _beta(request: Request) -> dict[str, str] | None:
+    return {"anthropic-beta": request.beta} if request.beta else None
+
+
+class ResponsesUpstream:
+    """A server of OpenAI's Responses API (``apis.responses``)."""
+
+    def __init__(self, api: OpenAIResponses) -> None:
+        self.api = api
+
+    def complete(self, request: Request) -> Completion:
+        return responses.answer(self.api.send(responses.request_body(request, stream=False)))
+
+    def stream(self, request: Request) -> Iterator[Delta]:
+        calls = 0  # the answer's function calls so far
+        for events in self.api.send_batches(responses.request_body(request, stream=True)):
+            deltas = list(responses.deltas(events, calls))
+            calls += sum(len(delta.tool_calls or ()) for delta in deltas)
+            yield from joined(deltas)
+
+    def close(self) -> None:
+        self.api.close()

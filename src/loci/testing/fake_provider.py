@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, TypedDict
 
-from loci.llm.wire import message_text
+from loci.apis.wire import message_text
 from loci.testing.fake_answers import (
     Reply,
     anthropic_events,

@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loci.errors import ValidationError
-from loci.llm.wire import message_text
 
 #: Part types that are attachments (the rest of a message's parts are text).
 MEDIA_PARTS = frozenset({"image_url", "file", "input_audio", "image", "document"})
@@ -40,13 +39,10 @@ def _is_media(part: Any) -> bool:
     return isinstance(part, Mapping) and part.get("type") in MEDIA_PARTS
 
 
-def read(content: Any) -> tuple[str, str, list[dict[str, Any]]]:
-    """A message's ``content`` as (its text, what the log keeps of it: the text, then a
-    line per attachment, the attachments)."""
-    texts, media = split_media(content)
-    text = message_text(texts if media else content)
+def logged(text: str, media: Sequence[Mapping[str, Any]]) -> str:
+    """What the log keeps of a message: its text, then a line per attachment."""
     lines = "\n".join(f"[{_kind(part)}: {_label(part)}]" for part in media)
-    return text, "\n".join(t for t in (text, lines) if t), media
+    return "\n".join(t for t in (text, lines) if t)
 
 
 def openai_parts(parts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
