@@ -106,6 +106,27 @@ def test_model_change_is_a_clear_error_until_reindex(home: Path, clock: FakeCloc
         assert loci.search_conversation("moved")[0].text == "I moved to Lisbon"
 
 
+def test_a_reindex_counts_every_row_while_the_worker_is_asked_to_embed(
+        home: Path, clock: FakeClock) -> None:
+    """The background worker, poked while a reindex runs, waits for it: the two never
+    embed the same rows, and the reindex reports every row it re-embedded."""
+    with open_loci(home, clock, embedding_provider="hash", memory_extraction=False) as loci:
+        for n in range(5):
+            loci.remember(f"fact number {n} about the user")
+        assert loci.wait_indexed(10)
+        poked = threading.Event()
+
+        def progress(done: int, total: int) -> None:
+            if not poked.is_set():
+                poked.set()
+                loci.runtime.indexer.recover()  # a search or a write would do this
+                loci.runtime.indexer.worker.wait(0.5)  # time for a pass to run, if it may
+
+        assert loci.reindex(progress) == 5
+        assert loci.wait_indexed(10)
+        assert len(loci.memory_search("fact about the user", limit=10)) == 5
+
+
 def test_a_search_while_the_model_is_being_recorded_is_no_mismatch(
         home: Path, clock: FakeClock) -> None:
     """The worker records the store's model in two writes; a search that runs between

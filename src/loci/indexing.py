@@ -65,6 +65,9 @@ class Indexer:
         self._recorded: tuple[float, str | None, int | None] | None = None
         self._caught_up = -RECHECK_SECONDS  # when a search last asked the worker to look
         self._lock = threading.Lock()
+        #: Held by a reindex for its whole run: the worker's pass waits for it, so the
+        #: two never embed the same rows and a reindex counts every row it re-embeds.
+        self._reindexing = threading.Lock()
         self.worker = IndexWorker(self._drain_all)
 
     def recorded_model(self, *, fresh: bool = False) -> tuple[str | None, int | None]:
@@ -144,31 +147,33 @@ class Indexer:
 
     def reindex(self, progress: Progress | None = None) -> int:
         """Forget all vectors, record this embedder's model, and embed everything."""
-        self.store.clear_embeddings()
-        self._record_model()
-        total = sum(self.store.count_unembedded(kind) for kind in KINDS)
-        done = 0
+        with self._reindexing:
+            self.store.clear_embeddings()
+            self._record_model()
+            total = sum(self.store.count_unembedded(kind) for kind in KINDS)
+            done = 0
 
-        def advance(count: int) -> None:
-            nonlocal done
-            done += count
-            if progress is not None:
-                progress(done, total)
+            def advance(count: int) -> None:
+                nonlocal done
+                done += count
+                if progress is not None:
+                    progress(done, total)
 
-        advance(0)
-        return sum(self._drain(kind, None, advance) for kind in KINDS)
+            advance(0)
+            return sum(self._drain(kind, None, advance) for kind in KINDS)
 
     def _drain_all(self, stop: Callable[[], bool]) -> int:
         """The worker's pass: every kind, every scope, until nothing waits or ``stop``."""
-        if not self.matches():
-            return 0
-        done = 0
-        for kind in KINDS:
-            try:
-                done += self._drain(kind, None, None, stop=stop)
-            except ProviderError as exc:
-                log.warning("embedding deferred: %s", exc)
-        return done
+        with self._reindexing:
+            if not self.matches():
+                return 0
+            done = 0
+            for kind in KINDS:
+                try:
+                    done += self._drain(kind, None, None, stop=stop)
+                except ProviderError as exc:
+                    log.warning("embedding deferred: %s", exc)
+            return done
 
     def status(self) -> IndexStatus:
         model, dim = self.recorded_model()
