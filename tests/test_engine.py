@@ -66,7 +66,9 @@ def test_memory_types_expire(loci: Loci, clock: FakeClock) -> None:
     clock.advance(days=31)
     assert {m.id for m in loci.memories()} == {sticky.id, pref.id}
     assert {m.id for m in loci.memories(include_expired=True)} == {sticky.id, pref.id, project.id}
-    assert project.id not in {h.id for h in loci.search("arvis")}
+    assert project.id not in {h.id for h in loci.search("arvis", past=False)}
+    (found,) = [h for h in loci.search("arvis") if h.id == project.id]  # marked, ranked lower
+    assert found.metadata["expires_at"] == project.expires_at
     assert loci.store.get_memory(loci.scope, project.id) is not None  # kept until purged
 
 
