@@ -9,9 +9,8 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
+from loci import DocumentPage, DocumentSummary, Node
 from loci.context.skills import load_skill_set, match_skills
-from loci.knowledge import DocumentPage, DocumentSummary
-from loci.knowledge.tree import Node
 from loci.models import Document, DocumentVersion
 from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute, json_response

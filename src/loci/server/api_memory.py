@@ -10,8 +10,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from loci import NotFoundError, SearchFilters
-from loci.memory.tools import MemoryPage, MemorySummary
+from loci import MemoryPage, MemorySummary, NotFoundError, SearchFilters
 from loci.models import Memory, MemoryVersion, StateItem
 from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute

@@ -10,9 +10,8 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from loci.compaction.compactor import CompactionResult
+from loci import CompactionResult, SessionKnowledge
 from loci.errors import ValidationError
-from loci.knowledge import SessionKnowledge
 from loci.models import Compaction, Event, SearchHit, SessionInfo
 from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute

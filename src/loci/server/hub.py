@@ -19,13 +19,11 @@ from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from loci import Loci, Store
+from loci import Loci, Runtime, Store, UserErasure
 from loci.checks import check_name
-from loci.erasure import UserErasure
 from loci.errors import AuthError, ForbiddenError, ValidationError
 from loci.keys import OPERATOR, hash_key
 from loci.models import ApiKey, Scope
-from loci.runtime import Runtime
 from loci.server.guard import is_loopback
 from loci.settings import Settings
 from loci.timeutil import Clock, utc_now

@@ -7,10 +7,9 @@ from typing import Any
 
 import click
 
-from loci import Loci, SearchFilters
+from loci import Loci, SearchFilters, SyncReport
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
 from loci.errors import ValidationError
-from loci.memory.sync import SyncReport
 from loci.memory.types import check_type, typo_of
 from loci.timeutil import format_timestamp
 
