@@ -14,7 +14,7 @@ def test_public_api_is_pinned() -> None:
         "Extractor", "Focus", "ImportReport", "ImportedCount", "IndexStatus", "Indexer",
         "Intake",
         "ForbiddenError", "KnowledgeBase", "LayerReport", "Loci", "LociError", "Memory",
-        "MemoryPage", "MemorySummary", "MemoryVersion", "NewDocument", "Node",
+        "MemoryFiles", "MemoryPage", "MemorySummary", "MemoryVersion", "NewDocument", "Node",
         "NotFoundError", "Price", "Proposal", "ProposedChange", "ProviderError", "PutResult",
         "ReplyResult", "RetentionReport",
         "Runtime", "SaveResult",

@@ -27,6 +27,7 @@ from loci.importers import ImportedCount, ImportReport
 from loci.indexing import Indexer, IndexStatus
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
 from loci.knowledge.service import NewDocument, PutResult
+from loci.knowledge.memory_files import MemoryFiles
 from loci.knowledge.tree import Node
 from loci.memory.consolidate import Consolidation, Proposal, ProposedChange
 from loci.memory.extract import Extractor
@@ -90,6 +91,7 @@ __all__ = [
     "Loci",
     "LociError",
     "Memory",
+    "MemoryFiles",
     "MemoryPage",
     "MemorySummary",
     "MemoryVersion",
