@@ -7,6 +7,7 @@ from loci.aio import AsyncLoci
 from loci.compaction.compactor import CompactionResult
 from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.focus import Focus
+from loci.context.skills import LoadedSkill, SkillSet
 from loci.context.workspace import Workspace
 from loci.embeddings.base import Embedder
 from loci.erasure import RetentionReport, SessionErasure, UserErasure
@@ -26,8 +27,8 @@ from loci.errors import (
 from loci.importers import ImportedCount, ImportReport
 from loci.indexing import Indexer, IndexStatus
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
-from loci.knowledge.service import NewDocument, PutResult
 from loci.knowledge.memory_files import MemoryFiles
+from loci.knowledge.service import NewDocument, PutResult
 from loci.knowledge.tree import Node
 from loci.memory.consolidate import Consolidation, Proposal, ProposedChange
 from loci.memory.extract import Extractor
@@ -88,6 +89,7 @@ __all__ = [
     "Intake",
     "KnowledgeBase",
     "LayerReport",
+    "LoadedSkill",
     "Loci",
     "LociError",
     "Memory",
@@ -116,6 +118,7 @@ __all__ = [
     "SessionUsage",
     "Settings",
     "Skill",
+    "SkillSet",
     "StateItem",
     "Store",
     "StoreError",

@@ -9,7 +9,6 @@ import click
 from loci import Loci
 from loci.cli.app import cli, json_option, print_json, scoped
 from loci.context.focus import Focus, parse_criterion
-from loci.context.skills import load_skill_set, match_skills
 from loci.context.templates import soul_from_answers, write_workspace
 
 
@@ -64,7 +63,7 @@ def skills() -> None:
 @scoped
 def skills_list(loci: Loci, as_json: bool) -> None:
     """List the workspace's skills and any files that could not be loaded."""
-    found = load_skill_set(loci.workspace().directories)
+    found = loci.workspace().skills()
     if as_json:
         print_json({"skills": [{"slug": s.slug, "name": s.skill.name, "path": str(s.path),
                                 "keywords": s.skill.keywords, "patterns": s.skill.patterns}
@@ -87,7 +86,7 @@ def skills_list(loci: Loci, as_json: bool) -> None:
 @scoped
 def skills_match(loci: Loci, text: str, as_json: bool) -> None:
     """Score every skill against TEXT (keyword matches + pattern matches)."""
-    matches = match_skills(load_skill_set(loci.workspace().directories).skills, text)
+    matches = loci.workspace().match_skills(text)
     if as_json:
         print_json([{"slug": s.slug, "score": score} for s, score in matches])
         return
