@@ -6,7 +6,7 @@ The public API is exactly what ``__all__`` lists; everything else is private.
 from loci.aio import AsyncLoci
 from loci.compaction.compactor import CompactionResult
 from loci.context.compiled import CompiledContext, LayerReport
-from loci.context.focus import Focus
+from loci.context.focus import Criterion, Focus
 from loci.context.skills import LoadedSkill, SkillSet
 from loci.context.workspace import Workspace
 from loci.embeddings.base import Embedder
@@ -72,6 +72,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "Consolidation",
+    "Criterion",
     "Document",
     "DocumentPage",
     "DocumentSummary",

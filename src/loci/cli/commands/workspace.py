@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
-from loci import Loci
+from loci import Criterion, Focus, Loci
 from loci.cli.app import cli, json_option, print_json, scoped
-from loci.context.focus import Focus, parse_criterion
 from loci.context.templates import soul_from_answers, write_workspace
 
 
@@ -114,6 +113,6 @@ def focus(loci: Loci, session: str, goal: str | None, criteria: tuple[str, ...],
         return
     if not goal:
         raise click.UsageError("--goal is required (or --clear)")
-    loci.set_focus(session, Focus(goal, tuple(parse_criterion(c) for c in criteria),
+    loci.set_focus(session, Focus(goal, tuple(Criterion.parse(c) for c in criteria),
                                   constraints, status))
     click.echo(f"focus of {session}: {goal}")
