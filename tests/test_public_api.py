@@ -24,8 +24,9 @@ def test_public_api_is_pinned() -> None:
         "SessionUsage", "SessionKnowledge", "Settings", "Skill", "SkillSet",
         "StateItem", "Store", "StoreError",
         "SyncReport", "TokenCounter", "Turn", "Usage", "UsageLedger", "UsageRecord", "UsageReport",
-        "UsageTotals", "UserErasure", "ValidationError", "Workspace",
-        "__version__", "context_window", "load_settings", "open_store", "token_counter",
+        "UsageTotals", "UserErasure", "ValidationError", "Workspace", "WorkspaceWrite",
+        "__version__", "context_window", "load_settings", "open_store", "soul_from_answers",
+        "token_counter", "write_workspace",
     ])
     for name in loci.__all__:
         assert hasattr(loci, name), name

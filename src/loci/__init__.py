@@ -8,6 +8,7 @@ from loci.compaction.compactor import CompactionResult
 from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.focus import Criterion, Focus
 from loci.context.skills import LoadedSkill, SkillSet
+from loci.context.templates import WorkspaceWrite, soul_from_answers, write_workspace
 from loci.context.workspace import Workspace
 from loci.embeddings.base import Embedder
 from loci.erasure import RetentionReport, SessionErasure, UserErasure
@@ -134,9 +135,12 @@ __all__ = [
     "UserErasure",
     "ValidationError",
     "Workspace",
+    "WorkspaceWrite",
     "__version__",
     "context_window",
     "load_settings",
     "open_store",
+    "soul_from_answers",
     "token_counter",
+    "write_workspace",
 ]

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
-from loci import Criterion, Focus, Loci
+from loci import Criterion, Focus, Loci, soul_from_answers, write_workspace
 from loci.cli.app import cli, json_option, print_json, scoped
-from loci.context.templates import soul_from_answers, write_workspace
 
 
 @cli.command()
