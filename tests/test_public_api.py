@@ -9,7 +9,7 @@ def test_public_api_is_pinned() -> None:
     assert sorted(loci.__all__) == sorted([
         "ApiKey", "AsyncLoci", "AuthError", "BudgetExceededError", "Compaction", "CompactionResult",
         "CompiledContext", "ConfigError", "ConflictError", "Consolidation", "Criterion",
-        "Document",
+        "DirectoryImport", "Document",
         "DocumentPage",
         "DocumentSummary", "DocumentVersion", "Embedder", "EmbeddingMismatchError", "Event",
         "Extractor", "Focus", "ImportReport", "ImportedCount", "IndexStatus", "Indexer",

@@ -27,7 +27,13 @@ from loci.errors import (
 )
 from loci.importers import ImportedCount, ImportReport
 from loci.indexing import Indexer, IndexStatus
-from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
+from loci.knowledge import (
+    DirectoryImport,
+    DocumentPage,
+    DocumentSummary,
+    KnowledgeBase,
+    SessionKnowledge,
+)
 from loci.knowledge.memory_files import MemoryFiles
 from loci.knowledge.service import NewDocument, PutResult
 from loci.knowledge.tree import Node
@@ -74,6 +80,7 @@ __all__ = [
     "ConflictError",
     "Consolidation",
     "Criterion",
+    "DirectoryImport",
     "Document",
     "DocumentPage",
     "DocumentSummary",

@@ -139,6 +139,11 @@ def check_json(field: str, value: Any) -> Any:
     return value
 
 
+def parse_tags(value: str | None) -> tuple[str, ...]:
+    """Comma-separated tags (``"a, b"``) as a clean tuple."""
+    return clean_tags(part for part in (value or "").split(","))
+
+
 def clean_tags(tags: Iterable[object]) -> tuple[str, ...]:
     """Tags without surrounding space, inner whitespace turned into ``-``, each once in
     order; a tag with a control character or over ``MAX_TAG_CHARS`` is an error."""
