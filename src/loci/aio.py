@@ -154,6 +154,7 @@ class AsyncLoci:
     events = _coroutine(Loci.events, _local)
     forget = _coroutine(Loci.forget, _local)
     memories = _coroutine(Loci.memories, _local)
+    misspelt_type = _coroutine(Loci.misspelt_type, _local)
     memory = _coroutine(Loci.memory, _local)
     memory_history = _coroutine(Loci.memory_history, _local)
     memory_read = _coroutine(Loci.memory_read, _local)

@@ -26,6 +26,7 @@ from typing import Any
 from loci.errors import ValidationError
 
 #: Levels of nesting a stored JSON value may have.
+_TYPE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 MAX_DEPTH = 64
 #: Values (scalars, lists and objects) one stored JSON value may hold.
 MAX_VALUES = 100_000
@@ -78,6 +79,16 @@ def check_label(kind: str, value: Any) -> str:
             return value
     raise ValidationError(f"invalid {kind} {value!r}: use 1-{MAX_NAME_BYTES} bytes of "
                           "printable text")
+
+
+def check_type(name: str) -> str:
+    """Normalise a memory type name; reject anything but snake_case words."""
+    normal = name.strip().lower()
+    if not _TYPE_NAME.match(normal):
+        raise ValidationError(
+            f"invalid memory type {name!r}: use lowercase letters, digits and underscores"
+        )
+    return normal
 
 
 def check_name(kind: str, value: Any) -> str:

@@ -15,7 +15,14 @@ from datetime import datetime
 from functools import cached_property, partial
 from typing import Any, Protocol
 
-from loci.checks import check_label, check_name, check_stored_name, check_text, check_window
+from loci.checks import (
+    check_label,
+    check_name,
+    check_stored_name,
+    check_text,
+    check_type,
+    check_window,
+)
 from loci.compaction.compactor import CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService
@@ -40,7 +47,7 @@ from loci.memory.sync import SyncReport
 from loci.memory.sync import sync as sync_mirror
 from loci.memory.timeline import asks_about_past, weighed_by_standing
 from loci.memory.tools import MemoryPage, MemorySummary, page, to_summary
-from loci.memory.types import check_type
+from loci.memory.types import typo_of
 from loci.models import (
     Compaction,
     Event,
@@ -194,6 +201,11 @@ class ScopeView:
         """Store a typed fact; its expiry follows from its type. The same fact stored
         again refreshes it; a changed version supersedes it (see ``memory_history``)."""
         return self._memories.save(content, type, tags, source, dedupe=dedupe).memory
+
+    def misspelt_type(self, type: str) -> str | None:
+        """The built-in or configured memory type that an unknown ``type`` most likely
+        misspells (``stiky``: ``sticky``), or None."""
+        return typo_of(check_type(type), self.settings.memory_types)
 
     def memories(
         self, type: str | None = None, *, include_expired: bool = False,
