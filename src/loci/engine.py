@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import cached_property, partial
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from loci.checks import (
     check_label,
@@ -23,7 +23,7 @@ from loci.checks import (
     check_type,
     check_window,
 )
-from loci.compaction.compactor import CompactionResult
+from loci.compaction.compactor import STRATEGIES, CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService
 from loci.context.assembly import Sources, compile_for
@@ -34,7 +34,7 @@ from loci.context.workspace import Workspace
 from loci.erasure import SessionEraser, SessionErasure
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import check_fields, check_message, dump_jsonl, new_event, parse_jsonl
-from loci.importers import ImportReport, import_log
+from loci.importers import FORMATS, ImportReport, import_log
 from loci.indexing import Indexer
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, Librarian, SessionKnowledge
 from loci.llm.base import ChatModel
@@ -84,6 +84,10 @@ class RuntimeParts(Protocol):
 
 class ScopeView:
     """Context and memory for one user's agent: the operations of a ``Loci``."""
+
+    #: What ``compact(strategy=...)`` and ``import_log(format, ...)`` accept.
+    COMPACTION_STRATEGIES: ClassVar[tuple[str, ...]] = STRATEGIES
+    LOG_FORMATS: ClassVar[tuple[str, ...]] = tuple(FORMATS)
 
     def __init__(self, runtime: RuntimeParts, user: str | None = None,
                  agent: str | None = None, clock: Clock | None = None) -> None:
