@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from loci.tokens import TokenCounter
+from loci import TokenCounter
 
 CLASSES = ("files", "commands", "errors", "edits")
 #: A tool call's arguments as the log writes them (sorted keys, no spaces), to count.

@@ -9,8 +9,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from loci import DocumentPage, DocumentSummary, Node
-from loci.models import Document, DocumentVersion
+from loci import Document, DocumentPage, DocumentSummary, DocumentVersion, Node
 from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute, json_response
 

@@ -20,12 +20,20 @@ from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from loci import Loci, Runtime, Store, UserErasure
+from loci import (
+    ApiKey,
+    AuthError,
+    ForbiddenError,
+    Loci,
+    Runtime,
+    Scope,
+    Settings,
+    Store,
+    UserErasure,
+    ValidationError,
+)
 from loci.checks import OPERATOR, check_name
-from loci.errors import AuthError, ForbiddenError, ValidationError
-from loci.models import ApiKey, Scope
 from loci.server.guard import is_loopback
-from loci.settings import Settings
 from loci.timeutil import Clock, utc_now
 
 #: How long the server trusts what the store said about keys (are there any? is this

@@ -37,8 +37,7 @@ from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from loci import Loci, MemoryFiles, SearchFilters, __version__
-from loci.errors import LociError
+from loci import Loci, LociError, MemoryFiles, SearchFilters, __version__
 from loci.server.errors import error_response
 from loci.server.hub import Hub, Principal
 

@@ -7,10 +7,9 @@ from typing import Any, BinaryIO
 
 import click
 
-from loci import Loci
+from loci import Loci, ValidationError
 from loci.checks import parse_tags
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
-from loci.errors import ValidationError
 from loci.timeutil import format_timestamp, parse_timestamp
 
 

@@ -7,10 +7,9 @@ from typing import Any
 
 import click
 
-from loci import Loci, SearchFilters, SyncReport
+from loci import Loci, SearchFilters, SyncReport, ValidationError
 from loci.checks import check_type
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
-from loci.errors import ValidationError
 from loci.timeutil import format_timestamp
 
 
