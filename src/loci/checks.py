@@ -26,7 +26,6 @@ from typing import Any
 from loci.errors import ValidationError
 
 #: Levels of nesting a stored JSON value may have.
-_TYPE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 MAX_DEPTH = 64
 #: Values (scalars, lists and objects) one stored JSON value may hold.
 MAX_VALUES = 100_000
@@ -79,6 +78,10 @@ def check_label(kind: str, value: Any) -> str:
             return value
     raise ValidationError(f"invalid {kind} {value!r}: use 1-{MAX_NAME_BYTES} bytes of "
                           "printable text")
+
+
+#: A memory type name: a snake_case word.
+_TYPE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 def check_type(name: str) -> str:
