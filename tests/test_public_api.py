@@ -8,21 +8,25 @@ from loci.knowledge import KnowledgeBase
 def test_public_api_is_pinned() -> None:
     assert sorted(loci.__all__) == sorted([
         "ApiKey", "AsyncLoci", "AuthError", "BudgetExceededError", "Compaction", "CompactionResult",
-        "CompiledContext", "ConfigError", "ConflictError", "Consolidation", "Document",
+        "CompiledContext", "ConfigError", "ConflictError", "Consolidation", "Criterion",
+        "DirectoryImport", "Document",
         "DocumentPage",
         "DocumentSummary", "DocumentVersion", "Embedder", "EmbeddingMismatchError", "Event",
         "Extractor", "Focus", "ImportReport", "ImportedCount", "IndexStatus", "Indexer",
         "Intake",
-        "ForbiddenError", "KnowledgeBase", "LayerReport", "Loci", "LociError", "Memory",
-        "MemoryPage", "MemorySummary", "MemoryVersion", "NewDocument", "Node",
+        "ForbiddenError", "KnowledgeBase", "LayerReport", "LoadedSkill", "Loci",
+        "LociError", "Memory",
+        "MemoryFiles", "MemoryPage", "MemorySummary", "MemoryVersion", "NewDocument", "Node",
         "NotFoundError", "Price", "Proposal", "ProposedChange", "ProviderError", "PutResult",
         "ReplyResult", "RetentionReport",
         "Runtime", "SaveResult",
         "Scope", "SearchFilters", "SearchHit", "SessionErasure", "SessionInfo",
-        "SessionUsage", "SessionKnowledge", "Settings", "Skill", "StateItem", "Store", "StoreError",
+        "SessionUsage", "SessionKnowledge", "Settings", "Skill", "SkillSet",
+        "StateItem", "Store", "StoreError",
         "SyncReport", "TokenCounter", "Turn", "Usage", "UsageLedger", "UsageRecord", "UsageReport",
-        "UsageTotals", "UserErasure", "ValidationError", "Workspace",
-        "__version__", "context_window", "load_settings", "open_store", "token_counter",
+        "UsageTotals", "UserErasure", "ValidationError", "Workspace", "WorkspaceWrite",
+        "__version__", "context_window", "load_settings", "open_store", "soul_from_answers",
+        "token_counter", "write_workspace",
     ])
     for name in loci.__all__:
         assert hasattr(loci, name), name

@@ -6,7 +6,9 @@ The public API is exactly what ``__all__`` lists; everything else is private.
 from loci.aio import AsyncLoci
 from loci.compaction.compactor import CompactionResult
 from loci.context.compiled import CompiledContext, LayerReport
-from loci.context.focus import Focus
+from loci.context.focus import Criterion, Focus
+from loci.context.skills import LoadedSkill, SkillSet
+from loci.context.templates import WorkspaceWrite, soul_from_answers, write_workspace
 from loci.context.workspace import Workspace
 from loci.embeddings.base import Embedder
 from loci.erasure import RetentionReport, SessionErasure, UserErasure
@@ -25,7 +27,14 @@ from loci.errors import (
 )
 from loci.importers import ImportedCount, ImportReport
 from loci.indexing import Indexer, IndexStatus
-from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, SessionKnowledge
+from loci.knowledge import (
+    DirectoryImport,
+    DocumentPage,
+    DocumentSummary,
+    KnowledgeBase,
+    SessionKnowledge,
+)
+from loci.knowledge.memory_files import MemoryFiles
 from loci.knowledge.service import NewDocument, PutResult
 from loci.knowledge.tree import Node
 from loci.memory.consolidate import Consolidation, Proposal, ProposedChange
@@ -70,6 +79,8 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "Consolidation",
+    "Criterion",
+    "DirectoryImport",
     "Document",
     "DocumentPage",
     "DocumentSummary",
@@ -87,9 +98,11 @@ __all__ = [
     "Intake",
     "KnowledgeBase",
     "LayerReport",
+    "LoadedSkill",
     "Loci",
     "LociError",
     "Memory",
+    "MemoryFiles",
     "MemoryPage",
     "MemorySummary",
     "MemoryVersion",
@@ -114,6 +127,7 @@ __all__ = [
     "SessionUsage",
     "Settings",
     "Skill",
+    "SkillSet",
     "StateItem",
     "Store",
     "StoreError",
@@ -128,9 +142,12 @@ __all__ = [
     "UserErasure",
     "ValidationError",
     "Workspace",
+    "WorkspaceWrite",
     "__version__",
     "context_window",
     "load_settings",
     "open_store",
+    "soul_from_answers",
     "token_counter",
+    "write_workspace",
 ]

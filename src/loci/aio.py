@@ -159,6 +159,7 @@ class AsyncLoci:
     memory_read = _coroutine(Loci.memory_read, _local)
     memory_search = _coroutine(Loci.memory_search, _local)
     memory_write = _coroutine(Loci.memory_write, _local)
+    misspelt_type = _coroutine(Loci.misspelt_type, _local)
     purge_expired = _coroutine(Loci.purge_expired, _local)
     read_document = _coroutine(Loci.read_document, _local)
     remember = _coroutine(Loci.remember, _local)

@@ -80,6 +80,20 @@ def check_label(kind: str, value: Any) -> str:
                           "printable text")
 
 
+#: A memory type name: a snake_case word.
+_TYPE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def check_type(name: str) -> str:
+    """Normalise a memory type name; reject anything but snake_case words."""
+    normal = name.strip().lower()
+    if not _TYPE_NAME.match(normal):
+        raise ValidationError(
+            f"invalid memory type {name!r}: use lowercase letters, digits and underscores"
+        )
+    return normal
+
+
 def check_name(kind: str, value: Any) -> str:
     """User, agent and session names: a label (``check_label``) that is not reserved
     (``RESERVED_NAMES``) and no path: a user or an agent is one component of a file
@@ -137,6 +151,11 @@ def check_json(field: str, value: Any) -> Any:
         else:
             raise ValidationError(f"{field}: {type(item).__name__} is not a JSON value")
     return value
+
+
+def parse_tags(value: str | None) -> tuple[str, ...]:
+    """Comma-separated tags (``"a, b"``) as a clean tuple."""
+    return clean_tags(part for part in (value or "").split(","))
 
 
 def clean_tags(tags: Iterable[object]) -> tuple[str, ...]:

@@ -13,10 +13,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import cached_property, partial
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
-from loci.checks import check_label, check_name, check_stored_name, check_text, check_window
-from loci.compaction.compactor import CompactionResult
+from loci.checks import (
+    check_label,
+    check_name,
+    check_stored_name,
+    check_text,
+    check_type,
+    check_window,
+)
+from loci.compaction.compactor import STRATEGIES, CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
 from loci.compaction.service import CompactionService
 from loci.context.assembly import Sources, compile_for
@@ -27,7 +34,7 @@ from loci.context.workspace import Workspace
 from loci.erasure import SessionEraser, SessionErasure
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import check_fields, check_message, dump_jsonl, new_event, parse_jsonl
-from loci.importers import ImportReport, import_log
+from loci.importers import FORMATS, ImportReport, import_log
 from loci.indexing import Indexer
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, Librarian, SessionKnowledge
 from loci.llm.base import ChatModel
@@ -40,7 +47,7 @@ from loci.memory.sync import SyncReport
 from loci.memory.sync import sync as sync_mirror
 from loci.memory.timeline import asks_about_past, weighed_by_standing
 from loci.memory.tools import MemoryPage, MemorySummary, page, to_summary
-from loci.memory.types import check_type
+from loci.memory.types import typo_of
 from loci.models import (
     Compaction,
     Event,
@@ -77,6 +84,10 @@ class RuntimeParts(Protocol):
 
 class ScopeView:
     """Context and memory for one user's agent: the operations of a ``Loci``."""
+
+    #: What ``compact(strategy=...)`` and ``import_log(format, ...)`` accept.
+    COMPACTION_STRATEGIES: ClassVar[tuple[str, ...]] = STRATEGIES
+    LOG_FORMATS: ClassVar[tuple[str, ...]] = tuple(FORMATS)
 
     def __init__(self, runtime: RuntimeParts, user: str | None = None,
                  agent: str | None = None, clock: Clock | None = None) -> None:
@@ -194,6 +205,11 @@ class ScopeView:
         """Store a typed fact; its expiry follows from its type. The same fact stored
         again refreshes it; a changed version supersedes it (see ``memory_history``)."""
         return self._memories.save(content, type, tags, source, dedupe=dedupe).memory
+
+    def misspelt_type(self, type: str) -> str | None:
+        """The built-in or configured memory type that an unknown ``type`` most likely
+        misspells (``stiky``: ``sticky``), or None."""
+        return typo_of(check_type(type), self.settings.memory_types)
 
     def memories(
         self, type: str | None = None, *, include_expired: bool = False,

@@ -5,13 +5,12 @@ from __future__ import annotations
 import pytest
 
 from loci import Loci, ValidationError
+from loci.checks import clean_tags, parse_tags
 from loci.knowledge.paths import (
     MAX_PATH_CHARS,
     check_folder,
     check_path,
-    clean_tags,
     join,
-    parse_tags,
     slugify,
 )
 

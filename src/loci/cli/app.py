@@ -16,8 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
-from loci import Loci
-from loci.errors import LociError
+from loci import Loci, LociError
 from loci.timeutil import format_timestamp
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -20,6 +20,14 @@ class Criterion:
     text: str
     weight: float = 1.0
 
+    @classmethod
+    def parse(cls, text: str) -> Criterion:
+        """``"tests pass:3"`` → Criterion("tests pass", 3.0); no weight means 1."""
+        body, _, weight = text.rpartition(":")
+        if body and weight.strip().replace(".", "", 1).isdigit():
+            return cls(body.strip(), float(weight))
+        return cls(text.strip())
+
 
 @dataclass(frozen=True)
 class Focus:
@@ -63,14 +71,6 @@ class Focus:
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise ValidationError(f"stored focus is not valid: {exc}") from exc
-
-
-def parse_criterion(text: str) -> Criterion:
-    """``"tests pass:3"`` → Criterion("tests pass", 3.0); no weight means 1."""
-    body, _, weight = text.rpartition(":")
-    if body and weight.strip().replace(".", "", 1).isdigit():
-        return Criterion(body.strip(), float(weight))
-    return Criterion(text.strip())
 
 
 def save_focus(store: Store, scope: Scope, session: str, focus: Focus | None,

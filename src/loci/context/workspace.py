@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from loci.context.skills import LoadedSkill, SkillSet, load_skill_set, match_skills
+
 IDENTITY_FILES = ("SOUL.md", "IDENTITY.md")
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _EMPTY_FIELD = re.compile(r"^[ \t]*[-*+][ \t]+[^:\n]{1,80}:[ \t]*$\n?", re.MULTILINE)
@@ -52,6 +54,14 @@ class Workspace:
 
     def identity(self) -> WorkspaceFile | None:
         return self.find(*IDENTITY_FILES)
+
+    def skills(self) -> SkillSet:
+        """The skills in the directories' ``skills/`` folders, the first of a name winning."""
+        return load_skill_set(self.directories)
+
+    def match_skills(self, message: str) -> list[tuple[LoadedSkill, int]]:
+        """Every skill that ``message`` triggers with its score, best first."""
+        return match_skills(self.skills().skills, message)
 
 
 @lru_cache(maxsize=128)

@@ -27,9 +27,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from loci import Loci
+from loci import Loci, TokenCounter, ValidationError, token_counter
 from loci.context.render import events_to_messages
-from loci.errors import ValidationError
 from loci.evaluation.trail import (
     CLASSES,
     Trail,
@@ -42,7 +41,6 @@ from loci.evaluation.trail import (
     trail_of,
     transcript_lines,
 )
-from loci.tokens import TokenCounter, token_counter
 
 CUTS = (0.5, 0.75, 1.0)
 CONTINUE = "Continue the task."

@@ -23,10 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from loci.store.codec import canonical_json
-from loci.tokens import TokenCounter
+from loci import TokenCounter
 
 CLASSES = ("files", "commands", "errors", "edits")
+#: A tool call's arguments as the log writes them (sorted keys, no spaces), to count.
+_ARGUMENTS = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 _PATH = re.compile(r"(?<![\w<>=$-])(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-]+\.(?:py|pyi|cfg|toml|ini|txt|md"
                    r"|rst|json|ya?ml|sql|c|h|js|ts|sh|patch|diff|csv|dcm)\b")
 _ERROR = re.compile(r"^\s*((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b.*)$", re.MULTILINE)
@@ -111,7 +112,7 @@ def call_text(call: dict[str, Any]) -> str:
     # By key: a stored call's arguments come back in canonical order, not as written.
     edits = [e for e in args.get("edits") or () if isinstance(e, dict)]
     values = [args[k] for k in sorted(args)] + [e[k] for e in edits for k in sorted(e)]
-    return "\n".join(v for v in values if isinstance(v, str)) or canonical_json(args)
+    return "\n".join(v for v in values if isinstance(v, str)) or _ARGUMENTS.encode(args)
 
 
 def message_tokens(message: dict[str, Any], counter: TokenCounter) -> int:
@@ -120,7 +121,7 @@ def message_tokens(message: dict[str, Any], counter: TokenCounter) -> int:
     tokens = counter.count_message(message["role"], str(message.get("content") or ""))
     for call in message.get("tool_calls") or ():
         tokens += counter.count(call["function"]["name"]) + counter.count(str(call["id"]))
-        tokens += counter.count(canonical_json(arguments(call)))
+        tokens += counter.count(_ARGUMENTS.encode(arguments(call)))
     return tokens + counter.count(str(message.get("tool_call_id") or ""))
 
 

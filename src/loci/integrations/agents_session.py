@@ -23,8 +23,7 @@ from typing import Any
 
 from anyio.to_thread import run_sync
 
-from loci import Loci
-from loci.errors import NotFoundError
+from loci import Loci, NotFoundError
 
 #: Where an event keeps the items it stands for, as they were added.
 ITEMS = "agents_items"

@@ -24,8 +24,7 @@ from anthropic.types.beta import (
 )
 from anyio.to_thread import run_sync
 
-from loci import Loci
-from loci.knowledge.memory_files import MemoryFiles, MemoryToolError
+from loci import Loci, MemoryFiles
 
 Command = (BetaMemoryTool20250818ViewCommand | BetaMemoryTool20250818CreateCommand
            | BetaMemoryTool20250818StrReplaceCommand | BetaMemoryTool20250818InsertCommand
@@ -37,7 +36,7 @@ def _run(files: MemoryFiles, command: Command) -> str:
     back to the model as an error result)."""
     try:
         return files.run(command.model_dump(exclude_none=True))
-    except MemoryToolError as exc:
+    except MemoryFiles.CommandError as exc:
         raise ToolError(str(exc)) from exc
 
 

@@ -34,9 +34,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from loci import Loci
-from loci.errors import NotFoundError
-from loci.models import Document
+from loci import Document, Loci, NotFoundError
 
 ROOT = "/langgraph/"
 #: Where a document keeps the namespace and key it stands for.

@@ -4,16 +4,16 @@ and hybrid search; directory import; the agent's ``search_knowledge`` and
 ``/conversations/`` and ``/profile/``."""
 
 from loci.checks import clean_tags
-from loci.knowledge.ingest import ImportReport, import_directory
+from loci.knowledge.ingest import DirectoryImport, import_directory
 from loci.knowledge.librarian import Librarian, SessionKnowledge
 from loci.knowledge.paths import check_folder, check_path
 from loci.knowledge.service import KnowledgeBase, NewDocument, PutResult
 from loci.knowledge.tools import DocumentPage, DocumentSummary
 
 __all__ = [
+    "DirectoryImport",
     "DocumentPage",
     "DocumentSummary",
-    "ImportReport",
     "KnowledgeBase",
     "Librarian",
     "NewDocument",

@@ -28,7 +28,7 @@ Progress = Callable[[int, int], None]
 
 
 @dataclass
-class ImportReport:
+class DirectoryImport:
     """What an import did, file by file."""
 
     created: list[str] = field(default_factory=list)
@@ -45,14 +45,14 @@ class ImportReport:
 def import_directory(
     kb: KnowledgeBase, directory: str | Path, prefix: str = "/reference/",
     progress: Progress | None = None,
-) -> ImportReport:
+) -> DirectoryImport:
     """Import every markdown and text file below ``directory`` into ``prefix``."""
     root = Path(directory)
     if not root.is_dir():
         raise ValidationError(f"{directory}: not a directory")
     folder = check_folder(prefix)
     files = sorted(_files(root))
-    report = ImportReport()
+    report = DirectoryImport()
     if progress is not None:
         progress(0, len(files))
     batch: list[NewDocument] = []
@@ -103,7 +103,7 @@ def _read(file: Path, relative: str, folder: str) -> NewDocument:
     return NewDocument(path, body, front.tags, metadata)
 
 
-def _write(kb: KnowledgeBase, batch: list[NewDocument], report: ImportReport) -> None:
+def _write(kb: KnowledgeBase, batch: list[NewDocument], report: DirectoryImport) -> None:
     if not batch:
         return
     try:

@@ -13,7 +13,7 @@ URL-encoded forms, backslashes) are refused.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import unquote
 
 from loci.errors import ConflictError, LociError
@@ -34,6 +34,11 @@ class MemoryToolError(LociError):
 
 class MemoryFiles:
     """The ``/memories`` directory of one scope's knowledge base."""
+
+    #: The directory the tool's paths live under.
+    ROOT: ClassVar[str] = ROOT
+    #: The error of a command the model should correct.
+    CommandError: ClassVar[type[MemoryToolError]] = MemoryToolError
 
     def __init__(self, knowledge: KnowledgeBase) -> None:
         self.kb = knowledge

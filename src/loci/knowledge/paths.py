@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from loci.checks import clean_tags, control_character
+from loci.checks import control_character
 from loci.errors import ValidationError
 
 MAX_PATH_CHARS = 1024
@@ -102,8 +102,3 @@ def slugify(text: str, *, max_chars: int = 60, fallback: str = "untitled") -> st
     cleaned = _SLUG_DROP.sub(" ", unicodedata.normalize("NFKC", text).lower())
     slug = _SLUG_GAP.sub("-", cleaned).strip("-")[:max_chars].strip("-")
     return slug or fallback
-
-
-def parse_tags(value: str | None) -> tuple[str, ...]:
-    """Comma-separated tags (``"a, b"``) as a clean tuple."""
-    return clean_tags(part for part in (value or "").split(","))

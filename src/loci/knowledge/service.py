@@ -14,21 +14,26 @@ Every path goes through :mod:`loci.knowledge.paths` first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from loci.checks import check_json, check_text, clean_tags
 from loci.errors import NotFoundError, ValidationError
 from loci.indexing import Indexer
 from loci.knowledge.paths import check_folder, check_path
+from loci.knowledge.text import parse_front_matter
 from loci.knowledge.tools import DocumentPage, DocumentSummary, page, to_summary
 from loci.knowledge.tree import Node, build_tree
 from loci.models import Document, DocumentVersion, Scope, SearchHit
 from loci.retriever import Retriever
 from loci.store.base import SearchFilters, Store
 from loci.timeutil import Clock, format_timestamp
+
+if TYPE_CHECKING:
+    from loci.knowledge.ingest import DirectoryImport
 
 #: The metadata key of a redacted version: when it was redacted.
 REDACTED = "redacted_at"
@@ -85,6 +90,26 @@ class KnowledgeBase:
         of what the writer read, "" for none) a newer version is a ``ConflictError``."""
         new = NewDocument(path, content, tags, metadata, expected_sha256)
         return self.put_many([new], allow_empty=allow_empty)[0]
+
+    def put_text(self, path: str, text: str, tags: Sequence[str] | None = None, *,
+                 source: str = "<document>") -> PutResult:
+        """``put`` a document written as a file: its YAML front matter (title, tags) read
+        as :meth:`import_directory` reads it; ``tags`` given replace the front matter's.
+        ``source`` names the text in errors."""
+        front, body = parse_front_matter(text, source)
+        metadata = {**front.metadata, "title": front.title} if front.title else front.metadata
+        chosen = tags if tags is not None else front.tags or None
+        return self.put(path, body, tags=chosen, metadata=metadata or None)
+
+    def import_directory(
+        self, directory: str | Path, prefix: str = "/reference/",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> DirectoryImport:
+        """Import every markdown and text file below ``directory`` into ``prefix``
+        (``progress`` is called with files done and files in all)."""
+        from loci.knowledge.ingest import import_directory  # ingest builds on this module
+
+        return import_directory(self, directory, prefix, progress)
 
     def put_many(self, documents: Sequence[NewDocument], *, embed: bool = True,
                  allow_empty: bool = False) -> list[PutResult]:

@@ -21,6 +21,10 @@ class Node:
     def is_folder(self) -> bool:
         return self.document is None
 
+    def render(self) -> list[str]:
+        """The tree as ``tree``-style lines (see :func:`render_tree`)."""
+        return render_tree(self)
+
     def count(self) -> int:
         """Documents at or below this node."""
         own = 0 if self.document is None else 1

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from loci.checks import check_type
 from loci.errors import ConflictError, LociError, NotFoundError, ValidationError
 from loci.llm.base import ChatModel
 from loci.memory.consolidate import (
@@ -30,7 +31,6 @@ from loci.memory.consolidate import (
     propose_by_rules,
 )
 from loci.memory.service import MemoryService
-from loci.memory.types import check_type
 from loci.models import Memory
 from loci.timeutil import day_label
 

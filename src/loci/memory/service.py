@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from loci.checks import check_label, check_text, clean_tags
+from loci.checks import check_label, check_text, check_type, clean_tags
 from loci.errors import NotFoundError, ValidationError
 from loci.indexing import Indexer
 from loci.memory.dedup import Match, find_duplicate
@@ -25,7 +25,7 @@ from loci.memory.extract import Extractor
 from loci.memory.mirror import Mirror
 from loci.memory.tags import parse_reply, without_memories
 from loci.memory.timeline import gives_new_value
-from loci.memory.types import check_type, expiry_for, new_memory_id
+from loci.memory.types import expiry_for, new_memory_id
 from loci.models import Event, Memory, MemoryVersion, Scope, StateItem
 from loci.search.query import query_terms
 from loci.store.base import SearchFilters, Store, Vectors

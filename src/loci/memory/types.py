@@ -9,12 +9,9 @@ default TTL of 30 days rather than rejected, so that an agent's new type is not 
 from __future__ import annotations
 
 import difflib
-import re
 import secrets
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-
-from loci.errors import ValidationError
 
 DEFAULT_TTL_DAYS: dict[str, int | None] = {
     "sticky": None,
@@ -23,18 +20,6 @@ DEFAULT_TTL_DAYS: dict[str, int | None] = {
     "learned_pattern": 30,
 }
 FALLBACK_TTL_DAYS = 30
-_TYPE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-
-
-def check_type(name: str) -> str:
-    """Normalise a memory type name; reject anything but snake_case words."""
-    normal = name.strip().lower()
-    if not _TYPE_NAME.match(normal):
-        raise ValidationError(
-            f"invalid memory type {name!r}: use lowercase letters, digits and underscores"
-        )
-    return normal
-
 
 def typo_of(name: str, configured: Iterable[str] = ()) -> str | None:
     """The built-in or configured type that an unknown ``name`` is most likely a typo

@@ -22,7 +22,7 @@ import anyio
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from loci.errors import LociError
+from loci import LociError
 from loci.server import errors
 from loci.server.deps import PRINCIPAL, hub_of, principal_of
 

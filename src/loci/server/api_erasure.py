@@ -6,8 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from loci.erasure import SessionErasure, UserErasure
-from loci.errors import NotFoundError, ValidationError
+from loci import NotFoundError, SessionErasure, UserErasure, ValidationError
 from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute
 

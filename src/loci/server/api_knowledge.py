@@ -9,10 +9,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from loci.context.skills import load_skill_set, match_skills
-from loci.knowledge import DocumentPage, DocumentSummary
-from loci.knowledge.tree import Node
-from loci.models import Document, DocumentVersion
+from loci import Document, DocumentPage, DocumentSummary, DocumentVersion, Node
 from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute, json_response
 
@@ -126,7 +123,7 @@ async def search_knowledge(request: Request, loci: Engine, body: KnowledgeSearch
 
 @router.get("/skills", response_model=None, tags=["skills"])
 def list_skills(loci: Engine) -> dict[str, Any]:
-    found = load_skill_set(loci.workspace().directories)
+    found = loci.workspace().skills()
     return {"skills": [{"slug": s.slug, "name": s.skill.name, "description": s.description,
                         "keywords": s.skill.keywords, "patterns": s.skill.patterns}
                        for s in found.skills],
@@ -136,6 +133,5 @@ def list_skills(loci: Engine) -> dict[str, Any]:
 @router.post("/skills/match", response_model=None, tags=["skills"])
 def match(loci: Engine, body: SkillMatchIn) -> list[dict[str, Any]]:
     """Score every skill against the text (keyword matches + pattern matches)."""
-    skills = load_skill_set(loci.workspace().directories).skills
     return [{"slug": s.slug, "name": s.skill.name, "score": score}
-            for s, score in match_skills(skills, body.text)]
+            for s, score in loci.workspace().match_skills(body.text)]

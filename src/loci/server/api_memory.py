@@ -10,9 +10,15 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from loci import NotFoundError, SearchFilters
-from loci.memory.tools import MemoryPage, MemorySummary
-from loci.models import Memory, MemoryVersion, StateItem
+from loci import (
+    Memory,
+    MemoryPage,
+    MemorySummary,
+    MemoryVersion,
+    NotFoundError,
+    SearchFilters,
+    StateItem,
+)
 from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute
 

@@ -10,10 +10,15 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from loci.compaction.compactor import CompactionResult
-from loci.errors import ValidationError
-from loci.knowledge import SessionKnowledge
-from loci.models import Compaction, Event, SearchHit, SessionInfo
+from loci import (
+    Compaction,
+    CompactionResult,
+    Event,
+    SearchHit,
+    SessionInfo,
+    SessionKnowledge,
+    ValidationError,
+)
 from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute
 

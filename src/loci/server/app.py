@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 from starlette.routing import Route
 
-from loci import LociError, Store, __version__
+from loci import LociError, Settings, Store, __version__, load_settings
 from loci.server import errors
 from loci.server.admission import BodyLimit, KeyGate
 from loci.server.api_dashboard import router as dashboard_router
@@ -34,7 +34,6 @@ from loci.server.proxy_compact import router as compact_router
 from loci.server.proxy_messages import router as messages_router
 from loci.server.proxy_responses import router as responses_router
 from loci.server.proxy_upstream import kept_upstreams
-from loci.settings import Settings, load_settings
 from loci.timeutil import Clock, utc_now
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import Send
 
-from loci.errors import LociError
+from loci import LociError
 
 log = logging.getLogger("loci.server")
 

@@ -10,6 +10,7 @@ the key alone; ``X-Loci-Agent`` picks one of that tenant's agents.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 import time
 from collections import OrderedDict
@@ -19,15 +20,20 @@ from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from loci import Loci, Store
-from loci.checks import check_name
-from loci.erasure import UserErasure
-from loci.errors import AuthError, ForbiddenError, ValidationError
-from loci.keys import OPERATOR, hash_key
-from loci.models import ApiKey, Scope
-from loci.runtime import Runtime
+from loci import (
+    ApiKey,
+    AuthError,
+    ForbiddenError,
+    Loci,
+    Runtime,
+    Scope,
+    Settings,
+    Store,
+    UserErasure,
+    ValidationError,
+)
+from loci.checks import OPERATOR, check_name
 from loci.server.guard import is_loopback
-from loci.settings import Settings
 from loci.timeutil import Clock, utc_now
 
 #: How long the server trusts what the store said about keys (are there any? is this
@@ -163,7 +169,9 @@ class Hub:
 
     def _check(self, token: str) -> ApiKey | None:
         """``check_key``, remembered for ``_KEYS_TTL`` seconds."""
-        now, digest = time.monotonic(), hash_key(token)  # no key kept in memory
+        # The cache holds the token's digest, never the token itself.
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+        now = time.monotonic()
         seen = self._checked.get(digest)
         if seen is not None and now - seen[0] <= _KEYS_TTL:
             return seen[1]

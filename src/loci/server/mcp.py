@@ -37,9 +37,7 @@ from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from loci import Loci, SearchFilters, __version__
-from loci.errors import LociError
-from loci.knowledge.memory_files import ROOT, MemoryFiles
+from loci import Loci, LociError, MemoryFiles, SearchFilters, __version__
 from loci.server.errors import error_response
 from loci.server.hub import Hub, Principal
 
@@ -242,7 +240,7 @@ def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci]) -> 
     @server.tool()
     @_tool_errors
     def memories_view(
-        ctx: Context, path: MemoryPath = ROOT,
+        ctx: Context, path: MemoryPath = MemoryFiles.ROOT,
         view_range: Annotated[list[int] | None, Field(
             min_length=2, max_length=2, description="[first line, last line or -1].")] = None,
     ) -> str:

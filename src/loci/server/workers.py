@@ -34,9 +34,8 @@ from multiprocessing.synchronize import Event as EventType
 from types import FrameType
 from typing import Any
 
-from loci.errors import ConfigError
+from loci import ConfigError, Settings
 from loci.server.protocol import TimedHttpTools
-from loci.settings import Settings
 
 log = logging.getLogger("loci.server")
 #: How long stopping workers get before they are killed.

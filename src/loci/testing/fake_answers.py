@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from loci import token_counter
 from loci.testing.prompt_cache import canonical
 from loci.testing.provider_rules import block_events, pieces
-from loci.tokens import token_counter
 
 #: Text, OpenAI-shaped tool calls, or an assistant message (``content``, ``tool_calls``).
 Reply = str | list[dict[str, Any]] | dict[str, Any]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from loci.errors import ProviderError
+from loci import ProviderError
 from loci.llm.base import ChatReply
 
 Responder = Callable[[Sequence[Mapping[str, Any]]], str]

@@ -6,7 +6,6 @@ import click
 
 from loci import Loci
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
-from loci.compaction.compactor import STRATEGIES
 from loci.timeutil import format_timestamp
 
 
@@ -14,7 +13,8 @@ from loci.timeutil import format_timestamp
 @click.argument("session")
 @click.option("--dry-run", is_flag=True, help="Show what would change; change nothing.")
 @click.option("--instructions", help="Extra instructions for the summary.")
-@click.option("--strategy", type=click.Choice(STRATEGIES), default="full", show_default=True,
+@click.option("--strategy", type=click.Choice(Loci.COMPACTION_STRATEGIES), default="full",
+              show_default=True,
               help="full: mask + summarize; mask: tool outputs only; auto: summarize if "
                    "masking is not enough.")
 @click.option("--model", help="Model whose window sets the preserve window.")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from loci import Loci
+from loci import Loci, context_window, token_counter
 from loci.cli.app import cli, print_json, scoped
-from loci.tokens import context_window, heuristic_count, token_counter
+from loci.tokens import heuristic_count
 
 
 @cli.command()

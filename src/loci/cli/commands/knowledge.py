@@ -7,13 +7,9 @@ from typing import Any, BinaryIO
 
 import click
 
-from loci import Loci
+from loci import Loci, ValidationError
+from loci.checks import parse_tags
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
-from loci.errors import ValidationError
-from loci.knowledge import import_directory
-from loci.knowledge.paths import parse_tags
-from loci.knowledge.text import parse_front_matter
-from loci.knowledge.tree import render_tree
 from loci.timeutil import format_timestamp, parse_timestamp
 
 
@@ -39,10 +35,8 @@ def kb_put(loci: Loci, path: str, source: BinaryIO, tags: str | None, as_json: b
         text = source.read().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{name}: not UTF-8 text") from exc
-    front, body = parse_front_matter(text, name)
-    metadata = {**front.metadata, "title": front.title} if front.title else front.metadata
-    tag_list = parse_tags(tags) if tags is not None else front.tags or None
-    result = loci.knowledge.put(path, body, tags=tag_list, metadata=metadata or None)
+    result = loci.knowledge.put_text(path, text, parse_tags(tags) if tags is not None else None,
+                                     source=name)
     if as_json:
         print_json(result)
         return
@@ -68,7 +62,7 @@ def kb_import(loci: Loci, directory: str, prefix: str, as_json: bool) -> None:
         bar.update(done - bar.pos)
 
     try:
-        report = import_directory(loci.knowledge, directory, prefix, progress)
+        report = loci.knowledge.import_directory(directory, prefix, progress)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -107,7 +101,7 @@ def kb_ls(loci: Loci, prefix: str, as_json: bool) -> None:
                      "chars": len(d.content), "updated_at": d.updated_at}
                     for d in loci.knowledge.ls(prefix)])
         return
-    for line in render_tree(loci.knowledge.tree(prefix)):
+    for line in loci.knowledge.tree(prefix).render():
         click.echo(line)
 
 

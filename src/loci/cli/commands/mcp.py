@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import click
 
+from loci import Scope, load_settings
 from loci.cli.app import cli, global_option
-from loci.settings import load_settings
 
 
 @cli.command()
@@ -26,7 +26,6 @@ def mcp(store: str | None, user: str | None, agent: str | None,
     state_set). HTTP clients use `loci serve` and its /mcp endpoint instead."""
     import anyio
 
-    from loci.models import Scope
     from loci.server.hub import Hub, Principal
     from loci.server.mcp import build_mcp
 

@@ -7,11 +7,9 @@ from typing import Any
 
 import click
 
-from loci import Loci, SearchFilters
+from loci import Loci, SearchFilters, SyncReport, ValidationError
+from loci.checks import check_type
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
-from loci.errors import ValidationError
-from loci.memory.sync import SyncReport
-from loci.memory.types import check_type, typo_of
 from loci.timeutil import format_timestamp
 
 
@@ -32,7 +30,7 @@ def _tags(value: str | None) -> list[str]:
 def remember(loci: Loci, text: str, memory_type: str, new_type: bool, tags: str | None,
              quiet: bool, as_json: bool) -> None:
     """Store TEXT as a memory."""
-    known = typo_of(check_type(memory_type), loci.settings.memory_types)
+    known = loci.misspelt_type(memory_type)
     if known and not new_type:
         raise ValidationError(f"unknown memory type {memory_type!r}: did you mean {known!r}? "
                               "(add --new-type to keep it as a new type)")

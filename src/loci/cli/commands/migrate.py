@@ -17,9 +17,8 @@ from collections.abc import Callable
 
 import click
 
-from loci import Store, open_store
+from loci import Store, ValidationError, open_store
 from loci.cli.app import cli
-from loci.errors import ValidationError
 
 
 def copy_store(

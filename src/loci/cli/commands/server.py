@@ -7,10 +7,8 @@ from typing import Any
 
 import click
 
-from loci import Loci
+from loci import ConfigError, Loci, load_settings
 from loci.cli.app import cli, global_option, json_option, print_json, scoped
-from loci.errors import ConfigError
-from loci.settings import load_settings
 
 
 @cli.command()

@@ -9,7 +9,6 @@ import click
 
 from loci import Loci
 from loci.cli.app import cli, json_option, one_line, print_json, scoped
-from loci.importers import FORMATS
 from loci.models import ROLES
 from loci.timeutil import format_timestamp
 
@@ -82,7 +81,7 @@ def sessions(loci: Loci, as_json: bool) -> None:
 @cli.command(name="import")
 @click.argument("path", type=click.Path(allow_dash=True))
 @click.option("--format", "log_format", default="loci", show_default=True,
-              type=click.Choice(["loci", *FORMATS]),
+              type=click.Choice(["loci", *Loci.LOG_FORMATS]),
               help="The log's format: Loci's own JSONL, or an agent's own logs.")
 @click.option("--session", help="Session to import into (default: the file name, or the "
                                  "log's own session id).")

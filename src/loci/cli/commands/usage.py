@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 
-from loci import Loci
+from loci import Loci, UsageReport, UsageTotals
 from loci.cli.app import cli, json_option, print_json, scoped
 from loci.timeutil import format_timestamp, parse_timestamp
-from loci.usage import UsageReport, UsageTotals
 
 
 @cli.command()

@@ -6,11 +6,8 @@ from pathlib import Path
 
 import click
 
-from loci import Loci
+from loci import Criterion, Focus, Loci, soul_from_answers, write_workspace
 from loci.cli.app import cli, json_option, print_json, scoped
-from loci.context.focus import Focus, parse_criterion
-from loci.context.skills import load_skill_set, match_skills
-from loci.context.templates import soul_from_answers, write_workspace
 
 
 @cli.command()
@@ -64,7 +61,7 @@ def skills() -> None:
 @scoped
 def skills_list(loci: Loci, as_json: bool) -> None:
     """List the workspace's skills and any files that could not be loaded."""
-    found = load_skill_set(loci.workspace().directories)
+    found = loci.workspace().skills()
     if as_json:
         print_json({"skills": [{"slug": s.slug, "name": s.skill.name, "path": str(s.path),
                                 "keywords": s.skill.keywords, "patterns": s.skill.patterns}
@@ -87,7 +84,7 @@ def skills_list(loci: Loci, as_json: bool) -> None:
 @scoped
 def skills_match(loci: Loci, text: str, as_json: bool) -> None:
     """Score every skill against TEXT (keyword matches + pattern matches)."""
-    matches = match_skills(load_skill_set(loci.workspace().directories).skills, text)
+    matches = loci.workspace().match_skills(text)
     if as_json:
         print_json([{"slug": s.slug, "score": score} for s, score in matches])
         return
@@ -115,6 +112,6 @@ def focus(loci: Loci, session: str, goal: str | None, criteria: tuple[str, ...],
         return
     if not goal:
         raise click.UsageError("--goal is required (or --clear)")
-    loci.set_focus(session, Focus(goal, tuple(parse_criterion(c) for c in criteria),
+    loci.set_focus(session, Focus(goal, tuple(Criterion.parse(c) for c in criteria),
                                   constraints, status))
     click.echo(f"focus of {session}: {goal}")
