@@ -23,9 +23,11 @@ def test_public_api_is_pinned() -> None:
         "Scope", "SearchFilters", "SearchHit", "SessionErasure", "SessionInfo",
         "SessionUsage", "SessionKnowledge", "Settings", "Skill", "SkillSet",
         "StateItem", "Store", "StoreError",
-        "SyncReport", "TokenCounter", "Turn", "Usage", "UsageLedger", "UsageRecord", "UsageReport",
+        "SyncReport", "TagFilter", "TokenCounter", "Turn", "Usage", "UsageLedger", "UsageRecord",
+        "UsageReport",
         "UsageTotals", "UserErasure", "ValidationError", "Workspace", "WorkspaceWrite",
-        "__version__", "context_window", "load_settings", "open_store", "soul_from_answers",
+        "__version__", "context_window", "events_to_messages", "load_settings", "open_store",
+        "soul_from_answers",
         "token_counter", "write_workspace",
     ])
     for name in loci.__all__:

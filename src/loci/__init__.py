@@ -7,6 +7,7 @@ from loci.aio import AsyncLoci
 from loci.compaction.compactor import CompactionResult
 from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.focus import Criterion, Focus
+from loci.context.render import events_to_messages
 from loci.context.skills import LoadedSkill, SkillSet
 from loci.context.templates import WorkspaceWrite, soul_from_answers, write_workspace
 from loci.context.workspace import Workspace
@@ -40,6 +41,7 @@ from loci.knowledge.tree import Node
 from loci.memory.consolidate import Consolidation, Proposal, ProposedChange
 from loci.memory.extract import Extractor
 from loci.memory.service import ReplyResult, SaveResult
+from loci.memory.stream import TagFilter
 from loci.memory.sync import SyncReport
 from loci.memory.tools import MemoryPage, MemorySummary
 from loci.models import (
@@ -132,6 +134,7 @@ __all__ = [
     "Store",
     "StoreError",
     "SyncReport",
+    "TagFilter",
     "TokenCounter",
     "Turn",
     "Usage",
@@ -145,6 +148,7 @@ __all__ = [
     "WorkspaceWrite",
     "__version__",
     "context_window",
+    "events_to_messages",
     "load_settings",
     "open_store",
     "soul_from_answers",

@@ -27,8 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from loci import Loci, TokenCounter, ValidationError, token_counter
-from loci.context.render import events_to_messages
+from loci import Loci, TokenCounter, ValidationError, events_to_messages, token_counter
 from loci.evaluation.trail import (
     CLASSES,
     Trail,

@@ -49,13 +49,11 @@ from fastapi import Request as HttpRequest
 from fastapi.responses import StreamingResponse
 from pydantic import Field, field_validator
 
-from loci import Loci
+from loci import Loci, LociError, Usage, ValidationError
 from loci.apis import chat
 from loci.apis.chat import chunk
 from loci.apis.turn import Completion, Delta
 from loci.apis.wire import mapping
-from loci.errors import LociError, ValidationError
-from loci.models import Usage
 from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_requests import CHAT_MESSAGES, CHAT_TOOLS, ChatParams, checked
 from loci.server.proxy_stream import sse

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header
 from pydantic import Field, field_validator
 
-from loci.errors import ValidationError
+from loci import ValidationError
 from loci.server.proxy import Engine
 from loci.server.proxy_requests import RESPONSES_ITEMS, FaceRequest, checked
 from loci.server.proxy_responses import ResponsesRequest

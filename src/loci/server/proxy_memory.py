@@ -15,10 +15,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loci import Loci
+from loci import Loci, LociError, MemoryFiles
 from loci.apis.turn import Tool
-from loci.errors import LociError
-from loci.knowledge.memory_files import MemoryFiles
 
 #: Rounds of memory-tool calls run for one request before the answer goes back as is.
 MAX_ROUNDS = 8

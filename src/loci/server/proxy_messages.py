@@ -33,11 +33,10 @@ from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
 from pydantic import Field, StrictBool, TypeAdapter, field_validator
 
+from loci import LociError, Usage, ValidationError
 from loci.apis import anthropic
 from loci.apis.anthropic_stream import Blocks, event
 from loci.apis.turn import Completion, Delta
-from loci.errors import LociError, ValidationError
-from loci.models import Usage
 from loci.server.proxy import Engine
 from loci.server.proxy_requests import (
     ANTHROPIC_MESSAGES,

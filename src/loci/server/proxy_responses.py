@@ -27,13 +27,11 @@ from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
 from pydantic import Field, StrictBool, field_validator, model_validator
 
-from loci import Loci
+from loci import Loci, LociError, NotFoundError, Usage, ValidationError
 from loci.apis import chat
 from loci.apis import responses as api
 from loci.apis.responses import Shell
 from loci.apis.turn import Completion, Delta, Message, ToolCall
-from loci.errors import LociError, NotFoundError, ValidationError
-from loci.models import Usage
 from loci.server.proxy import Engine
 from loci.server.proxy_requests import RESPONSES_ITEMS, RESPONSES_TOOLS, FaceRequest, checked
 from loci.server.proxy_turn import Asked, ProxyTurn, Relay, chat_params, serve

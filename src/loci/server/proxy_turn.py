@@ -19,17 +19,14 @@ from typing import Any, Protocol
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError as SchemaError
 
-from loci import Loci
+from loci import Intake, Loci, LociError, ProviderError, TagFilter, Usage, ValidationError
 from loci.apis.turn import Completion, Delta, Message, Request, Tool
-from loci.errors import LociError, ProviderError, ValidationError
-from loci.memory.stream import TagFilter
-from loci.models import Usage
 from loci.server import proxy_memory
 from loci.server.proxy_requests import ChatParams, first_problem
 from loci.server.proxy_stream import batched
 from loci.server.proxy_types import Upstream, sound_calls, sound_completion, sound_text
 from loci.server.proxy_upstream import OWN_FIELDS, make_upstream, provider_edits
-from loci.turns import Intake, merge_fragments, meter, record_answer, take_in
+from loci.turns import merge_fragments, meter, record_answer, take_in
 
 log = logging.getLogger(__name__)
 

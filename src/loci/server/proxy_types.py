@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from loci import ProviderError
 from loci.apis.turn import Completion, Delta, Request
-from loci.errors import ProviderError
 
 
 class Upstream(Protocol):

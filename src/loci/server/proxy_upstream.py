@@ -22,16 +22,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from loci import ConfigError, Settings
 from loci.apis import anthropic, anthropic_stream, chat, responses
 from loci.apis.turn import Completion, Delta, Request, joined
 from loci.apis.wire import mapping
-from loci.errors import ConfigError
 from loci.llm.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
 from loci.llm.anthropic import AnthropicChat
 from loci.llm.openai_compat import DEFAULT_BASE_URL as OPENAI_URL
 from loci.llm.openai_compat import OpenAICompatibleChat, OpenAIResponses
 from loci.server.proxy_types import Upstream
-from loci.settings import Settings
 
 #: Request fields the proxy handles itself instead of forwarding.
 OWN_FIELDS = frozenset({"model", "messages", "stream", "user", "tools"})
