@@ -137,11 +137,10 @@ FACE_TO_FACE = {
 }
 #: Not yet through the public API (issue 45, item 2, left): the proxy drives the library
 #: turn's steps itself (``Loci.turn`` does not own provider edits and memory-tool rounds
-#: yet), and builds its upstream clients (the runtime does not own them yet).
+#: yet).
 NOT_YET = {
     "server/proxy_turn.py": ("loci.turns",),
     "server/proxy_compact.py": ("loci.turns",),
-    "server/proxy_upstream.py": ("loci.llm",),
 }
 
 

@@ -66,6 +66,7 @@ from loci.settings import Settings, load_settings
 from loci.store import SearchFilters, Store, open_store
 from loci.tokens import TokenCounter, context_window, token_counter
 from loci.turns import Intake, Turn
+from loci.upstreams import Upstream
 from loci.usage import SessionUsage, UsageLedger, UsageReport, UsageTotals
 
 __version__ = "0.1.0"
@@ -137,6 +138,7 @@ __all__ = [
     "TagFilter",
     "TokenCounter",
     "Turn",
+    "Upstream",
     "Usage",
     "UsageLedger",
     "UsageRecord",

@@ -39,6 +39,7 @@ from loci.retriever import Retriever
 from loci.settings import RETENTION_ACTIONS, Settings, load_settings
 from loci.store import Store, open_store
 from loci.timeutil import Clock, utc_now
+from loci.upstreams import Upstream, Upstreams
 
 #: Sessions whose live events the runtime keeps between compiles, over all scopes.
 LIVE_SESSIONS = 256
@@ -68,6 +69,8 @@ class Runtime:
         self.retriever = Retriever(self.store, self.indexer, self.settings.search)
         self.live_events = LiveEvents(LIVE_SESSIONS)
         self.extraction = TurnExtraction(self.store.local_lock())
+        #: The proxy's upstream models, built on first use (``upstream``).
+        self.upstreams = Upstreams()
         self._owned: list[object] = [self.chat, embedder]
         if store is None:
             self._owned.append(self.store)
@@ -85,6 +88,11 @@ class Runtime:
     def scope(self, user: str | None = None, agent: str | None = None) -> Loci:
         """The ``Loci`` view of one user's agent (the settings' defaults if not given)."""
         return Loci(runtime=self, user=user, agent=agent)
+
+    def upstream(self) -> Upstream:
+        """The configured upstream model, built once and kept until ``close`` (a
+        ``NoUpstreamError``, HTTP 503, says how to configure one)."""
+        return self.upstreams.get(self.settings)
 
     @property
     def in_process(self) -> bool:
@@ -175,6 +183,7 @@ class Runtime:
             return
         self.closed = True
         self.extraction.close()  # its jobs save memories: before what they use closes
+        self.upstreams.close()
         self.retriever.close()
         if self.indexer is not None:  # its worker uses the store and the embedder
             self.indexer.close()

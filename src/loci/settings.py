@@ -258,6 +258,11 @@ class Settings:
         return self.store or f"sqlite:///{self.home / 'loci.db'}"
 
     @property
+    def upstream_provider(self) -> str:
+        """The proxy's upstream provider: ``[proxy] provider``, else ``[llm]``'s."""
+        return (self.proxy.provider or self.llm.provider).strip().lower()
+
+    @property
     def memory_root(self) -> Path:
         """Where the markdown mirror's ``memory/`` directory lives."""
         return self.workspace or self.home
@@ -317,7 +322,7 @@ def _with_provider_keys(settings: Settings, env: Mapping[str, str]) -> Settings:
         variable = PROVIDER_KEY_VARIABLES.get(provider.strip().lower())
         return env.get(variable, "") if variable and not base_url else ""
 
-    # The proxy falls back on [llm]'s key (``make_upstream``): only a configured one.
+    # The proxy falls back on [llm]'s key (``loci.upstreams``): only a configured one.
     if not proxy.api_key and not llm.api_key:
         proxy = replace(proxy, api_key=standard(proxy.provider or llm.provider,
                                                 proxy.base_url or llm.base_url))

@@ -16,7 +16,7 @@ from loci.apis.anthropic import tool_choice
 from loci.errors import NotFoundError
 from loci.memory.stream import TagFilter
 from loci.memory.tags import parse_reply
-from loci.server import create_app, proxy_upstream
+from loci.server import create_app
 from loci.testing import Fault
 from loci.testing.provider_rules import pieces
 from tests.server.conftest import LiveServer, make_key, serving
@@ -456,9 +456,9 @@ def test_the_upstream_client_is_built_once_and_closed_with_the_server(
         for n in range(3):
             oai.chat.completions.create(model="m", extra_headers=SESSION, stream=n == 1,
                                         messages=[{"role": "user", "content": f"hi {n}"}])
-            kept.append(list(proxy_upstream._KEPT.upstreams.values()))
+            kept.append(app.state.hub.runtime.upstreams.kept())
         assert len(kept[0]) == 1 and kept[0] == kept[1] == kept[2]
         transport = kept[0][0].chat._http._client  # type: ignore[attr-defined]
         assert not transport.is_closed
-    assert transport.is_closed and not proxy_upstream._KEPT.upstreams
+    assert transport.is_closed and not app.state.hub.runtime.upstreams.kept()
     assert len(upstream.requests) == 3

@@ -33,7 +33,6 @@ from loci.server.proxy import router as proxy_router
 from loci.server.proxy_compact import router as compact_router
 from loci.server.proxy_messages import router as messages_router
 from loci.server.proxy_responses import router as responses_router
-from loci.server.proxy_upstream import kept_upstreams
 from loci.timeutil import Clock, utc_now
 
 log = logging.getLogger(__name__)
@@ -69,18 +68,17 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
             settle_gc()
             if hub.runtime.indexer is not None:  # rows an earlier process left
                 hub.runtime.indexer.recover()
-        # The MCP session manager's task group lives as long as the app, and so do the
-        # proxy's upstream clients.
-        with kept_upstreams():
-            async with mcp_app.router.lifespan_context(mcp_app), \
-                    anyio.create_task_group() as tasks:
-                if hub.settings.retention.days > 0:
-                    tasks.start_soon(daily_retention, hub)
-                if hub.settings.server.consolidate_idle > 0:
-                    tasks.start_soon(prepare_when_idle, hub.runtime,
-                                     hub.settings.server.consolidate_idle)
-                yield
-                tasks.cancel_scope.cancel()
+        # The MCP session manager's task group lives as long as the app; the runtime,
+        # with the proxy's upstream clients, until the hub closes it.
+        async with mcp_app.router.lifespan_context(mcp_app), \
+                anyio.create_task_group() as tasks:
+            if hub.settings.retention.days > 0:
+                tasks.start_soon(daily_retention, hub)
+            if hub.settings.server.consolidate_idle > 0:
+                tasks.start_soon(prepare_when_idle, hub.runtime,
+                                 hub.settings.server.consolidate_idle)
+            yield
+            tasks.cancel_scope.cancel()
         hub.close()
 
     app = FastAPI(title="Loci", version=__version__, lifespan=lifespan,

@@ -48,7 +48,6 @@ from loci.server.proxy_requests import (
     checked,
 )
 from loci.server.proxy_turn import Asked, ProxyTurn, Relay, chat_params, serve
-from loci.server.proxy_upstream import provider_of
 
 router = APIRouter(tags=["proxy"])
 #: Request fields read here, not passed on as parameters.
@@ -135,7 +134,7 @@ def messages(
     if body.max_tokens is None:
         raise ValidationError("max_tokens is required")
     session = body.session(x_loci_session)
-    asked = body.asked(to_anthropic=provider_of(loci.settings) == "anthropic",
+    asked = body.asked(to_anthropic=loci.settings.upstream_provider == "anthropic",
                        beta=anthropic_beta)
     return serve(loci, session, asked, MessagesFace(body.model), stream=body.stream)
 

@@ -12,20 +12,19 @@ import itertools
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError as SchemaError
 
-from loci import Intake, Loci, LociError, ProviderError, TagFilter, Usage, ValidationError
+from loci import Intake, Loci, LociError, ProviderError, TagFilter, Upstream, Usage, ValidationError
 from loci.apis.turn import Completion, Delta, Message, Request, Tool
 from loci.server import proxy_memory
 from loci.server.proxy_requests import ChatParams, first_problem
 from loci.server.proxy_stream import batched
-from loci.server.proxy_types import Upstream, sound_calls, sound_completion, sound_text
-from loci.server.proxy_upstream import OWN_FIELDS, make_upstream, provider_edits
+from loci.server.proxy_types import sound_calls, sound_completion, sound_text
+from loci.server.proxy_upstream import OWN_FIELDS, provider_edits
 from loci.turns import merge_fragments, meter, record_answer, take_in
 
 log = logging.getLogger(__name__)
@@ -74,14 +73,14 @@ def serve(loci: Loci, session: str, asked: Asked, face: Face, *, stream: bool
           ) -> dict[str, Any] | StreamingResponse:
     """Every face's route: the upstream (none: a 503 before anything is recorded), the
     turn, then the answer recorded and encoded, or the stream relayed."""
-    with upstream_for(loci, stream) as upstream:
-        turn = ProxyTurn.start(loci, session, asked, face=face.name)
-        if not stream:
-            answer = turn.answer(upstream)
-            clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
-            return face.answer(clean, answer, turn.spent)
-        deltas = started(upstream, turn)
-        return event_stream(_events(face, turn, upstream, deltas))
+    upstream = loci.runtime.upstream()  # the runtime's, kept for every call
+    turn = ProxyTurn.start(loci, session, asked, face=face.name)
+    if not stream:
+        answer = turn.answer(upstream)
+        clean = turn.record(answer.content, answer.tool_calls, answer.blocks)
+        return face.answer(clean, answer, turn.spent)
+    deltas = started(upstream, turn)
+    return event_stream(_events(face, turn, upstream, deltas))
 
 
 def _events(face: Face, turn: ProxyTurn, upstream: Upstream, deltas: Iterator[Delta]
@@ -90,22 +89,6 @@ def _events(face: Face, turn: ProxyTurn, upstream: Upstream, deltas: Iterator[De
         yield from face.events(turn, Relay(turn, upstream), deltas)
     except LociError as exc:
         yield face.error(exc)
-    finally:
-        upstream.close()
-
-
-@contextmanager
-def upstream_for(loci: Loci, stream: bool) -> Iterator[Upstream]:
-    """The configured upstream (none: a 503 before anything is recorded), closed when
-    the request is done with it: at once, or, streamed, by the stream it then feeds."""
-    upstream = make_upstream(loci.settings)
-    try:
-        yield upstream
-    except BaseException:
-        upstream.close()
-        raise
-    if not stream:
-        upstream.close()
 
 
 def started(upstream: Upstream, turn: ProxyTurn) -> Iterator[Delta]:
@@ -114,13 +97,8 @@ def started(upstream: Upstream, turn: ProxyTurn) -> Iterator[Delta]:
     200 stream."""
     turn.began = time.perf_counter()
     turn.deadline = time.monotonic() + turn.loci.settings.proxy.timeout
-    try:
-        deltas = upstream.stream(turn.request)
-        first = next(deltas, Delta())
-    except BaseException:
-        upstream.close()
-        raise
-    return itertools.chain([first], deltas)
+    deltas = upstream.stream(turn.request)
+    return itertools.chain([next(deltas, Delta())], deltas)
 
 
 def event_stream(events: Iterator[bytes]) -> StreamingResponse:

@@ -7,21 +7,10 @@ upstream's failure, a 502, and the turn is not recorded."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from loci import ProviderError
-from loci.apis.turn import Completion, Delta, Request
-
-
-class Upstream(Protocol):
-    """An upstream model behind the proxy (``proxy_upstream``)."""
-
-    def complete(self, request: Request) -> Completion: ...
-
-    def stream(self, request: Request) -> Iterator[Delta]: ...
-
-    def close(self) -> None: ...
+from loci.apis.turn import Completion
 
 
 class MalformedReplyError(ProviderError):
