@@ -1,4 +1,4 @@
-"""Building validated events and the JSONL session format of seeds/002.
+"""Building validated events and Loci's JSONL session format.
 
 One event per line::
 
@@ -153,7 +153,7 @@ def _from_record(
 
 
 def to_record(event: Event) -> dict[str, Any]:
-    """The seeds/002 JSON object of an event."""
+    """The JSON object of an event in the session format."""
     record: dict[str, Any] = {"type": event.type}
     if event.type in ("message", "summary") or event.role != DEFAULT_ROLE.get(event.type):
         record["role"] = event.role

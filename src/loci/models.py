@@ -88,7 +88,7 @@ def speaker(metadata: Any) -> str | None:
 
 @dataclass(frozen=True)
 class SessionInfo:
-    """Session metadata, derived from the log (seeds/002 metadata.json)."""
+    """Session metadata, derived from the log."""
 
     id: str
     event_count: int

@@ -53,7 +53,7 @@ class EmbeddingSettings:
 class SearchSettings:
     """``[search]``: how hybrid search fuses keyword and vector candidates."""
 
-    #: "weighted" (seeds/002: 0.7 vector + 0.3 keyword) or "rrf".
+    #: "weighted" (0.7 vector + 0.3 keyword) or "rrf".
     fusion: str = "weighted"
     vector_weight: float = 0.7
     keyword_weight: float = 0.3
@@ -84,7 +84,7 @@ class SearchSettings:
 class ContextSettings:
     """``[context]``: what compiled context holds and how large it is."""
 
-    #: Share of the model's window that compiled context targets (seeds/000: 75%).
+    #: Share of the model's window that compiled context targets (75%).
     target: float = 0.75
     #: Context layers in order (empty: the default order); a layer left out is off.
     layers: list[str] = field(default_factory=list)

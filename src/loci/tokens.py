@@ -1,8 +1,8 @@
 """Token counting and the model context-window table.
 
-Counting is tiered (seeds/003): an exact BPE encoding when one is known for the model
+Counting is tiered: an exact BPE encoding when one is known for the model
 and bundled (``quicktok``, ids identical to tiktoken, no download), else ``tiktoken`` if
-its files are cached, else the 4-characters-per-token heuristic of seeds/000. Models of
+its files are cached, else a heuristic of four characters per token. Models of
 other vendors (Claude, Gemini, local models) are counted with cl100k as a close proxy,
 and the counter says so in ``method``.
 """
@@ -23,7 +23,7 @@ from loci.errors import ConfigError
 
 T = TypeVar("T")
 
-#: Context windows (seeds/000) plus common current models. Globs are allowed.
+#: Context windows plus common current models. Globs are allowed.
 MODEL_WINDOWS: dict[str, int] = {
     # Claude 4.x (opus, sonnet, haiku 4-1 to 4-8 and later): 200k tokens by default.
     "claude-sonnet-4-6": 200_000,
@@ -97,7 +97,7 @@ def compaction_threshold(
 
 
 def heuristic_count(text: str) -> int:
-    """seeds/000: about four characters per token, rounded up."""
+    """About four characters per token, rounded up."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 

@@ -1,5 +1,5 @@
 """Compaction that loses nothing: policy, observation masking, memory flush, summaries
-and archives (seeds/001, 003, 004)."""
+and archives."""
 
 from loci.compaction.compactor import CompactionResult, Compactor
 from loci.compaction.policy import Decision, decide

@@ -1,5 +1,5 @@
-"""Stage 1: observation masking (seeds/003, 004; masking matches LLM summarization at
-about half the cost). Old tool outputs are replaced *in history only* by a placeholder
+"""Stage 1: observation masking (it matches LLM summarization at about half the cost).
+Old tool outputs are replaced *in history only* by a placeholder
 or their head; the event's content is untouched, so search and export still see it, and
 outputs over ``artifact_chars`` also become a readable document under ``/artifacts/``.
 Skill bodies (events whose metadata has ``skill``) are never masked."""
@@ -30,7 +30,7 @@ def artifact_path(session: str, event_id: int) -> str:
 
 
 def compact_tool_output(content: str, max_chars: int, event_id: int) -> str:
-    """seeds/001 ``compact_tool_output``: keep the beginning, note the truncation."""
+    """``compact_tool_output``: keep the beginning, note the truncation."""
     if len(content) <= max_chars:
         return content
     head = content[:max_chars].rsplit("\n", 1)[0] if "\n" in content[:max_chars] else (

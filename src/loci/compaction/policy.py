@@ -1,4 +1,4 @@
-"""When to compact (seeds/000, 001, 002, 003), as shares of the model's window; the
+"""When to compact, as shares of the model's window; the
 thresholds are ``[compaction]`` settings (``settings.CompactionSettings``).
 
 - ``compact`` at 75%: compaction after a reply;
@@ -10,7 +10,7 @@ thresholds are ``[compaction]`` settings (``settings.CompactionSettings``).
   oldest messages outright.
 
 The preserve window keeps the last ``preserve_messages`` messages or
-``preserve_share`` of the window, whichever is larger (seeds/003: 20 messages or 20%).
+``preserve_share`` of the window, whichever is larger (20 messages or 20%).
 """
 
 from __future__ import annotations

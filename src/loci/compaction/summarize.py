@@ -1,5 +1,5 @@
 """The summarizer seam of stage 2: the offline extractive default, or any chat model
-with a customizable prompt (seeds/003's compaction prompt, seeds/004's structure)."""
+with a customizable prompt (the compaction prompt and the summary's sections)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Focus (seeds/001 layer 3): the goal of a goal-driven run, weighted success criteria,
+"""Focus: the goal of a goal-driven run, weighted success criteria,
 constraints and the current evaluation status. Stored per session in state."""
 
 from __future__ import annotations

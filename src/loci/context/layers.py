@@ -1,6 +1,6 @@
 """The layers of compiled context, their sections, budgets and drop priorities.
 
-Sections, in the order they reach the model (the cache-friendly order of seeds/004):
+Sections, in the order they reach the model (stable first, so the prompt cache holds):
 
 - ``static``: principles, identity, AGENTS.toml, TOOLS.md and the tools hint. Byte-
   stable for an agent and workspace, so providers can cache it.
@@ -59,8 +59,8 @@ DEFAULT_LAYERS: tuple[LayerSpec, ...] = (
     LayerSpec("recall", "retrieved", 2_000, 60),
     LayerSpec("earlier_trail", "retrieved", 2_000, 55),
 )
-#: seeds/004: static ~8K, dynamic ~5K, retrieved ~5K. History gets 60% of the window
-#: rather than seeds/004's ~10K: history is trimmed by compaction (which summarizes)
+#: static ~8K, dynamic ~5K, retrieved ~5K. History gets 60% of the window
+#: rather than a fixed ~10K: history is trimmed by compaction (which summarizes)
 #: instead of by silently dropping turns, and a history that moves only at compactions
 #: keeps the prompt prefix cacheable (see benchmarks/cache_stability.py).
 SECTION_BUDGETS: dict[str, float] = {

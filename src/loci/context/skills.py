@@ -1,4 +1,4 @@
-"""Skills (seeds/000): ``skills/*.md`` files with YAML front matter (``slug``, ``name``,
+"""Skills: ``skills/*.md`` files with YAML front matter (``slug``, ``name``,
 ``triggers: {keywords, patterns}``, optional ``description`` and ``priority``, which
 breaks score ties) and a markdown body, injected when they score above zero on a message.
 

@@ -189,7 +189,7 @@ def daily_log(ctx: BuildContext) -> list[Item]:
 
 
 def profile(ctx: BuildContext) -> list[Item]:
-    """seeds/004 compileUserContext: identity, preferences, goals in full; people as
+    """The user's profile: identity, preferences, goals in full; people as
     one-line summaries."""
     documents = ctx.store.list_documents(ctx.scope, "/profile/")
     order = {"/profile/identity.md": 0, "/profile/preferences.md": 1, "/profile/goals.md": 2}
@@ -316,7 +316,7 @@ def focus(ctx: BuildContext) -> list[Item]:
 
 
 def reflexion(ctx: BuildContext) -> list[Item]:
-    """seeds/001: a tool that failed ``reflexion_threshold`` times gets a hint built
+    """A tool that failed ``reflexion_threshold`` times gets a hint built
     from its recorded failures."""
     names = {e.tool_call_id: e.tool_name for e in ctx.events if e.type == "tool_call"}
     failures: dict[str, list[str]] = {}
@@ -349,7 +349,7 @@ def skills(ctx: BuildContext) -> list[Item]:
 
 
 def skill_items(workspace: Workspace, message: str | None) -> list[Item]:
-    """seeds/000: workspace skills scoring above zero on the message, best first."""
+    """Workspace skills scoring above zero on the message, best first."""
     if not message:
         return []
     matches = match_skills(load_skills([d for d in workspace.directories]), message)
@@ -374,7 +374,7 @@ def agent_spec(workspace: Workspace, agent: str) -> AgentSpec | None:
 
 
 def recall(ctx: BuildContext) -> list[Item]:
-    """seeds/001 layer 2.5: hybrid search on the incoming message over memories and the
+    """Recall: hybrid search on the incoming message over memories and the
     event log (archived turns of this session, the user's other sessions), best first,
     down to a floor relative to the best hit (``recall_floor``), leaving out what is
     already in context. A turn brings its neighbour (the answer after a question, the
@@ -482,7 +482,7 @@ FLUSH_PROMPT = (
 
 
 def flush(ctx: BuildContext) -> list[Item]:
-    """seeds/001 memory flush: at 85% of the window, ask the model to save facts."""
+    """Memory flush: at 85% of the window, ask the model to save facts."""
     return [Item("memory flush", FLUSH_PROMPT)] if ctx.flush else []
 
 

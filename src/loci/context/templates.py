@@ -1,4 +1,4 @@
-"""Workspace templates (seeds/001) for ``loci init``, SOUL.md from answers for
+"""Workspace templates for ``loci init``, SOUL.md from answers for
 ``loci soul``, and parsing of AGENTS.toml.
 
 The files of the cacheable static prefix (``STATIC_FILES``: SOUL.md, AGENTS.toml,

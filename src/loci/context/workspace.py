@@ -1,4 +1,4 @@
-"""Workspace files (seeds/001): looked up in the current directory, then the
+"""Workspace files: looked up in the current directory, then the
 ``--workspace`` directory, then ``$LOCI_HOME``; for each file the first match wins."""
 
 from __future__ import annotations

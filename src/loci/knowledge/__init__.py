@@ -1,4 +1,4 @@
-"""The knowledge base (seeds/004): documents at hierarchical paths with tags, versions
+"""The knowledge base: documents at hierarchical paths with tags, versions
 and hybrid search; directory import; the agent's ``search_knowledge`` and
 ``read_document`` tools; and the librarian that files finished sessions into
 ``/conversations/`` and ``/profile/``."""

@@ -1,4 +1,4 @@
-"""What the librarian keeps from a conversation (seeds/004 knowledge extraction):
+"""What the librarian keeps from a conversation:
 decisions, action items, insights, and the user's preferences, goals, identity and
 people, each with an importance in [0, 1].
 

@@ -1,4 +1,4 @@
-"""The librarian (seeds/004 knowledge extraction, seeds/003 consolidation): when a
+"""The librarian: when a
 session ends it files what matters into the knowledge base.
 
 1. Findings (decisions, action items, insights, preferences, goals, identity, people)

@@ -26,7 +26,7 @@ from loci.errors import ValidationError
 MAX_PATH_CHARS = 1024
 MAX_SEGMENT_CHARS = 255
 MAX_DEPTH = 32
-#: The folders of seeds/004; other top-level folders are allowed too.
+#: The usual top-level folders; others are allowed too.
 ROOTS = ("/profile/", "/conversations/", "/projects/", "/reference/", "/insights/")
 PROFILE = "/profile/"
 EXAMPLE = "'/reference/notes.md'"

@@ -1,4 +1,4 @@
-"""The knowledge base of one scope (seeds/004): documents at paths, with tags, versions
+"""The knowledge base of one scope: documents at paths, with tags, versions
 and hybrid search.
 
 - ``put`` creates a document or writes its next version (the old one stays in its
@@ -246,7 +246,7 @@ class KnowledgeBase:
         self, query: str, path_filter: str | None = None, tags: Sequence[str] | None = None,
         top_k: int = 5,
     ) -> list[DocumentSummary]:
-        """seeds/004 ``search_knowledge``: summaries with paths and relevance."""
+        """``search_knowledge``: summaries with paths and relevance."""
         hits = self.search(query, path_prefix=path_filter, tags=tags or (), limit=top_k)
         documents = {d.path: d for d in self.store.get_documents(self.scope,
                                                                  [h.id for h in hits])}
@@ -254,7 +254,7 @@ class KnowledgeBase:
                 if hit.id in documents]
 
     def read_document(self, path: str, offset: int = 0, limit: int = 10_000) -> DocumentPage:
-        """seeds/004 ``read_document``: the latest version, paginated by characters."""
+        """``read_document``: the latest version, paginated by characters."""
         return page(self.get(path), offset, limit)
 
 

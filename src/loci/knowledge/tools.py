@@ -1,4 +1,4 @@
-"""The knowledge tools' result shapes (seeds/004): ``search_knowledge`` returns summaries
+"""The knowledge tools' result shapes: ``search_knowledge`` returns summaries
 with paths and relevance, ``read_document`` a page of a document's full text. Search
 first, read if needed."""
 

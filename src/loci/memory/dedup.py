@@ -1,4 +1,4 @@
-"""Duplicate detection before a memory is saved (seeds/000: word overlap above 70%).
+"""Duplicate detection before a memory is saved (word overlap above 70%).
 
 ``word_overlap`` is the Jaccard overlap of the two texts' lowercase word sets. Above
 ``DUPLICATE_OVERLAP`` a new fact is the same fact as a stored one: identical words

@@ -1,4 +1,4 @@
-"""Memory extraction from conversation events (seeds/000 phase 1): of every turn as it
+"""Memory extraction from conversation events: of every turn as it
 is written (``loci.memory.live``), or, with that off, before compaction and at the end
 of a conversation.
 

@@ -1,4 +1,4 @@
-"""Facts from every turn, in the background (seeds/000 phase 1, made continuous).
+"""Facts from every turn, in the background.
 
 Each write of messages (``Loci.add``/``add_events``, so REST, MCP and the proxy's faces
 too) hands its new turns to the runtime's ``TurnExtraction``: one thread that extracts

@@ -1,4 +1,4 @@
-"""Memories as markdown files with YAML front matter (seeds/002)::
+"""Memories as markdown files with YAML front matter::
 
     ---
     id: mem_abc123

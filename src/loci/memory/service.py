@@ -1,4 +1,4 @@
-"""Saving facts the way seeds/000 and seeds/002 ask: typed, deduplicated, never lost.
+"""Saving facts: typed, deduplicated, never lost.
 
 ``save`` looks for the same fact among stored ones (keyword candidates scored by word
 overlap, plus vector neighbours when embeddings are on). The same words confirm the

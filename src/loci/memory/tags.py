@@ -1,4 +1,4 @@
-"""Memory and state tags in assistant replies (seeds/000).
+"""Memory and state tags in assistant replies.
 
     [MEMORY:user_preference] User likes bullet points [/MEMORY]
     [STATE:last_price] $142.30 [/STATE]

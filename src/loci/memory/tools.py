@@ -1,4 +1,4 @@
-"""The memory tools' result shapes (seeds/002): search returns summaries and ids, read
+"""The memory tools' result shapes: search returns summaries and ids, read
 returns a page of the full markdown. Search first, read if needed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Memory types and their time-to-live (seeds/000).
+"""Memory types and their time-to-live.
 
 ``sticky`` never expires; ``user_preference`` lasts 90 days; ``project_context`` and
 ``learned_pattern`` 30 days. Custom types get a TTL from settings (``[memory_types]``,

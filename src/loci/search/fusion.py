@@ -3,7 +3,7 @@
 Candidates are (item key, score) pairs: fusion needs no item's content, so the
 retriever reads only the items that win.
 
-Two methods (seeds/002 gives the weights of the first):
+Two methods (the first with fixed weights):
 
 - ``weighted``: ``vector_weight * cosine + keyword_weight * bm25 / best_bm25``, where
   ``bm25`` is the raw BM25 relevance (stores report it squashed into [0, 1) as

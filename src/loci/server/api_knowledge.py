@@ -25,7 +25,7 @@ class DocumentIn(BaseModel):
 
 
 class KnowledgeSearchIn(BaseModel):
-    """seeds/004 ``search_knowledge``."""
+    """``search_knowledge``."""
 
     query: str
     path_filter: str | None = None
@@ -110,7 +110,7 @@ def read_document(
     loci: Engine, path: str, offset: int = Query(0, ge=0),
     limit: int = Query(10_000, ge=1, le=1_000_000),
 ) -> DocumentPage:
-    """seeds/004 ``read_document``: the latest version, page by page."""
+    """``read_document``: the latest version, page by page."""
     return loci.read_document(path, offset, limit)
 
 

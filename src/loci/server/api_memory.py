@@ -26,7 +26,7 @@ router = APIRouter(tags=["memories"], route_class=JSONRoute)
 
 
 class MemoryIn(BaseModel):
-    """seeds/002 ``memory_write``: the type decides the expiry."""
+    """``memory_write``: the type decides the expiry."""
 
     content: str
     type: str = "project_context"
@@ -34,7 +34,7 @@ class MemoryIn(BaseModel):
 
 
 class SearchIn(BaseModel):
-    """seeds/002 ``memory_search``: hybrid search with optional filters."""
+    """``memory_search``: hybrid search with optional filters."""
 
     query: str
     limit: int = Field(5, ge=1, le=100)
@@ -127,7 +127,7 @@ def read_memory(
     loci: Engine, memory_id: str, offset: int = Query(0, ge=0),
     limit: int = Query(1000, ge=1, le=100_000),
 ) -> MemoryPage:
-    """seeds/002 ``memory_read``: the memory's markdown, paginated by characters."""
+    """``memory_read``: the memory's markdown, paginated by characters."""
     return loci.memory_read(memory_id, offset, limit)
 
 

@@ -26,7 +26,7 @@ router = APIRouter(tags=["sessions"], route_class=JSONRoute)
 
 
 class EventIn(BaseModel):
-    """One event to append (seeds/002): a message, a tool call or a tool result."""
+    """One event to append: a message, a tool call or a tool result."""
 
     type: str = "message"
     role: str
@@ -109,7 +109,7 @@ def list_events(
 
 @router.get("/sessions/{session:path}/export", response_class=PlainTextResponse)
 def export_session(loci: Engine, session: str) -> PlainTextResponse:
-    """The session's log as seeds/002 JSONL."""
+    """The session's log as JSONL (the session format)."""
     text = "".join(line + "\n" for line in loci.export_jsonl(session))
     return PlainTextResponse(text, media_type="application/x-ndjson")
 
@@ -159,6 +159,6 @@ def get_session(loci: Engine, session: str) -> SessionInfo:
 
 @router.post("/recall", response_model=None)
 async def search_conversation(request: Request, loci: Engine, body: RecallIn) -> list[SearchHit]:
-    """Search the event log, archived events included (seeds/002)."""
+    """Search the event log, archived events included."""
     return await hub_of(request).run(lambda: loci.search_conversation(
         body.query, body.session, body.limit))

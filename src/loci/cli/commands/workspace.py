@@ -105,7 +105,7 @@ def skills_match(loci: Loci, text: str, as_json: bool) -> None:
 @scoped
 def focus(loci: Loci, session: str, goal: str | None, criteria: tuple[str, ...],
           constraints: tuple[str, ...], status: str, clear: bool) -> None:
-    """Set the focus of SESSION: goal, weighted criteria, constraints (seeds/001)."""
+    """Set the focus of SESSION: goal, weighted criteria, constraints."""
     if clear:
         loci.set_focus(session, None)
         click.echo(f"cleared the focus of {session}")

@@ -1,4 +1,4 @@
-// The context inspector (seeds/004's token counter and warnings): compile the context a
+// The context inspector: compile the context a
 // session's next call would get and show every layer's tokens against its budget.
 
 import {$, api, el, empty, fmt, seg} from './lib.js';

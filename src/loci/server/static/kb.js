@@ -1,4 +1,4 @@
-// The knowledge base: the folder tree, a document read page by page (seeds/004), new
+// The knowledge base: the folder tree, a document read page by page, new
 // documents and edits (each save a new version, refused if someone saved one since).
 
 import {$, absolute, api, el, empty, fmt, tags} from './lib.js';

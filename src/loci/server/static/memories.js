@@ -1,4 +1,4 @@
-// The memory viewer (seeds/000): facts grouped by type, sticky ones starred, expiry,
+// The memory viewer: facts grouped by type, sticky ones starred, expiry,
 // tags, history, add, edit, delete and search; and the key/value state, set and deleted.
 
 import {$, absolute, api, el, empty, relative, seg, tags, when} from './lib.js';
