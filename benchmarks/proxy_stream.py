@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.server.conftest import serving
 
 from common import machine
-from loci import load_settings
+from loci import exchange, load_settings
 from loci.llm._http import parse_sse
 from loci.memory.stream import TagFilter
 from loci.memory.tags import parse_reply
@@ -144,9 +144,9 @@ def replaying(text: str) -> Iterator[str]:
 
 def proxy_seconds(upstream: str, stream: bool, before: bool) -> float:
     home = Path(tempfile.mkdtemp())
-    saved = proxy_turn.TagFilter, proxy_turn.batched
+    saved = exchange.TagFilter, proxy_turn.batched
     if before:
-        proxy_turn.TagFilter = QuadraticFilter  # type: ignore[assignment,misc]
+        exchange.TagFilter = QuadraticFilter  # type: ignore[assignment,misc]
         proxy_turn.batched = lambda events: events  # type: ignore[assignment,return-value]
     try:
         app = create_app(load_settings(
@@ -164,7 +164,7 @@ def proxy_seconds(upstream: str, stream: bool, before: bool) -> float:
                                                   or not stream), answer.text[-300:]
             return took
     finally:
-        proxy_turn.TagFilter, proxy_turn.batched = saved  # type: ignore[misc]
+        exchange.TagFilter, proxy_turn.batched = saved  # type: ignore[misc]
 
 
 def upstream_seconds(upstream: str) -> float:

@@ -135,13 +135,7 @@ FACE_TO_FACE = {
     "cli/commands/evaluation.py": ("loci.evaluation",),  # loci eval runs the evaluation
     "testing/*.py": ("loci.llm.base",),  # the fakes implement the chat-model protocol
 }
-#: Not yet through the public API (issue 45, item 2, left): the proxy drives the library
-#: turn's steps itself (``Loci.turn`` does not own provider edits and memory-tool rounds
-#: yet).
-NOT_YET = {
-    "server/proxy_turn.py": ("loci.turns",),
-    "server/proxy_compact.py": ("loci.turns",),
-}
+NOT_YET: dict[str, tuple[str, ...]] = {}
 
 
 def face_modules() -> list[Path]:

@@ -26,6 +26,7 @@ from loci.errors import (
     StoreError,
     ValidationError,
 )
+from loci.exchange import Asked, Exchange, Relay
 from loci.importers import ImportedCount, ImportReport
 from loci.indexing import Indexer, IndexStatus
 from loci.knowledge import (
@@ -73,6 +74,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ApiKey",
+    "Asked",
     "AsyncLoci",
     "AuthError",
     "BudgetExceededError",
@@ -91,6 +93,7 @@ __all__ = [
     "Embedder",
     "EmbeddingMismatchError",
     "Event",
+    "Exchange",
     "Extractor",
     "Focus",
     "ForbiddenError",
@@ -117,6 +120,7 @@ __all__ = [
     "ProposedChange",
     "ProviderError",
     "PutResult",
+    "Relay",
     "ReplyResult",
     "RetentionReport",
     "Runtime",

@@ -32,7 +32,7 @@ A request is checked at the edge (``proxy_requests``: 422 naming the field, befo
 session is touched). An upstream failure is HTTP 502 with the upstream's message
 (mid-stream: an error event, as OpenAI sends), and so is an answer no API gives (a tool
 call without an id or a function name, text with a lone surrogate, a stream cut short:
-``proxy_types.sound_completion``): checked before its usage or anything of the turn is
+``apis.sound.sound_completion``): checked before its usage or anything of the turn is
 recorded. No upstream configured is 503; ``[proxy] timeout`` bounds each upstream call,
 a streamed one in all.
 """
@@ -49,7 +49,7 @@ from fastapi import Request as HttpRequest
 from fastapi.responses import StreamingResponse
 from pydantic import Field, field_validator
 
-from loci import Loci, LociError, Usage, ValidationError
+from loci import Asked, Exchange, Loci, LociError, Relay, Usage, ValidationError
 from loci.apis import chat
 from loci.apis.chat import chunk
 from loci.apis.turn import Completion, Delta
@@ -57,7 +57,7 @@ from loci.apis.wire import mapping
 from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_requests import CHAT_MESSAGES, CHAT_TOOLS, ChatParams, checked
 from loci.server.proxy_stream import sse
-from loci.server.proxy_turn import Asked, ProxyTurn, Relay, serve
+from loci.server.proxy_turn import serve
 from loci.server.proxy_upstream import OWN_FIELDS
 
 router = APIRouter(tags=["proxy"])
@@ -136,7 +136,7 @@ class ChatFace:
     def answer(self, clean: str, answer: Completion, spent: Usage) -> dict[str, Any]:
         return chat.completion(self.base, clean, answer, spent)
 
-    def events(self, turn: ProxyTurn, relay: Relay, deltas: Iterator[Delta]
+    def events(self, turn: Exchange, relay: Relay, deltas: Iterator[Delta]
                ) -> Iterator[bytes]:
         """SSE chunks as the upstream's text arrives, tags held back (see
         ``memory.stream``), then the finish reason, the usage if asked for, [DONE]."""

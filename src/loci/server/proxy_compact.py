@@ -20,11 +20,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header
 from pydantic import Field, field_validator
 
-from loci import ValidationError
+from loci import Asked, Exchange, ValidationError
 from loci.server.proxy import Engine
 from loci.server.proxy_requests import RESPONSES_ITEMS, FaceRequest, checked
 from loci.server.proxy_responses import ResponsesRequest
-from loci.turns import import_history
 
 router = APIRouter(tags=["proxy"])
 
@@ -56,8 +55,9 @@ def compact(
     if body.input:
         asked = ResponsesRequest.model_validate({"model": body.model,
                                                  "input": body.input}).asked()
-        import_history(loci, session, asked.messages)
-    result = loci.compact(session, model=body.model)
+    else:
+        asked = Asked(body.model, [], {})
+    result = Exchange.compact(loci, session, asked)
     record = result.record.id if result.record is not None else None
     summary = loci.counter.count(result.summary)
     token = json.dumps({"loci_session": session, "compaction": record})

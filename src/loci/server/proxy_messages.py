@@ -4,7 +4,7 @@ and ``POST /v1/messages/count_tokens``, for clients of the Messages API (the
 
 A Messages request is read into the turn (``apis.anthropic``: system text, messages
 with ``tool_use`` / ``tool_result`` blocks as tool calls and tool messages, its tools
-kept as they came) and goes through the same :class:`~loci.server.proxy_turn.ProxyTurn`:
+kept as they came) and goes through the same :class:`~loci.Exchange`:
 the same session rules, recording, tags and upstreams. The answer comes back in the
 Messages shape: ``text`` and ``tool_use`` blocks, ``stop_reason``, ``usage``; streamed as
 the published event sequence (``message_start``, content blocks with their deltas,
@@ -33,7 +33,7 @@ from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
 from pydantic import Field, StrictBool, TypeAdapter, field_validator
 
-from loci import LociError, Usage, ValidationError
+from loci import Asked, Exchange, LociError, Relay, Usage, ValidationError
 from loci.apis import anthropic
 from loci.apis.anthropic_stream import Blocks, event
 from loci.apis.turn import Completion, Delta
@@ -47,7 +47,7 @@ from loci.server.proxy_requests import (
     FaceRequest,
     checked,
 )
-from loci.server.proxy_turn import Asked, ProxyTurn, Relay, chat_params, serve
+from loci.server.proxy_turn import chat_params, serve
 
 router = APIRouter(tags=["proxy"])
 #: Request fields read here, not passed on as parameters.
@@ -166,7 +166,7 @@ class MessagesFace:
     def answer(self, clean: str, answer: Completion, spent: Usage) -> dict[str, Any]:
         return anthropic.message(self.id, self.model, clean, answer, spent)
 
-    def events(self, turn: ProxyTurn, relay: Relay, deltas: Iterator[Delta]
+    def events(self, turn: Exchange, relay: Relay, deltas: Iterator[Delta]
                ) -> Iterator[bytes]:
         """Thinking blocks as they end, the text block as it arrives (tags held back),
         then each tool call as a whole ``tool_use`` block, the stop reason and usage."""

@@ -4,7 +4,7 @@ built on it).
 
 A Responses request is read into the turn (``apis.responses``: ``instructions`` and the
 input items: messages, ``function_call`` and ``function_call_output``; its function
-tools) and goes through the same :class:`~loci.server.proxy_turn.ProxyTurn`. The answer is a
+tools) and goes through the same :class:`~loci.Exchange`. The answer is a
 ``response`` object whose output holds a ``message`` item and one ``function_call`` item
 per tool call; streamed as the published events (``response.created``, output items and
 content parts with their deltas, ``response.completed``). The session is the ``X-Loci-Session``
@@ -27,14 +27,14 @@ from fastapi import APIRouter, Header
 from fastapi.responses import StreamingResponse
 from pydantic import Field, StrictBool, field_validator, model_validator
 
-from loci import Loci, LociError, NotFoundError, Usage, ValidationError
+from loci import Asked, Exchange, Loci, LociError, NotFoundError, Relay, Usage, ValidationError
 from loci.apis import chat
 from loci.apis import responses as api
 from loci.apis.responses import Shell
 from loci.apis.turn import Completion, Delta, Message, ToolCall
 from loci.server.proxy import Engine
 from loci.server.proxy_requests import RESPONSES_ITEMS, RESPONSES_TOOLS, FaceRequest, checked
-from loci.server.proxy_turn import Asked, ProxyTurn, Relay, chat_params, serve
+from loci.server.proxy_turn import chat_params, serve
 
 router = APIRouter(tags=["proxy"])
 #: How far back the log is searched for the calls a client's outputs answer.
@@ -153,7 +153,7 @@ class ResponsesFace:
                              ensure_ascii=False)
         return f"event: {kind}\ndata: {payload}\n\n".encode()
 
-    def events(self, turn: ProxyTurn, relay: Relay, deltas: Iterator[Delta]
+    def events(self, turn: Exchange, relay: Relay, deltas: Iterator[Delta]
                ) -> Iterator[bytes]:
         """The message item's text as it arrives (tags held back), then each function
         call as a whole item, then ``response.completed``."""

@@ -1,16 +1,14 @@
-"""What the proxy and its upstreams exchange: the turn's request around Loci's compiled
-context, and answers reduced to one shape whatever the upstream (``apis.turn``: a
-``Completion``, or a stream of ``Delta``), checked before anything of them is
-stored (``sound_completion``, ``sound_calls``, ``sound_text``): an answer no API gives
-(a tool call without an id or a function name, text with a lone surrogate) is the
-upstream's failure, a 502, and the turn is not recorded."""
+"""An upstream's answer checked before anything of it is stored: an answer no API gives
+(a tool call without an id or a function name, text with a lone surrogate, a content
+block that is no object) is the upstream's failure (``MalformedReplyError``, a 502), and
+the turn is not recorded."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from loci import ProviderError
 from loci.apis.turn import Completion
+from loci.errors import ProviderError
 
 
 class MalformedReplyError(ProviderError):
