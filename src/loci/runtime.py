@@ -83,6 +83,20 @@ class Runtime:
         their agents': ``memory.scopes``)."""
         return [s for s in self.store.list_scopes() if s.agent != SHARED_AGENT]
 
+    def memory_views(self) -> dict[Scope, Loci]:
+        """A view for each scope of memories the store holds (a user's shared ones are
+        seen through their settings' agent); names older versions allowed, that no view
+        opens, are left out."""
+        views: dict[Scope, Loci] = {}
+        for held in self.store.list_scopes():
+            try:
+                loci = self.scope(held.tenant, None if held.agent == SHARED_AGENT
+                                  else held.agent)
+            except ValidationError:
+                continue
+            views.setdefault(loci.memory_scopes[0], loci)
+        return views
+
     def scope(self, user: str | None = None, agent: str | None = None) -> Loci:
         """The ``Loci`` view of one user's agent (the settings' defaults if not given)."""
         return Loci(runtime=self, user=user, agent=agent)

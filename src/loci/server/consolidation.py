@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import anyio
 
-from loci import Loci, LociError, Runtime, Scope
+from loci import LociError, Runtime, Scope
 
 log = logging.getLogger("loci.server")
 
@@ -33,14 +33,7 @@ def prepare_proposals(runtime: Runtime, idle: timedelta) -> list[Scope]:
     newer than its pending proposal; the scopes that got one."""
     now = runtime.clock()
     prepared = []
-    views: dict[Scope, Loci] = {}  # one per scope of memories (agents may share one)
-    for agent in runtime.scopes():
-        try:
-            loci = runtime.scope(agent.tenant, agent.agent)
-        except LociError:  # a name older versions allowed, that no view opens
-            continue
-        views.setdefault(loci.memory_scopes[0], loci)
-    for scope, loci in views.items():
+    for scope, loci in runtime.memory_views().items():
         newest = runtime.store.list_memories(scope, limit=1)
         if not newest or now - newest[0].updated_at < idle:
             continue
