@@ -63,6 +63,8 @@ class Item:
 class BuildContext:
     store: Store
     scope: Scope
+    #: Where the scope's memories are read (``memory.scopes``).
+    memory_scopes: tuple[Scope, ...]
     session: str | None
     message: str | None
     now: datetime
@@ -87,15 +89,10 @@ class BuildContext:
     trail: str | None = None
     #: What the kept items of the layers so far say (``said``): recall repeats none.
     shown: set[str] = field(default_factory=set)
-    #: Where the scope's memories are read (``memory.scopes``; empty: the scope).
-    memory_scopes: tuple[Scope, ...] = ()
     #: The scope's state, read once for the layers that show it (``stored_state``).
     _state: list[StateItem] | None = field(default=None, init=False, repr=False)
     #: The session's latest summary, once read: a tuple, since it may be None.
     _summary: tuple[Event | None] | None = field(default=None, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.memory_scopes = self.memory_scopes or (self.scope,)
 
     def latest_summary(self) -> Event | None:
         """The session's latest compaction summary (read on first use)."""
@@ -232,8 +229,7 @@ def _body(document: Document) -> str:
 
 
 def sticky(ctx: BuildContext) -> list[Item]:
-    facts = list_memories(ctx.store, ctx.memory_scopes, types=["sticky"],
-                          now=ctx.now)
+    facts = list_memories(ctx.store, ctx.memory_scopes, types=["sticky"], now=ctx.now)
     facts.sort(key=lambda m: (m.created_at, m.id))
     return [Item(m.id, f"[STICKY] {m.content}") for m in facts if not already_said(ctx, m)]
 
