@@ -35,7 +35,7 @@ from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
 from loci.memory.live import Job, TurnExtraction, extract_turns, extracted_from, worth_reading
 from loci.memory.mirror import Mirror
 from loci.memory.review import Consolidation, Consolidator, Proposal
-from loci.memory.scopes import list_memories, memory_scopes, search_memories
+from loci.memory.scopes import list_memories, memory_scopes
 from loci.memory.service import MemoryService, ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
 from loci.memory.sync import sync as sync_mirror
@@ -237,8 +237,8 @@ class ScopeView:
         return self._holding(memory_id).forget(memory_id, redact_source=redact_source)
 
     def purge_expired(self) -> int:
-        """Hard-delete expired memories; returns how many."""
-        return self._memories.purge_expired()
+        """Hard-delete expired memories (the agent's own older ones too); how many."""
+        return sum(self._memory_service(scope).purge_expired() for scope in self.memory_scopes)
 
     def extract_memories(
         self, events: Sequence[Event], extractor: Extractor | None = None, *, save: bool = True
@@ -321,10 +321,9 @@ class ScopeView:
         wanted = min(limit * 2, 1000) if weigh else limit  # room for what the weights lift
         hits: list[SearchHit] = []
         for kind in kinds:
-            hits += search_memories(self.retriever, self.memory_scopes, query, limit=wanted,
-                                    filters=filters, now=now) if kind == "memory" else \
-                self.retriever.search(self.scope, kind, query, limit=wanted,
-                                      filters=filters, now=now)
+            for scope in self.memory_scopes if kind == "memory" else (self.scope,):
+                hits += self.retriever.search(scope, kind, query, limit=wanted,
+                                              filters=filters, now=now)
         return (weighed_by_standing(hits, now) if weigh else
                 sorted(hits, key=lambda h: h.score, reverse=True))[:limit]
 

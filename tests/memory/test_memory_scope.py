@@ -138,3 +138,16 @@ def test_the_setting_reads_from_toml_and_environment(tmp_path: Path) -> None:
                          cwd=tmp_path).memory_scope == "agent"
     with pytest.raises(ConfigError, match="scope"):
         load_settings(env={"LOCI_MEMORY_SCOPE": "team"}, cwd=tmp_path)
+
+
+def test_purging_expired_facts_takes_the_agents_own_older_ones_too(
+        by_agent: Loci, store_url: str, clock: FakeClock) -> None:
+    old = by_agent.remember("Maya's sprint ends on Friday.", "project_context")
+    with reopen(store_url, clock, user="maya", agent="planner",
+                memory_scope="user") as planner:
+        planner.remember("Maya's release train leaves on Monday.", "project_context")
+        kept = planner.remember("Maya's name is Maya.", "sticky")
+        clock.advance(days=31)
+        assert planner.purge_expired() == 2
+        assert {m.id for m in planner.memories(include_expired=True)} == {kept.id}
+    assert old.id not in {m.id for m in by_agent.memories(include_expired=True)}

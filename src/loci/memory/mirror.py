@@ -50,8 +50,9 @@ class Mirror:
     def __init__(self, root: Path, scope: Scope, store: Store | None = None) -> None:
         self.root, self.scope, self.store = root, scope, store
         base = root / "memory"
-        self.directory = (base if scope == Scope() else base / scope.tenant
-                          if scope.agent == SHARED_AGENT else base / scope.tenant / scope.agent)
+        self.directory = base if scope == Scope() else base / scope.tenant
+        if scope != Scope() and scope.agent != SHARED_AGENT:
+            self.directory /= scope.agent
         if scope != Scope() and not _safe_parts(scope):
             raise ValidationError("user and agent names used in file paths must be plain")
         self._store_id: str | None = None

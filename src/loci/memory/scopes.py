@@ -5,8 +5,10 @@ Shared memories are kept under the user's reserved agent ``SHARED_AGENT``, so th
 rows and vector indexes stay per (user, agent) and erasing or exporting a user carries
 them. With ``"user"`` an agent writes there and reads there first, and still reads the
 memories it kept on its own before the setting changed (they stay where they were: none
-is moved or lost); setting ``"agent"`` again leaves the shared ones in the store, unseen
-by the agents until ``"user"`` is set again. State and documents are per agent always.
+is moved or lost; ``purge_expired`` purges both), while the mirror, ``sync`` and
+consolidation work on the shared ones. Setting ``"agent"`` again leaves the shared ones
+in the store, unseen by the agents until ``"user"`` is set again. State and documents
+are per agent always.
 """
 
 from __future__ import annotations
