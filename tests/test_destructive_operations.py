@@ -99,6 +99,10 @@ OPERATIONS = [
     Operation("erase a session", "CLI session rm · REST DELETE /api/sessions/{id}",
               "scoped; names the session; --yes or a confirmation",
               lambda w: w.bob.erase_session("work")),
+    Operation("erase another agent's session of the same name",
+              "CLI session rm · REST DELETE /api/sessions/{id}",
+              "an agent's session takes only the memories that agent wrote from it",
+              lambda w: w.alice.for_scope(agent="coder").erase_session("work")),
     Operation("delete a state key", "CLI state delete · REST · MCP",
               "scoped; names the key",
               lambda w: _refused(NotFoundError, lambda: w.bob.state_delete("topic"))),
@@ -144,14 +148,17 @@ OPERATIONS = [
 ]
 
 
-@pytest.fixture
-def world(home: Path, clock: FakeClock) -> Any:
-    settings = load_settings(store=f"sqlite:///{home / 'loci.db'}")
+@pytest.fixture(params=["agent", "user"], ids=["agent memories", "user memories"])
+def world(request: pytest.FixtureRequest, home: Path, clock: FakeClock) -> Any:
+    """Alice's and Bob's data, their memories per agent or shared by a user's agents."""
+    settings = load_settings(store=f"sqlite:///{home / 'loci.db'}",
+                             memory_scope=request.param)
     with Loci(settings, clock=clock) as root:
         alice, bob = root.for_scope("alice"), root.for_scope("bob")
         for n in range(12):
             alice.add("work", "user", f"Step {n}: we chose SQLite for the store. " * 8)
-            alice.add_reply("work", f"Noted step {n}.")
+            alice.add_reply("work", f"Noted step {n}." + (
+                " [MEMORY:fact] The venue is Lisbon. [/MEMORY]" if n == 0 else ""))
         memory = alice.remember("The launch is in April.").id
         alice.remember("Maya prefers short answers.", type="user_preference")
         alice.state_set("topic", "launch")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from loci import ConflictError, Loci, Runtime, Scope, ValidationError, load_settings
+from loci.models import SHARED_AGENT
 from tests.conftest import FakeClock
 
 #: Words that occur nowhere else, one set per user.
@@ -179,6 +180,32 @@ def test_a_user_exports_and_comes_back_whole(home: Path, runtime: Runtime) -> No
     assert all(runtime.store.count_unembedded(kind) == 0 for kind in ("event", "memory"))
     with pytest.raises(ValidationError, match="cannot read the archive"):
         runtime.import_user(b"not a zip")
+
+
+@pytest.mark.loci_settings(memory_scope="user")
+def test_a_users_shared_memories_are_erased_and_exported_with_them(
+        home: Path, runtime: Runtime) -> None:
+    for agent in ("helper", "coder"):
+        fill(runtime.scope("alice", agent), ALICE_WORDS)
+    fill(runtime.scope("bob", "helper"), BOB_WORDS)
+    coder = runtime.scope("alice", "coder")
+    fact = runtime.scope("alice", "helper").remember("Alice keeps her glorptoken in Lyon.")
+    assert fact.id in {m.id for m in coder.memories()}
+    shared = Scope("alice", SHARED_AGENT)
+    assert (home / "memory" / "alice" / f"{fact.id}.md").is_file()
+    before = runtime.store.export_scope(shared)
+    assert fact.id in {m.id for m in before.memories}
+    archive = runtime.export_user("alice")
+    erased = runtime.erase_user("alice")
+    assert sorted(erased.agents) == [SHARED_AGENT, "coder", "helper"]
+    assert coder.memories() == [] and not runtime.store.export_scope(shared).memories
+    runtime.store.persist_indexes()
+    assert residue(home, ALICE_WORDS) == {}
+    assert set(residue(home, BOB_WORDS)) == set(BOB_WORDS)  # bob's shared ones stay
+    assert SHARED_AGENT in {s.agent for s in runtime.import_user(archive)}
+    again = runtime.store.export_scope(shared)
+    assert replace(again, vectors={}) == replace(before, vectors={})
+    assert fact.id in {m.id for m in coder.memories()}
 
 
 def test_retention_erases_or_archives_old_sessions_of_every_user(home: Path) -> None:

@@ -10,7 +10,8 @@ store accepts, a read can serve.
   of file names (the memory mirror), so they are limited in bytes and are never a path
   (a user or agent holds no ``/`` or ``\\`` and is not ``.`` or ``..``; a session's
   ``/``-separated parts are none of them); and ``*`` is reserved (``OPERATOR``, the
-  tenant of an operator key), so no name given as a user can mean "any user";
+  tenant of an operator key), so no name given as a user can mean "any user", and no
+  agent's can be the one a user's shared memories are kept under (``SHARED_AGENT``);
 - names already stored under the rule of older versions (``check_stored_name``) can
   still be exported and erased.
 """
@@ -24,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from loci.errors import ValidationError
+from loci.models import SHARED_AGENT
 
 #: Levels of nesting a stored JSON value may have.
 MAX_DEPTH = 64
@@ -40,9 +42,9 @@ _INT64 = 2 ** 63
 _NAME = re.compile(r"^[^\x00-\x1f\x7f]+$")
 #: The tenant of an operator key: any user, named by the request. No name may be it.
 OPERATOR = "*"
-#: Names that can never be a user's, agent's or session's: the operator's, and those a
-#: file path reads as a directory.
-RESERVED_NAMES = frozenset({OPERATOR, ".", ".."})
+#: Names that can never be a user's, agent's or session's: the operator's, the shared
+#: memories' agent, and those a file path reads as a directory.
+RESERVED_NAMES = frozenset({OPERATOR, SHARED_AGENT, ".", ".."})
 
 
 def check_text(field: str, value: Any) -> str:

@@ -42,6 +42,7 @@ from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
 from loci.memory.live import Job, TurnExtraction, extract_turns, extracted_from, worth_reading
 from loci.memory.mirror import Mirror
 from loci.memory.review import Consolidation, Consolidator, Proposal
+from loci.memory.scopes import list_memories, memory_scopes
 from loci.memory.service import MemoryService, ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
 from loci.memory.sync import sync as sync_mirror
@@ -97,6 +98,9 @@ class ScopeView:
         self.settings = base.with_overrides(user=user, agent=agent) if user or agent else base
         self.scope = Scope(check_name("user", self.settings.user),
                            check_name("agent", self.settings.agent))
+        #: Where this agent's memories are read, the one written to first (its own, or
+        #: its user's shared ones too: ``memory.scopes``).
+        self.memory_scopes = memory_scopes(self.scope, self.settings.memory_scope)
         self.store = runtime.store
         self.clock = clock or runtime.clock
         self.indexer = runtime.indexer
@@ -125,10 +129,25 @@ class ScopeView:
 
     @cached_property
     def _memories(self) -> MemoryService:
+        """The memories this agent writes (``memory_scopes[0]``)."""
+        return self._memory_service(self.memory_scopes[0])
+
+    def _memory_service(self, scope: Scope) -> MemoryService:
         memory = self.settings.memory_mirror
-        mirror = Mirror(self.settings.memory_root, self.scope, self.store) if memory else None
-        return MemoryService(self.store, self.scope, self.indexer, self._now,
-                             self.settings.memory_types, mirror)
+        mirror = Mirror(self.settings.memory_root, scope, self.store) if memory else None
+        return MemoryService(self.store, scope, self.indexer, self._now,
+                             self.settings.memory_types, mirror, self.scope)
+
+    def _holding(self, memory_id: str) -> MemoryService:
+        """The memories that hold ``memory_id`` (with shared memories, the agent's own
+        older ones too; else the written ones, whose ``get`` names a missing id)."""
+        memory_id = check_text("memory id", memory_id)
+        written, *older = self.memory_scopes
+        if older and self.store.get_memory(written, memory_id) is None:
+            for scope in older:
+                if self.store.get_memory(scope, memory_id) is not None:
+                    return self._memory_service(scope)
+        return self._memories
 
     def _now(self) -> datetime:
         return self.clock()
@@ -192,8 +211,8 @@ class ScopeView:
     def erase_session(self, session: str, *, keep_derived: bool = False,
                       dry_run: bool = False) -> SessionErasure:
         """Erase a session and, unless ``keep_derived``, what was derived from it."""
-        eraser = SessionEraser(self.store, self.scope, self._memories, self.knowledge,
-                               self.runtime.live_events)
+        eraser = SessionEraser(self.store, self.scope, self.memory_scopes, self._holding,
+                               self.knowledge, self.runtime.live_events)
         return eraser.erase(check_text("session", session), keep_derived=keep_derived,
                             dry_run=dry_run)
 
@@ -218,25 +237,24 @@ class ScopeView:
         """Memories newest first; expired ones only when asked for."""
         types = (check_type(type),) if type else ()
         now = None if include_expired and not expired_only else self.clock()
-        return self.store.list_memories(self.scope, types=types, now=now,
-                                        expired_only=expired_only)
+        return list_memories(self.store, self.memory_scopes, types=types, now=now,
+                             expired_only=expired_only)
 
     def memory(self, memory_id: str) -> Memory:
-        return self._memories.get(check_text("memory id", memory_id))
+        return self._holding(memory_id).get(memory_id)
 
     def memory_history(self, memory_id: str) -> list[MemoryVersion]:
         """Earlier versions of a memory, oldest first."""
-        return self._memories.history(check_text("memory id", memory_id))
+        return self._holding(memory_id).history(memory_id)
 
     def forget(self, memory_id: str, *, redact_source: bool = False) -> int:
         """Hard-delete a memory, its history and file; ``redact_source`` also removes
         the tags that wrote it from the raw replies (returns how many)."""
-        return self._memories.forget(check_text("memory id", memory_id),
-                                     redact_source=redact_source)
+        return self._holding(memory_id).forget(memory_id, redact_source=redact_source)
 
     def purge_expired(self) -> int:
-        """Hard-delete expired memories; returns how many."""
-        return self._memories.purge_expired()
+        """Hard-delete expired memories (the agent's own older ones too); how many."""
+        return sum(self._memory_service(scope).purge_expired() for scope in self.memory_scopes)
 
     def extract_memories(
         self, events: Sequence[Event], extractor: Extractor | None = None, *, save: bool = True
@@ -255,7 +273,7 @@ class ScopeView:
 
     def restore(self, memory_id: str) -> Memory:
         """Bring back a memory that sync or a consolidation retired or superseded."""
-        return self._memories.restore(check_text("memory id", memory_id))
+        return self._holding(memory_id).restore(memory_id)
 
     def consolidate(self) -> Proposal:
         """Propose tidying the memories, kept for review (``memory.consolidate``)."""
@@ -319,8 +337,9 @@ class ScopeView:
         wanted = min(limit * 2, 1000) if weigh else limit  # room for what the weights lift
         hits: list[SearchHit] = []
         for kind in kinds:
-            hits += self.retriever.search(self.scope, kind, query, limit=wanted,
-                                          filters=filters, now=now)
+            for scope in self.memory_scopes if kind == "memory" else (self.scope,):
+                hits += self.retriever.search(scope, kind, query, limit=wanted,
+                                              filters=filters, now=now)
         return (weighed_by_standing(hits, now) if weigh else
                 sorted(hits, key=lambda h: h.score, reverse=True))[:limit]
 
@@ -343,7 +362,7 @@ class ScopeView:
         """The memory tool's write: create, or update the memory ``id`` (versioned)."""
         if id is None:
             return self.remember(content, type=type, tags=tags)
-        return self._memories.update(check_text("memory id", id), content, type, tags).memory
+        return self._holding(id).update(id, content, type, tags).memory
 
     def search_conversation(
         self, query: str, session: str | None = None, limit: int = 10

@@ -3,11 +3,13 @@
 A session's derived items are the memories saved from it (a reply's tags carry
 ``session:<id>``, facts extracted from its events ``event:<id>``), its knowledge-base
 conversation document (``metadata.session``) and the artifacts its masked tool outputs
-became. The user's profile document merges facts of many sessions and is kept.
+became. The user's profile document merges facts of many sessions and is kept. Of the
+user's shared memories (``memory.scopes``), those the session's agent wrote are its.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +20,8 @@ from loci.context.history import LiveEvents
 from loci.errors import ValidationError
 from loci.knowledge import KnowledgeBase
 from loci.memory.mirror import Mirror
-from loci.memory.service import MemoryService
+from loci.memory.scopes import list_memories
+from loci.memory.service import AGENT, MemoryService
 from loci.models import Scope
 from loci.store.base import Store
 
@@ -66,17 +69,20 @@ class UserErasure:
 class SessionEraser:
     """Erases the sessions of one scope."""
 
-    def __init__(self, store: Store, scope: Scope, memories: MemoryService,
-                 knowledge: KnowledgeBase, live: LiveEvents) -> None:
-        self.store, self.scope, self.memories = store, scope, memories
-        self.knowledge, self.live = knowledge, live
+    def __init__(self, store: Store, scope: Scope, memory_scopes: tuple[Scope, ...],
+                 holding: Callable[[str], MemoryService], knowledge: KnowledgeBase,
+                 live: LiveEvents) -> None:
+        """``holding``: the memories that hold an id (of those ``memory_scopes`` read)."""
+        self.store, self.scope, self.memory_scopes = store, scope, memory_scopes
+        self.holding, self.knowledge, self.live = holding, knowledge, live
 
     def derived(self, session: str) -> tuple[list[str], list[str]]:
         """Ids of the memories and paths of the documents derived from ``session``."""
         ids = [e.id for e in self.store.list_events(self.scope, session)]
         sources = {f"session:{session}", *(f"event:{i}" for i in ids)}
-        memories = [m.id for m in self.store.list_memories(self.scope)
-                    if m.source in sources]
+        memories = [m.id for m in list_memories(self.store, self.memory_scopes)
+                    if m.source in sources
+                    and m.metadata.get(AGENT, self.scope.agent) == self.scope.agent]
         artifacts = {artifact_path(session, i) for i in ids}
         documents = [d.path for d in self.store.list_documents(self.scope, "/")
                      if d.path in artifacts or d.metadata.get("session") == session]
@@ -89,7 +95,7 @@ class SessionEraser:
             events = len(self.store.list_events(self.scope, session))
         else:
             for memory_id in memories:
-                self.memories.forget(memory_id)
+                self.holding(memory_id).forget(memory_id)
             for path in documents:
                 self.knowledge.rm(path)
             events = self.store.erase_session(self.scope, session)

@@ -36,6 +36,11 @@ class Scope:
     agent: str = "default"
 
 
+#: The agent under which a user's shared memories are kept (``[memory] scope = "user"``:
+#: ``loci.memory.scopes``). ``checks.RESERVED_NAMES`` holds it: no agent can be named so.
+SHARED_AGENT = "*"
+
+
 @dataclass(frozen=True)
 class NewEvent:
     """An event to append; the store assigns ``id`` and ``tokens`` is precomputed."""

@@ -6,6 +6,7 @@ documents with their versions, compactions: what :class:`ScopeData` holds, ids
 included) and ``agents/<n>/sessions/<m>.jsonl`` (each session in the JSONL format that
 ``loci import`` reads, for people and other tools). Vectors are left out: the importing
 store embeds with its own model. Importing needs a store that holds nothing of that user.
+The user's shared memories (``memory.scopes``) travel as the agent ``SHARED_AGENT``'s.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from loci.erasure import scopes_of
 from loci.errors import ConflictError, ValidationError
 from loci.eventlog import dump_jsonl
 from loci.models import (
+    SHARED_AGENT,
     Compaction,
     Document,
     DocumentVersion,
@@ -78,7 +80,8 @@ def import_user(store: Store, archive_bytes: bytes) -> list[Scope]:
         raise ValidationError(f"cannot read the archive: {exc}") from exc
     user = check_name("user", manifest["user"])
     for data in scopes:  # names enter the store here too: the one rule applies
-        check_name("agent", data.scope.agent)
+        if data.scope.agent != SHARED_AGENT or data.events:
+            check_name("agent", data.scope.agent)
         for session in {e.session for e in data.events}:
             check_name("session", session)
     if scopes_of(store, user):

@@ -33,7 +33,7 @@ from loci.indexing import Indexer, IndexStatus
 from loci.keys import OPERATOR, check_key, create_key, revoke_key
 from loci.llm.base import ChatModel
 from loci.memory.live import TurnExtraction
-from loci.models import ApiKey, Scope
+from loci.models import SHARED_AGENT, ApiKey, Scope
 from loci.portability import export_user, import_user
 from loci.retriever import Retriever
 from loci.settings import RETENTION_ACTIONS, Settings, load_settings
@@ -82,8 +82,23 @@ class Runtime:
         return cls(load_settings(**settings), clock=clock)
 
     def scopes(self) -> list[Scope]:
-        """Every user and agent the store holds data of."""
-        return self.store.list_scopes()
+        """Every user and agent the store holds data of (a user's shared memories are
+        their agents': ``memory.scopes``)."""
+        return [s for s in self.store.list_scopes() if s.agent != SHARED_AGENT]
+
+    def memory_views(self) -> dict[Scope, Loci]:
+        """A view for each scope of memories the store holds (a user's shared ones are
+        seen through their settings' agent); names older versions allowed, that no view
+        opens, are left out."""
+        views: dict[Scope, Loci] = {}
+        for held in self.store.list_scopes():
+            try:
+                loci = self.scope(held.tenant, None if held.agent == SHARED_AGENT
+                                  else held.agent)
+            except ValidationError:
+                continue
+            views.setdefault(loci.memory_scopes[0], loci)
+        return views
 
     def scope(self, user: str | None = None, agent: str | None = None) -> Loci:
         """The ``Loci`` view of one user's agent (the settings' defaults if not given)."""

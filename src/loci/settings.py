@@ -24,6 +24,9 @@ SETTINGS_FILE = "loci.toml"
 _TABLE_FIELDS = ("models", "memory_types", "prices")
 FUSION_METHODS = ("weighted", "rrf")
 RETENTION_ACTIONS = ("erase", "archive")
+#: Whose memories an agent keeps: its own ("agent") or its user's, shared by all their
+#: agents ("user"); ``loci.memory.scopes``.
+MEMORY_SCOPES = ("agent", "user")
 
 
 def _fraction(section: str, **shares: float) -> None:
@@ -237,6 +240,9 @@ class Settings:
     #: Extract facts from every new turn in the background (``loci.memory.live``);
     #: off, facts are extracted at compaction and when a session ends.
     memory_extraction: bool = True
+    #: ``[memory] scope``: "agent" (each agent of a user keeps its own memories) or
+    #: "user" (the user's agents share them; state and documents stay per agent).
+    memory_scope: str = "agent"
     #: How many turns of the event log recall weighs for each message (memories: up to
     #: a third of it); how many are shown, the score floor and the budget decide.
     recall_limit: int = 30
@@ -252,6 +258,11 @@ class Settings:
     llm: LLMSettings = field(default_factory=LLMSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     proxy: ProxySettings = field(default_factory=ProxySettings)
+
+    def __post_init__(self) -> None:
+        if self.memory_scope not in MEMORY_SCOPES:
+            raise ConfigError(f"[memory] scope must be one of {', '.join(MEMORY_SCOPES)} "
+                              f"(got {self.memory_scope!r})")
 
     @property
     def store_url(self) -> str:

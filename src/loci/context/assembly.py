@@ -16,6 +16,7 @@ from loci.context.history import LiveEvents
 from loci.context.layers import configure
 from loci.context.sources import BuildContext, ViewSummary, agent_spec, skill_items
 from loci.context.workspace import Workspace
+from loci.memory.scopes import memory_scopes
 from loci.models import Event, Scope, StateItem
 from loci.retriever import Retriever
 from loci.settings import Settings
@@ -81,6 +82,7 @@ def compile_call(sources: Sources, call: Call, now: datetime) -> CompiledContext
         skills=skill_items(workspace, call.message), recall_limit=settings.recall_limit,
         reflexion_threshold=settings.reflexion_threshold, flush=call.flush, guest=call.guest,
         view_summary=_view_summary(call.model) if call.view else None,
+        memory_scopes=memory_scopes(sources.scope, settings.memory_scope),
     )
     compactions = 0
     if call.session is not None:

@@ -19,6 +19,7 @@ from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
 from loci.memory.dedup import DUPLICATE_OVERLAP, overlap_sets, sets_overlap
+from loci.memory.scopes import list_memories, search_memories
 from loci.memory.timeline import asks_about_past, hit_standing, shown_as_past
 from loci.models import Document, Event, Memory, Scope, SearchHit, StateItem, speaker
 from loci.retriever import Retriever
@@ -62,6 +63,8 @@ class Item:
 class BuildContext:
     store: Store
     scope: Scope
+    #: Where the scope's memories are read (``memory.scopes``).
+    memory_scopes: tuple[Scope, ...]
     session: str | None
     message: str | None
     now: datetime
@@ -226,7 +229,7 @@ def _body(document: Document) -> str:
 
 
 def sticky(ctx: BuildContext) -> list[Item]:
-    facts = ctx.store.list_memories(ctx.scope, types=["sticky"], now=ctx.now)
+    facts = list_memories(ctx.store, ctx.memory_scopes, types=["sticky"], now=ctx.now)
     facts.sort(key=lambda m: (m.created_at, m.id))
     return [Item(m.id, f"[STICKY] {m.content}") for m in facts if not already_said(ctx, m)]
 
@@ -270,7 +273,8 @@ def state(ctx: BuildContext) -> list[Item]:
 
 
 def memories(ctx: BuildContext) -> list[Item]:
-    recent = ctx.store.list_memories(ctx.scope, now=ctx.now, limit=RECENT_MEMORIES)
+    recent = list_memories(ctx.store, ctx.memory_scopes, now=ctx.now,
+                           limit=RECENT_MEMORIES)
     return [Item(m.id, f"[MEMORY {day_label(m.created_at)}] {m.content}") for m in recent
             if m.type != "sticky" and m.id not in ctx.included and not already_said(ctx, m)]
 
@@ -386,8 +390,8 @@ def recall(ctx: BuildContext) -> list[Item]:
     limit = max(ctx.recall_limit, 1)
     # A question about the past also finds facts that no longer hold, marked so.
     past = SearchFilters() if asks_about_past(ctx.message, ctx.now) else filters
-    hits = ctx.retriever.search(ctx.scope, "memory", ctx.message,
-                                limit=max(limit // 3, 1), filters=past, now=ctx.now)
+    hits = search_memories(ctx.retriever, ctx.memory_scopes, ctx.message,
+                           limit=max(limit // 3, 1), filters=past, now=ctx.now)
     hits += ctx.retriever.search(ctx.scope, "event", ctx.message, limit=limit,
                                  filters=filters, now=ctx.now)
     hits.sort(key=lambda h: h.score, reverse=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 from loci.errors import ValidationError
 from loci.memory.markdown import MemoryFile, parse, render
-from loci.models import Memory, Scope
+from loci.models import SHARED_AGENT, Memory, Scope
 from loci.store.base import Store
 
 _ID = re.compile(r"^mem_[A-Za-z0-9_-]{1,64}$")
@@ -44,13 +44,15 @@ class Marker:
 
 
 class Mirror:
-    """Memory files of one scope under ``root`` (``memory/`` or
-    ``memory/{tenant}/{agent}/`` for scopes other than the default one)."""
+    """Memory files of one scope under ``root``: ``memory/``, ``memory/{tenant}/`` for a
+    user's shared memories (``memory.scopes``) or ``memory/{tenant}/{agent}/``."""
 
     def __init__(self, root: Path, scope: Scope, store: Store | None = None) -> None:
         self.root, self.scope, self.store = root, scope, store
         base = root / "memory"
-        self.directory = base if scope == Scope() else base / scope.tenant / scope.agent
+        self.directory = base if scope == Scope() else base / scope.tenant
+        if scope != Scope() and scope.agent != SHARED_AGENT:
+            self.directory /= scope.agent
         if scope != Scope() and not _safe_parts(scope):
             raise ValidationError("user and agent names used in file paths must be plain")
         self._store_id: str | None = None

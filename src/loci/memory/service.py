@@ -34,6 +34,8 @@ from loci.timeutil import Clock, format_timestamp, parse_timestamp
 MAX_MEMORY_CHARS = 100_000
 #: The metadata key of a retired memory: why, and the expiry it had.
 RETIRED = "retired"
+#: The metadata key of a shared memory: the agent whose session it came from.
+AGENT = "agent"
 #: How many keyword and vector neighbours are compared with a new fact.
 DEDUP_CANDIDATES = 10
 DEDUP_QUERY_TERMS = 4
@@ -60,10 +62,14 @@ class ReplyResult:
 class MemoryService:
     def __init__(
         self, store: Store, scope: Scope, indexer: Indexer | None, clock: Clock,
-        ttls: Mapping[str, int], mirror: Mirror | None = None,
+        ttls: Mapping[str, int], mirror: Mirror | None = None, home: Scope | None = None,
     ) -> None:
+        """The memories of ``scope``, written for the agent of ``home`` (its events and
+        state; by default ``scope``): a memory written into another scope (the user's
+        shared one, ``memory.scopes``) names that agent (``AGENT``)."""
         self.store, self.scope, self.indexer = store, scope, indexer
         self.clock, self.ttls, self.mirror = clock, ttls, mirror
+        self.home = home or scope
 
     def save(
         self, content: str, type: str = "project_context", tags: Sequence[str] = (),
@@ -80,7 +86,9 @@ class MemoryService:
         if match is None or (match.kind == "changed" and gives_new_value(
                 content, match.memory.content)):
             marker = self.mirror.claim() if self.mirror else None
-            held = {"mirrors": [marker.id]} if marker else {}
+            held: dict[str, Any] = {"mirrors": [marker.id]} if marker else {}
+            if self.home != self.scope:
+                held[AGENT] = self.home.agent
             memory = Memory(new_memory_id(), memory_type, content, tags, said, now,
                             expires, source, held, confirmed_at=now)
             if match is not None and said < match.memory.created_at:
@@ -158,15 +166,21 @@ class MemoryService:
     def forget(self, memory_id: str, *, redact_source: bool = False) -> int:
         texts: set[str] = set()
         source = None
+        owner = self.scope
         if redact_source:
             memory = self.get(memory_id)
-            source = memory.source
+            source, owner = memory.source, self.owner(memory)
             texts = {memory.content, *(v.content for v in self.history(memory_id))}
         if not self.store.delete_memory(self.scope, memory_id):
             raise NotFoundError(f"no memory {memory_id!r}")
         if self.mirror is not None:
             self.mirror.remove(memory_id)
-        return self._redact(source, texts) if redact_source else 0
+        return self._redact(owner, source, texts) if redact_source else 0
+
+    def owner(self, memory: Memory) -> Scope:
+        """The scope of the agent whose events ``memory`` came from."""
+        agent = memory.metadata.get(AGENT)
+        return Scope(self.scope.tenant, agent) if isinstance(agent, str) else self.scope
 
     def retire(self, memory_id: str, reason: str) -> Memory:
         """Expire a memory now, keeping it and the reason in its history (``restore``
@@ -198,21 +212,21 @@ class MemoryService:
         self._mirror(fresh, None)
         return fresh
 
-    def _redact(self, source: str | None, texts: set[str]) -> int:
+    def _redact(self, owner: Scope, source: str | None, texts: set[str]) -> int:
         """Remove the tags that wrote ``texts`` from the raw replies of the memory's
         source session; returns how many replies changed."""
         if not source or not source.startswith("session:"):
             return 0
         session = source.removeprefix("session:")
         changed: dict[int, dict[str, Any]] = {}
-        for event in self.store.list_events(self.scope, session):
+        for event in self.store.list_events(owner, session):
             raw = event.metadata.get("raw")
             if isinstance(raw, str) and (redacted := without_memories(raw, texts)) != raw:
                 # Without the tags, nothing separates raw from the content: drop it.
                 keep = redacted != event.content
                 changed[event.id] = ({**event.metadata, "raw": redacted} if keep else
                                      {k: v for k, v in event.metadata.items() if k != "raw"})
-        return self.store.redact_events(self.scope, session, changed) if changed else 0
+        return self.store.redact_events(owner, session, changed) if changed else 0
 
     def purge_expired(self) -> int:
         """Hard-delete the facts whose time ran out; a superseded fact stays, as the
@@ -232,7 +246,7 @@ class MemoryService:
         parsed = parse_reply(text)
         saved = [self.save(tag.body, tag.key, source=source) for tag in parsed.memories]
         now = self.clock()
-        states = [self.store.set_state(self.scope, check_label("key", tag.key),
+        states = [self.store.set_state(self.home, check_label("key", tag.key),
                                        check_text("state value", tag.body), now)
                   for tag in parsed.states]
         return ReplyResult(parsed.clean, saved, states)

@@ -33,11 +33,10 @@ def prepare_proposals(runtime: Runtime, idle: timedelta) -> list[Scope]:
     newer than its pending proposal; the scopes that got one."""
     now = runtime.clock()
     prepared = []
-    for scope in runtime.scopes():
+    for scope, loci in runtime.memory_views().items():
         newest = runtime.store.list_memories(scope, limit=1)
         if not newest or now - newest[0].updated_at < idle:
             continue
-        loci = runtime.scope(scope.tenant, scope.agent)
         pending = loci.consolidation()
         if pending is not None and pending.created_at >= newest[0].updated_at:
             continue
