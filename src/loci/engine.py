@@ -10,7 +10,6 @@ does, and its ``Loci`` adds the ways to open one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
 from datetime import datetime
 from functools import cached_property, partial
 from typing import Any, ClassVar, Protocol
@@ -42,11 +41,10 @@ from loci.memory.extract import Extractor, LLMExtractor, RuleExtractor
 from loci.memory.live import Job, TurnExtraction, extract_turns, extracted_from, worth_reading
 from loci.memory.mirror import Mirror
 from loci.memory.review import Consolidation, Consolidator, Proposal
-from loci.memory.scopes import list_memories, memory_scopes
+from loci.memory.scopes import AgentMemories, list_memories, memory_scopes, search_items
 from loci.memory.service import MemoryService, ReplyResult, SaveResult
 from loci.memory.sync import SyncReport
 from loci.memory.sync import sync as sync_mirror
-from loci.memory.timeline import asks_about_past, weighed_by_standing
 from loci.memory.tools import MemoryPage, MemorySummary, page, to_summary
 from loci.memory.types import typo_of
 from loci.models import (
@@ -128,26 +126,20 @@ class ScopeView:
                                  lambda events: len(self._consolidate(events)), self.chat)
 
     @cached_property
+    def _agent_memories(self) -> AgentMemories:
+        mirror = self.settings.memory_mirror
+        return AgentMemories(self.store, self.memory_scopes, lambda scope: MemoryService(
+            self.store, scope, self.indexer, self._now, self.settings.memory_types,
+            Mirror(self.settings.memory_root, scope, self.store) if mirror else None,
+            self.scope))
+
+    @property
     def _memories(self) -> MemoryService:
         """The memories this agent writes (``memory_scopes[0]``)."""
-        return self._memory_service(self.memory_scopes[0])
-
-    def _memory_service(self, scope: Scope) -> MemoryService:
-        memory = self.settings.memory_mirror
-        mirror = Mirror(self.settings.memory_root, scope, self.store) if memory else None
-        return MemoryService(self.store, scope, self.indexer, self._now,
-                             self.settings.memory_types, mirror, self.scope)
+        return self._agent_memories.written
 
     def _holding(self, memory_id: str) -> MemoryService:
-        """The memories that hold ``memory_id`` (with shared memories, the agent's own
-        older ones too; else the written ones, whose ``get`` names a missing id)."""
-        memory_id = check_text("memory id", memory_id)
-        written, *older = self.memory_scopes
-        if older and self.store.get_memory(written, memory_id) is None:
-            for scope in older:
-                if self.store.get_memory(scope, memory_id) is not None:
-                    return self._memory_service(scope)
-        return self._memories
+        return self._agent_memories.holding(check_text("memory id", memory_id))
 
     def _now(self) -> datetime:
         return self.clock()
@@ -254,7 +246,7 @@ class ScopeView:
 
     def purge_expired(self) -> int:
         """Hard-delete expired memories (the agent's own older ones too); how many."""
-        return sum(self._memory_service(scope).purge_expired() for scope in self.memory_scopes)
+        return self._agent_memories.purge_expired()
 
     def extract_memories(
         self, events: Sequence[Event], extractor: Extractor | None = None, *, save: bool = True
@@ -330,18 +322,8 @@ class ScopeView:
         (``past`` None: it decides; True: as they rank), left out if ``past`` is False."""
         if not 1 <= limit <= 1000:
             raise ValidationError("limit must be between 1 and 1000")
-        check_text("query", query)
-        now = self.clock()
-        weigh = past is None and not asks_about_past(query, now)
-        filters = replace(filters or SearchFilters(), now=now if past is False else None)
-        wanted = min(limit * 2, 1000) if weigh else limit  # room for what the weights lift
-        hits: list[SearchHit] = []
-        for kind in kinds:
-            for scope in self.memory_scopes if kind == "memory" else (self.scope,):
-                hits += self.retriever.search(scope, kind, query, limit=wanted,
-                                              filters=filters, now=now)
-        return (weighed_by_standing(hits, now) if weigh else
-                sorted(hits, key=lambda h: h.score, reverse=True))[:limit]
+        return search_items(self.retriever, self.memory_scopes, check_text("query", query),
+                            kinds, limit, filters or SearchFilters(), past, self.clock())
 
     def memory_search(
         self, query: str, limit: int = 5, filters: SearchFilters | None = None,

@@ -13,9 +13,13 @@ are per agent always.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
+from functools import cached_property
 
+from loci.memory.service import MemoryService
+from loci.memory.timeline import asks_about_past, weighed_by_standing
 from loci.models import SHARED_AGENT, Memory, Scope, SearchHit
 from loci.retriever import Retriever
 from loci.store.base import SearchFilters, Store
@@ -48,3 +52,49 @@ def search_memories(retriever: Retriever, scopes: Sequence[Scope], query: str, *
     if len(scopes) > 1:
         hits.sort(key=lambda h: h.score, reverse=True)
     return hits[:limit]
+
+
+def search_items(retriever: Retriever, scopes: tuple[Scope, ...], query: str,
+                 kinds: Sequence[str], limit: int, filters: SearchFilters,
+                 past: bool | None, now: datetime) -> list[SearchHit]:
+    """Hybrid search of ``kinds`` (memories over every memory scope, the rest in the
+    agent's own), best first. Memories that no longer hold are found too: ranked below
+    those that do (``timeline.weighed_by_standing``) unless the query asks about the
+    past (``past`` None: it decides; True: as they rank), left out if ``past`` is
+    False."""
+    weigh = past is None and not asks_about_past(query, now)
+    filters = replace(filters, now=now if past is False else None)
+    wanted = min(limit * 2, 1000) if weigh else limit  # room for what the weights lift
+    hits: list[SearchHit] = []
+    for kind in kinds:
+        for scope in scopes if kind == "memory" else scopes[-1:]:
+            hits += retriever.search(scope, kind, query, limit=wanted, filters=filters,
+                                     now=now)
+    return (weighed_by_standing(hits, now) if weigh else
+            sorted(hits, key=lambda h: h.score, reverse=True))[:limit]
+
+
+class AgentMemories:
+    """An agent's memory services over its memory scopes: the one it writes, the one
+    that holds a given id, and purging them all."""
+
+    def __init__(self, store: Store, scopes: tuple[Scope, ...],
+                 service: Callable[[Scope], MemoryService]) -> None:
+        self.store, self.scopes, self.service = store, scopes, service
+
+    @cached_property
+    def written(self) -> MemoryService:
+        return self.service(self.scopes[0])
+
+    def holding(self, memory_id: str) -> MemoryService:
+        """The memories that hold ``memory_id`` (with shared memories, the agent's own
+        older ones too; else the written ones, whose ``get`` names a missing id)."""
+        written, *older = self.scopes
+        if older and self.store.get_memory(written, memory_id) is None:
+            for scope in older:
+                if self.store.get_memory(scope, memory_id) is not None:
+                    return self.service(scope)
+        return self.written
+
+    def purge_expired(self) -> int:
+        return sum(self.service(scope).purge_expired() for scope in self.scopes)
