@@ -126,8 +126,10 @@ class AnthropicUpstream:
             anthropic.request_body(request, stream=False), _beta(request)))
 
     def stream(self, request: Request) -> Iterator[Delta]:
-        return anthropic_stream.deltas(self.chat.send_stream(
-            anthropic.request_body(request, stream=True), _beta(request)))
+        reader = anthropic_stream.StreamReader()
+        for events in self.chat.send_batches(anthropic.request_body(request, stream=True),
+                                             _beta(request)):
+            yield from joined(reader.read(events))
 
     def close(self) -> None:
         self.chat.close()

@@ -19,7 +19,12 @@ from loci.llm._http import SSEDecoder, data_of, events_of, parse_sse
 from loci.memory.tags import parse_reply
 from loci.server import create_app
 from loci.testing import FakeProvider, Fault
-from loci.testing.fake_answers import openai_events, responses_answer, responses_events
+from loci.testing.fake_answers import (
+    anthropic_events,
+    openai_events,
+    responses_answer,
+    responses_events,
+)
 from tests.server.conftest import LiveServer
 
 STREAM = ("data: one\r\n\r\n: a comment\nevent: named\ndata: two\ndata: lines\r\r"
@@ -64,6 +69,10 @@ def upstream_body(kind: str) -> bytes:
         events = openai_events(REPLY, usage)
         return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + \
             b"data: [DONE]\n\n"
+    if kind == "anthropic":
+        return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+                        for e in anthropic_events(REPLY, {"input_tokens": 5,
+                                                          "output_tokens": 900}))
     answer = responses_answer(REPLY, {"input_tokens": 5, "output_tokens": 900,
                                       "total_tokens": 905}, None)
     return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
@@ -97,11 +106,11 @@ def texts(face: str, stream: str) -> list[str]:
     return [text for text in out if text]
 
 
-@pytest.mark.parametrize("upstream", ["openai", "openai-responses"])
+@pytest.mark.parametrize("upstream", ["openai", "openai-responses", "anthropic"])
 @pytest.mark.parametrize("face", list(FACES))
 def test_thousands_of_upstream_events_reach_the_client_in_a_few(
         face: str, upstream: str, home: Path, live_server: LiveServer) -> None:
-    body = upstream_body("openai" if upstream == "openai" else "responses")
+    body = upstream_body({"openai-responses": "responses"}.get(upstream, upstream))
     fault = Fault(200, body, "text/event-stream")
     with FakeProvider(fault=lambda request: fault) as provider:
         app = create_app(load_settings(

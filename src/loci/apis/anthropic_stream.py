@@ -21,35 +21,50 @@ from loci.models import Usage
 
 def deltas(events: Iterable[tuple[str, dict[str, Any]]]) -> Iterator[Delta]:
     """A Messages stream's ``(event type, data)`` pairs as the turn's deltas."""
-    prompt = Usage()
-    calls: dict[Any, int] = {}  # content block index -> tool call index
-    kept: dict[Any, dict[str, Any]] = {}  # content block index -> block being kept
-    for kind, data in events:
-        if kind == "message_start":
-            prompt = read_usage(mapping(data.get("message")).get("usage"))
-        elif kind == "content_block_start":
-            block = mapping(data.get("content_block"))
-            if block.get("type") == "tool_use":
-                index = calls[data.get("index")] = len(calls)
-                yield Delta(tool_calls=[{
-                    "index": index, "id": block.get("id"), "type": "function",
-                    "function": {"name": block.get("name"), "arguments": ""}}])
-            elif block.get("type") in KEPT_BLOCKS:
-                kept[data.get("index")] = dict(block)
-        elif kind == "content_block_delta" and data.get("index") in kept:
-            _grow(kept[data.get("index")], mapping(data.get("delta")))
-        elif kind == "content_block_stop" and data.get("index") in kept:
-            yield Delta(blocks=[kept.pop(data.get("index"))])
-        elif kind == "content_block_delta":
-            yield _content_delta(data, calls)
-        elif kind == "message_delta":
-            delta = mapping(data.get("delta"))
-            reason = STOP_REASONS.get(str(delta.get("stop_reason")), "stop")
-            # Its usage counts are cumulative: the output's, and maybe the input's.
-            final = read_usage(data.get("usage"))
-            yield Delta(finish_reason=reason, usage=Usage(
-                prompt.input_tokens, prompt.cached_tokens, prompt.cache_write_tokens,
-                final.output_tokens))
+    return StreamReader().read(events)
+
+
+class StreamReader:
+    """Reads one Messages stream, a batch of events at a time (what it learned of the
+    stream so far, its prompt's usage, its tool calls and the blocks being kept, carries
+    over from one batch to the next)."""
+
+    def __init__(self) -> None:
+        self.prompt = Usage()
+        self.calls: dict[Any, int] = {}  # content block index -> tool call index
+        self.kept: dict[Any, dict[str, Any]] = {}  # content block index -> block kept
+
+    def read(self, events: Iterable[tuple[str, dict[str, Any]]]) -> Iterator[Delta]:
+        calls, kept = self.calls, self.kept
+        for kind, data in events:
+            if kind == "message_start":
+                self.prompt = read_usage(mapping(data.get("message")).get("usage"))
+            elif kind == "content_block_start":
+                block = mapping(data.get("content_block"))
+                if block.get("type") == "tool_use":
+                    index = calls[data.get("index")] = len(calls)
+                    yield Delta(tool_calls=[{
+                        "index": index, "id": block.get("id"), "type": "function",
+                        "function": {"name": block.get("name"), "arguments": ""}}])
+                elif block.get("type") in KEPT_BLOCKS:
+                    kept[data.get("index")] = dict(block)
+            elif kind == "content_block_delta" and data.get("index") in kept:
+                _grow(kept[data.get("index")], mapping(data.get("delta")))
+            elif kind == "content_block_stop" and data.get("index") in kept:
+                yield Delta(blocks=[kept.pop(data.get("index"))])
+            elif kind == "content_block_delta":
+                yield _content_delta(data, calls)
+            elif kind == "message_delta":
+                yield self._finish(data)
+
+    def _finish(self, data: Mapping[str, Any]) -> Delta:
+        delta = mapping(data.get("delta"))
+        reason = STOP_REASONS.get(str(delta.get("stop_reason")), "stop")
+        # Its usage counts are cumulative: the output's, and maybe the input's.
+        final, prompt = read_usage(data.get("usage")), self.prompt
+        return Delta(finish_reason=reason, usage=Usage(
+            prompt.input_tokens, prompt.cached_tokens, prompt.cache_write_tokens,
+            final.output_tokens))
 
 
 def _grow(block: dict[str, Any], delta: Mapping[str, Any]) -> None:

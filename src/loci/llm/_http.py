@@ -6,7 +6,7 @@ The API key never appears in a message: it is only ever sent as a header, and an
 echo of it in a server's error text is redacted, before the text is cut to length (cut
 first, a key that straddles the cut would leave its head behind).
 
-A stream is read a network read at a time (``stream_batches``): the events of one read
+A stream is read a network read at a time (``stream_data``): the events of one read
 are split and their JSON decoded together, so that a fast upstream's many small events
 cost per read, not per event, here and in whatever relays them.
 """
@@ -77,24 +77,11 @@ class ChatTransport:
                 "is llm.base_url the right API (OpenAI-compatible URLs usually end in /v1)?"
             ) from exc
 
-    def stream_events(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
-                      ) -> Iterator[ServerSentEvent]:
-        """POST ``body`` and yield the server-sent events of the answer as they arrive."""
-        for batch in self.stream_batches(body, headers):
-            yield from batch
-
-    def stream_batches(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
-                       ) -> Iterator[list[ServerSentEvent]]:
-        """POST ``body`` and yield the server-sent events of the answer as they arrive,
-        those completed by one network read together (never an empty list)."""
-        for text in self._reads(body, headers):
-            if events := events_of(text):
-                yield events
-
     def stream_data(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
                     ) -> Iterator[list[str]]:
-        """``stream_batches`` for a stream whose event names do not matter: each
-        event's ``data`` only."""
+        """POST ``body`` and yield the ``data`` of the answer's server-sent events as they
+        arrive, those completed by one network read together (never an empty list;
+        event names are left out: every API Loci reads names its events in their data)."""
         for text in self._reads(body, headers):
             if data := data_of(text):
                 yield data

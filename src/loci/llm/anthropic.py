@@ -105,19 +105,31 @@ class AnthropicChat:
                     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """POST a whole streaming request ``body`` and yield ``(event type, data)``
         until ``message_stop``; an ``error`` event raises."""
-        for event in self._http.stream_events(body, headers):
-            data = self._http.decode(event.data)
-            if not isinstance(data, dict):
-                self._http.fail_stream("sent an event that is not a JSON object")
-            kind = event.event or str(data.get("type", ""))
-            if kind == "error":
-                error = data.get("error")
-                detail = error.get("message") if isinstance(error, dict) else error
-                raise ProviderError(f"{self._http.where} reported an error mid-stream: "
-                                    f"{self._http.redact(str(detail))}; retry later")
-            if kind == "message_stop":
-                return
-            yield kind, data
+        for events in self.send_batches(body, headers):
+            yield from events
+
+    def send_batches(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+                     ) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+        """``send_stream``'s events, those of one network read together (their JSON
+        decoded in one call; each event's data names its type)."""
+        for payloads in self._http.stream_data(body, headers):
+            events: list[tuple[str, dict[str, Any]]] = []
+            for data in self._http.decode_all(payloads)[0]:
+                if not isinstance(data, dict):
+                    self._http.fail_stream("sent an event that is not a JSON object")
+                kind = str(data.get("type", ""))
+                if kind == "error":
+                    error = data.get("error")
+                    detail = error.get("message") if isinstance(error, dict) else error
+                    raise ProviderError(f"{self._http.where} reported an error mid-stream: "
+                                        f"{self._http.redact(str(detail))}; retry later")
+                if kind == "message_stop":
+                    if events:
+                        yield events
+                    return
+                events.append((kind, data))
+            if events:
+                yield events
         # Cut short: what came is not the whole answer.
         self._http.fail_stream("ended its stream before message_stop")
 
