@@ -14,6 +14,7 @@ from datetime import datetime
 from functools import cached_property, partial
 from typing import Any, ClassVar, Protocol
 
+from loci.apis import client
 from loci.checks import (
     check_label,
     check_name,
@@ -64,7 +65,7 @@ from loci.settings import Settings
 from loci.store import SearchFilters, Store
 from loci.timeutil import Clock
 from loci.tokens import TokenCounter, token_counter
-from loci.turns import Turn, answer_turn, as_chat, take_in
+from loci.turns import Turn, answer_turn, take_in
 from loci.usage import UsageLedger
 
 
@@ -302,7 +303,8 @@ class ScopeView:
         """The next LLM call of ``session`` from the caller's messages in its ``api``'s
         shape (only what is new is recorded: ``loci.turns``): send ``Turn.request``,
         then the answer to ``reply``. ``guest`` defaults to having a system prompt."""
-        intake = take_in(self, check_name("session", session), as_chat(messages, api, system))
+        session = check_name("session", session)
+        intake = take_in(self, session, client.messages(messages, api, system))
         guest = bool(intake.system) if guest is None else guest
         context = self.compile(session, intake.shown, model=model, window=window, guest=guest)
         return Turn(session, api, context, intake, thinking)

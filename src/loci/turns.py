@@ -76,11 +76,6 @@ class Intake:
     system: list[dict[str, Any]]
 
 
-def as_chat(messages: Any, api: str, system: Any = None) -> list[Message]:
-    """The caller's messages in its ``api``'s shape as the turn's (``apis.client``)."""
-    return client.messages(messages, api, system)
-
-
 def take_in(log: SessionLog, session: str, messages: Sequence[Message]) -> Intake:
     """Record what ``messages`` bring that the log lacks: an imported history for a new
     session, tool results; the new user message is returned, not recorded."""
