@@ -47,16 +47,18 @@ def echo_server(tmp_path: Path) -> Iterator[str]:
 
 
 def test_the_echo_upstream_answers_both_faces_and_records_them(echo_server: str) -> None:
-    openai = OpenAI(base_url=f"{echo_server}/v1", api_key="open")
-    reply = openai.chat.completions.create(
-        model="any", messages=[{"role": "user", "content": "I'm Maya and I live in Lisbon"}],
-        extra_headers={"X-Loci-Session": "try"})
+    # Each SDK client closed with its block: an open one's sockets, collected later,
+    # raise a ResourceWarning in whatever test runs then.
+    with OpenAI(base_url=f"{echo_server}/v1", api_key="open") as openai:
+        reply = openai.chat.completions.create(
+            model="any", extra_headers={"X-Loci-Session": "try"},
+            messages=[{"role": "user", "content": "I'm Maya and I live in Lisbon"}])
     text = reply.choices[0].message.content or ""
     assert text.startswith("Echo: I'm Maya and I live in Lisbon")
-    claude = Anthropic(base_url=echo_server, api_key="open")
-    answer = claude.messages.create(
-        model="any", max_tokens=64, extra_headers={"X-Loci-Session": "try"},
-        messages=[{"role": "user", "content": "Where do I live?"}])
+    with Anthropic(base_url=echo_server, api_key="open") as claude:
+        answer = claude.messages.create(
+            model="any", max_tokens=64, extra_headers={"X-Loci-Session": "try"},
+            messages=[{"role": "user", "content": "Where do I live?"}])
     assert answer.content[0].text.startswith("Echo: Where do I live?")  # type: ignore[union-attr]
     events = httpx.get(f"{echo_server}/api/sessions/try/events").json()
     assert [e["content"].split("\n")[0] for e in events] == [

@@ -130,11 +130,11 @@ def test_a_tool_runner_uses_loci_as_its_memory(loci: Loci, upstream: Upstream) -
     upstream.replies += [[{"id": f"toolu_{n}", "type": "function", "function": {
         "name": "memory", "arguments": json.dumps(step)}}] for n, step in enumerate(steps)]
     upstream.replies.append("All remembered.")
-    client = Anthropic(base_url=f"{upstream.url}/anthropic", api_key="k", max_retries=0)
-    runner = client.beta.messages.tool_runner(
-        model="claude-test", max_tokens=256, tools=[LociMemoryTool(loci)],
-        messages=[{"role": "user", "content": "Remember my notes."}])
-    final = runner.until_done()
+    with Anthropic(base_url=f"{upstream.url}/anthropic", api_key="k", max_retries=0) as client:
+        runner = client.beta.messages.tool_runner(
+            model="claude-test", max_tokens=256, tools=[LociMemoryTool(loci)],
+            messages=[{"role": "user", "content": "Remember my notes."}])
+        final = runner.until_done()
     assert final.content[0].text == "All remembered."  # type: ignore[union-attr]
     results = [r["body"]["messages"][-1]["content"][0] for r in upstream.requests[1:]]
     assert [r["tool_use_id"] for r in results] == [f"toolu_{n}" for n in range(7)]
