@@ -192,22 +192,30 @@ def deltas(chunks: list[dict[str, Any]]) -> Iterator[Delta]:
     chunk: most chunks are such)."""
     texts: list[str] = []
     for chunk in chunks:
-        choices = chunk["choices"]
-        choice = choices[0] if len(choices) == 1 else None
-        if type(choice) is dict and chunk.get("usage") is None \
-                and not choice.get("finish_reason") and not choice.get("index", 0):
-            delta = choice.get("delta")
-            if type(delta) is dict and not delta.get("tool_calls"):
-                content = delta.get("content")
-                if type(content) is str:
-                    texts.append(content)
-                    continue
+        content = text_only(chunk)
+        if content is not None:
+            texts.append(content)
+            continue
         if text := "".join(texts):
             yield Delta(content=text)
         texts.clear()
         yield from _chunk_deltas(chunk)
     if text := "".join(texts):
         yield Delta(content=text)
+
+
+def text_only(chunk: Any) -> str | None:
+    """The text of a streamed chunk that adds text to the first choice and nothing
+    else, or None."""
+    choices = chunk.get("choices") if type(chunk) is dict else None
+    choice = choices[0] if type(choices) is list and len(choices) == 1 else None
+    if type(choice) is dict and chunk.get("usage") is None \
+            and not choice.get("finish_reason") and not choice.get("index", 0):
+        delta = choice.get("delta")
+        if type(delta) is dict and not delta.get("tool_calls"):
+            content = delta.get("content")
+            return content if type(content) is str else None
+    return None
 
 
 def _chunk_deltas(chunk: Mapping[str, Any]) -> Iterator[Delta]:

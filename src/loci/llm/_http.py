@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import orjson
+from httpcore._sync.http11 import HTTP11Connection
 
 from loci.errors import ConfigError, ProviderError
 from loci.providers import error_detail
@@ -35,6 +36,15 @@ _STATUS_HINTS = {
     413: "the request is too large for the server: compact the input first",
     429: "the server is rate-limiting or out of quota: retry later",
 }
+
+
+#: The most a response is read at a time. httpcore reads 64 KiB, so a fast upstream's
+#: stream costs everything downstream of a read (events, the tag filter, the write to
+#: the client) once per 64 KiB; a read returns whatever has arrived, so a larger one
+#: never waits for more and a slow stream is not delayed.
+READ_BYTES = 256 * 1024
+if getattr(HTTP11Connection, "READ_NUM_BYTES", READ_BYTES) < READ_BYTES:
+    HTTP11Connection.READ_NUM_BYTES = READ_BYTES
 
 
 class ServerSentEvent(NamedTuple):
@@ -82,13 +92,14 @@ class ChatTransport:
         """POST ``body`` and yield the ``data`` of the answer's server-sent events as they
         arrive, those completed by one network read together (never an empty list;
         event names are left out: every API Loci reads names its events in their data)."""
-        for text in self._reads(body, headers):
+        for text in self.stream_reads(body, headers):
             if data := data_of(text):
                 yield data
 
-    def _reads(self, body: Mapping[str, Any], headers: Mapping[str, str] | None
-               ) -> Iterator[str]:
-        """POST ``body``; the answer's text as it arrives, in whole events."""
+    def stream_reads(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+                     ) -> Iterator[str]:
+        """POST ``body``; the answer's text as it arrives, in whole events (lines ending
+        in LF, no blank line after the last)."""
         with self._guard(), self._client.stream("POST", self.url, json=dict(body),
                                                 headers=headers) as response:
             if response.status_code >= 400:

@@ -18,7 +18,8 @@ from urllib.parse import urlparse
 
 from loci.apis.wire import message_text, usage_int
 from loci.errors import ConfigError, ProviderError
-from loci.llm._http import ChatTransport, check_base_url
+from loci.llm._http import ChatTransport, check_base_url, data_of
+from loci.llm._runs import TextRuns
 from loci.llm.base import ChatReply
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -80,11 +81,9 @@ class AnthropicChat:
         self, messages: Sequence[Mapping[str, Any]], *, max_tokens: int | None = None
     ) -> Iterator[str]:
         """Yield the reply's text as the API streams it."""
-        for kind, data in self.send_stream(self._body(messages, max_tokens, stream=True)):
-            if kind == "content_block_delta":
-                text = delta_text(data)
-                if text:
-                    yield text
+        for _, data in self.send_stream(self._body(messages, max_tokens, stream=True)):
+            if text := text_delta(data):
+                yield text
 
     def send(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
              ) -> dict[str, Any]:
@@ -112,9 +111,16 @@ class AnthropicChat:
                      ) -> Iterator[list[tuple[str, dict[str, Any]]]]:
         """``send_stream``'s events, those of one network read together (their JSON
         decoded in one call; each event's data names its type)."""
-        for payloads in self._http.stream_data(body, headers):
+        runs = TextRuns("text", text_delta)
+        for read in self._http.stream_reads(body, headers):
+            if (text := runs.merge(read)) is not None:  # text only: nothing to check
+                yield [("content_block_delta", runs.event(text))]
+                continue
+            payloads = data_of(read)
+            decoded = self._http.decode_all(payloads)[0]
+            runs.learn(payloads, decoded)
             events: list[tuple[str, dict[str, Any]]] = []
-            for data in self._http.decode_all(payloads)[0]:
+            for data in decoded:
                 if not isinstance(data, dict):
                     self._http.fail_stream("sent an event that is not a JSON object")
                 kind = str(data.get("type", ""))
@@ -178,13 +184,15 @@ def reply_text(payload: Mapping[str, Any]) -> str:
     )
 
 
-def delta_text(data: Mapping[str, Any]) -> str:
-    """The text of a ``content_block_delta`` event ("" for other deltas)."""
+def text_delta(data: Any) -> str | None:
+    """The text of a ``content_block_delta`` event that adds text, else None."""
+    if type(data) is not dict or data.get("type") != "content_block_delta":
+        return None
     delta = data.get("delta")
-    if isinstance(delta, dict) and delta.get("type") == "text_delta":
+    if type(delta) is dict and delta.get("type") == "text_delta":
         text = delta.get("text")
-        return text if isinstance(text, str) else ""
-    return ""
+        return text if type(text) is str else None
+    return None
 
 
 def to_anthropic(

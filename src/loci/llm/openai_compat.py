@@ -15,9 +15,11 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlparse
 
+from loci.apis.chat import text_only
 from loci.apis.wire import message_text, usage_int
 from loci.errors import ConfigError, ProviderError
-from loci.llm._http import ChatTransport, check_base_url
+from loci.llm._http import ChatTransport, check_base_url, data_of
+from loci.llm._runs import TextRuns
 from loci.llm.base import ChatReply
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -106,8 +108,14 @@ class OpenAICompatibleChat:
     def chat_batches(self, body: Mapping[str, Any]) -> Iterator[list[dict[str, Any]]]:
         """``chat_stream``'s chunks, those of one network read together."""
         finished = False
-        for payloads in self._http.stream_data(body):
+        runs = TextRuns("content", text_only)
+        for read in self._http.stream_reads(body):
+            if (text := runs.merge(read)) is not None:  # text only: nothing to check
+                yield [runs.event(text)]
+                continue
+            payloads = data_of(read)
             chunks, done = self._http.decode_all(payloads, "[DONE]")
+            runs.learn(payloads, chunks)
             for chunk in chunks:
                 choices = chunk.get("choices") if type(chunk) is dict else None
                 if type(choices) is list and len(choices) == 1 \

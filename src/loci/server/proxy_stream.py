@@ -57,8 +57,11 @@ class _Pipe:
                         self.room.wait()
                     if self.stopped:  # the client left: the rest is not made
                         break
+                    # Events already waiting have woken the loop: it takes this too.
+                    waiting = bool(self.ready)
                     self.ready.append(item)
-                self._wake()
+                if not waiting:
+                    self._wake()
         except BaseException as exc:  # raised again on the event loop, as Starlette would
             self.error = exc
         finally:
