@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from loci import Loci
-from loci.context.sources import RECALL_RELATIVE_FLOOR
+from loci.context.recall import RECALL_RELATIVE_FLOOR
 from tests.conftest import FakeClock, open_loci
 
 MODEL = {"chat-16k": 16_000}
@@ -119,3 +119,37 @@ def test_a_rewrite_in_the_third_person_is_the_same_fact(home: Path, clock: FakeC
 
 def compiled_stickies(loci: Loci) -> int:
     return loci.compile(None, "hi").dynamic.count("[STICKY]")
+
+
+def test_recalled_turns_bring_their_neighbours_read_together(home: Path,
+                                                            clock: FakeClock) -> None:
+    """A turn's neighbour is the next event of the log but for sessions written turn by
+    turn in turns: the neighbours are read together, and only the interleaved ones are
+    looked up each on its own."""
+    with open_loci(home, clock, **CHAT) as loci:
+        for n in range(6):
+            loci.add(f"boat-{n}", "user", f"Which anchor suits mooring spot {n}?")
+            loci.add_reply(f"boat-{n}", f"A plough anchor holds at mooring spot {n}.")
+        loci.add("mixed", "user", "Which anchor suits the sandy mooring spot?")
+        loci.add("mixed-other", "user", "An unrelated note about invoices.")
+        loci.add_reply("mixed", "A plough anchor holds in sand at the mooring spot.")
+        loci.wait_indexed()
+        store, apart = loci.store, []
+        for name in ("list_events", "tail_events"):
+            real = getattr(store, name)
+
+            def counted(*args: object, _real: object = real, **kwargs: object) -> object:
+                if kwargs.get("after_id") or kwargs.get("before_id"):
+                    apart.append(args[1])
+                return _real(*args, **kwargs)  # type: ignore[operator]
+            setattr(store, name, counted)
+        text = loci.compile("new", "Which anchor suits a mooring spot?").retrieved
+        shown = [n for n in range(6) if f"user: Which anchor suits mooring spot {n}?" in text
+                 or f"assistant: A plough anchor holds at mooring spot {n}." in text]
+        assert len(shown) >= 4
+        for n in shown:
+            assert f"user: Which anchor suits mooring spot {n}?" in text
+            assert f"assistant: A plough anchor holds at mooring spot {n}." in text
+        assert "user: Which anchor suits the sandy mooring spot?" in text
+        assert "assistant: A plough anchor holds in sand at the mooring spot." in text
+        assert apart and set(apart) == {"mixed"}

@@ -21,8 +21,9 @@ from loci.apis.turn import COMPACTS
 from loci.context.compiled import CompiledContext, LayerReport
 from loci.context.history import History, choose_history
 from loci.context.layers import LayerSpec, history_budget, tokens_for
+from loci.context.recall import recall
 from loci.context.render import events_to_turn, since_provider_compaction
-from loci.context.sources import BUILDERS, BuildContext, Item, said
+from loci.context.sources import LAYER_BUILDERS, BuildContext, Item, said
 from loci.errors import BudgetExceededError
 from loci.models import SUMMARY_HEADER, Event
 from loci.timeutil import day_label
@@ -44,6 +45,9 @@ SUMMARY_LAYER = "compaction_summary"
 COUNT_CACHE_CHARS = 2_000_000
 #: Layers whose budget is a floor, not a ceiling: they take what the others left.
 ELASTIC = frozenset({"recall", "earlier_trail"})
+
+#: Each layer's builder: the sources', and recall.
+BUILDERS = {**LAYER_BUILDERS, "recall": recall}
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,10 @@ from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
 from loci.memory.dedup import DUPLICATE_OVERLAP, overlap_sets, sets_overlap
-from loci.memory.scopes import list_memories, search_memories
-from loci.memory.timeline import asks_about_past, hit_standing, shown_as_past
-from loci.models import Document, Event, Memory, Scope, SearchHit, StateItem, speaker
+from loci.memory.scopes import list_memories
+from loci.models import Document, Event, Memory, Scope, StateItem
 from loci.retriever import Retriever
-from loci.search.relevance import MIN_RELEVANCE
-from loci.store.base import SearchFilters, Store
+from loci.store.base import Store
 from loci.text.trail import TRAIL_KEY, Trail
 from loci.timeutil import day_label
 
@@ -377,54 +375,6 @@ def agent_spec(workspace: Workspace, agent: str) -> AgentSpec | None:
     return agents.get(agent) or (next(iter(agents.values())) if len(agents) == 1 else None)
 
 
-def recall(ctx: BuildContext) -> list[Item]:
-    """Recall: hybrid search on the incoming message over memories and the
-    event log (archived turns of this session, the user's other sessions), best first,
-    down to a floor relative to the best hit (``recall_floor``), leaving out what is
-    already in context. A turn brings its neighbour (the answer after a question, the
-    question before an answer); turns are shown by session, in time order, under the
-    session's date, each line saying who spoke. How many fit is the budget's call."""
-    if ctx.retriever is None or not ctx.message or not ctx.message.strip():
-        return []
-    filters = SearchFilters(now=ctx.now)
-    limit = max(ctx.recall_limit, 1)
-    # A question about the past also finds facts that no longer hold, marked so.
-    past = SearchFilters() if asks_about_past(ctx.message, ctx.now) else filters
-    hits = search_memories(ctx.retriever, ctx.memory_scopes, ctx.message,
-                           limit=max(limit // 3, 1), filters=past, now=ctx.now)
-    hits += ctx.retriever.search(ctx.scope, "event", ctx.message, limit=limit,
-                                 filters=filters, now=ctx.now)
-    hits.sort(key=lambda h: h.score, reverse=True)
-    floor = recall_floor(hits)
-    items: list[Item] = []
-    seen: set[str] = set()
-    for hit in hits:
-        key = f"event {hit.id}" if hit.kind == "event" else hit.id
-        if hit.score < floor:
-            break
-        if key in ctx.included or key in seen or not hit.text.strip() or (
-                in_summary(ctx, hit.text)) or said(hit.text, labelled=False) in ctx.shown:
-            continue
-        seen.add(key)
-        if hit.kind == "memory":
-            text = shown_as_past(hit.text, hit_standing(hit, ctx.now))
-            items.append(Item(key, f"[RECALL {day_label(hit.timestamp)}] {text}"))
-            continue
-        items.append(_turn_item(ctx, hit, f"{key} (score {hit.score:.2f})"))
-        neighbour = _neighbour(ctx, hit)
-        if neighbour is not None and (near := f"event {neighbour.id}") not in seen and (
-                near not in ctx.included) and (
-                said(neighbour.content, labelled=False) not in ctx.shown):
-            seen.add(near)
-            items.append(_turn_item(ctx, _as_hit(neighbour), f"{near} (next to {key})"))
-    return items
-
-
-#: A recalled item is worth its tokens while it scores at least this share of the best
-#: hit's score, and never below the calibrated ``search.relevance.MIN_RELEVANCE``.
-RECALL_RELATIVE_FLOOR = 0.5
-
-
 _LABELS = re.compile(r"^(?:\[[^\]\n]{0,80}\]\s*)*(?:[\w .'-]{1,40}:\s+)?")
 
 
@@ -435,47 +385,6 @@ def said(text: str, *, labelled: bool = True) -> str:
     if labelled:
         text = _LABELS.sub("", text.strip(), count=1)
     return " ".join(text.lower().split())
-
-
-def recall_floor(hits: Sequence[SearchHit]) -> float:
-    """The score below which recall stops: a share of the best hit's, so that a question
-    with a clear answer is not padded with what merely shares its words."""
-    best = max((h.score for h in hits), default=0.0)
-    return max(MIN_RELEVANCE, RECALL_RELATIVE_FLOOR * best)
-
-
-def _turn_item(ctx: BuildContext, hit: SearchHit, item_id: str) -> Item:
-    who = speaker(hit.metadata) or str(hit.metadata.get("role") or "someone")
-    where = "this session" if hit.session == ctx.session else f"session {hit.session}"
-    return Item(item_id, f"{who}: {hit.text}",
-                group=f"[RECALL {where}, {day_label(hit.timestamp)}]",
-                order=(hit.timestamp.timestamp(), int(hit.id)))
-
-
-def _neighbour(ctx: BuildContext, hit: SearchHit) -> Event | None:
-    """The turn that completes ``hit``: the reply after a user's turn, the user's turn
-    before a reply (messages only; None when there is none)."""
-    if hit.session is None or hit.metadata.get("type") not in (None, "message"):
-        return None
-    role = hit.metadata.get("role")
-    if role == "user":
-        after = ctx.store.list_events(ctx.scope, hit.session, after_id=int(hit.id), limit=1)
-        found, wanted = (after[0] if after else None), "assistant"
-    elif role == "assistant":
-        before = ctx.store.tail_events(ctx.scope, hit.session, 1, include_archived=True,
-                                       before_id=int(hit.id))
-        found, wanted = (before[0] if before else None), "user"
-    else:
-        return None
-    if found is None or found.type != "message" or found.role != wanted:
-        return None
-    return found
-
-
-def _as_hit(event: Event) -> SearchHit:
-    return SearchHit("event", str(event.id), 0.0, event.content, event.timestamp,
-                     event.session, {"role": event.role, "type": event.type,
-                                     **({"name": n} if (n := speaker(event.metadata)) else {})})
 
 
 FLUSH_PROMPT = (
@@ -490,11 +399,11 @@ def flush(ctx: BuildContext) -> list[Item]:
     return [Item("memory flush", FLUSH_PROMPT)] if ctx.flush else []
 
 
-BUILDERS: dict[str, Builder] = {
+LAYER_BUILDERS: dict[str, Builder] = {
     "principles": principles, "identity": identity, "agents": agents, "tools": tools,
     "date_user": date_user, "user_file": user_file, "profile": profile, "boot": boot,
     "memory_file": memory_file, "daily_log": daily_log, "sticky": sticky, "state": state,
     "memories": memories, "compaction_summary": compaction_summary, "focus": focus,
     "earlier_trail": earlier_trail,
-    "reflexion": reflexion, "skills": skills, "recall": recall, "flush": flush,
+    "reflexion": reflexion, "skills": skills, "flush": flush,
 }
