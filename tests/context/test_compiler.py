@@ -8,6 +8,7 @@ import pytest
 
 from loci import BudgetExceededError, Loci, ValidationError, load_settings
 from loci.context.focus import Criterion, Focus
+from loci.context.sources import NEW_SESSION_MEMORIES
 from loci.context.templates import write_workspace
 from loci.models import Document
 from tests.conftest import FakeClock
@@ -167,11 +168,31 @@ def test_each_layer_drops_under_its_budget(loci: Loci, clock: FakeClock) -> None
     for i in range(400):
         loci.remember(f"fact number {i} " + "detail " * 10, type="project_context", dedupe=False)
         clock.advance(seconds=1)
-    compiled = loci.compile(None, "hi")
+    loci.add("s", "user", "Where were we?")  # an ongoing session: the newest first
+    compiled = loci.compile("s", "hi")
     memories = _layer(compiled, "memories")
     assert memories.dropped and memories.included  # type: ignore[attr-defined]
     assert "fact number 399" in compiled.dynamic and "fact number 0 " not in compiled.dynamic
     assert any("memories dropped" in w for w in compiled.warnings)
+
+
+def test_a_new_session_shows_the_newest_few_memories_and_recalls_the_rest(
+        loci: Loci, clock: FakeClock) -> None:
+    loci.remember("The user's boat is moored at pier 7 in Cascais.", type="project_context")
+    for i in range(60):
+        clock.advance(seconds=1)
+        loci.remember(f"Errand {i}: pick up parcel {i} from the post office.",
+                      type="project_context", dedupe=False)
+    loci.wait_indexed()
+    compiled = loci.compile("new", "Where is my boat moored?")
+    memories = _layer(compiled, "memories")
+    assert len(memories.included) == NEW_SESSION_MEMORIES  # type: ignore[attr-defined]
+    assert "Errand 59" in compiled.dynamic and "Errand 40" not in compiled.dynamic
+    assert "pier 7 in Cascais" in compiled.retrieved  # what it is asked: by relevance
+    # Once the session has history, the layer lists the newest again, to its budget.
+    loci.add("new", "user", "Where is my boat moored?")
+    ongoing = _layer(loci.compile("new", "And the errands?"), "memories")
+    assert len(ongoing.included) > NEW_SESSION_MEMORIES  # type: ignore[attr-defined]
 
 
 def test_section_budget_drops_lower_priority_layers_first(home: Path, clock: FakeClock

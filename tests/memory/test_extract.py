@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 from loci import Loci
 from loci.memory.extract import EXTRACTION_PROMPT, LLMExtractor, RuleExtractor
 from loci.testing import ScriptedChatModel
@@ -123,3 +125,29 @@ def test_an_extracted_fact_is_dated_when_it_was_said(loci: Loci) -> None:
     assert memory in loci.memories()  # not expired: its time to live counts from now
     text = loci.compile(None, "hi").dynamic
     assert "[MEMORY 2 November 2025] User: We decided to use PostgreSQL" in text
+
+
+#: Turns of the LongMemEval dev histories that the possession rule made sticky facts
+#: (never expiring, shown in every context): purchases are events, and "I have a few",
+#: "a lot of", "a meeting" are no possessions.
+@pytest.mark.parametrize(("said", "kind"), [
+    ("I bought a wireless charging pad from Best Buy's website on March 15th, which has "
+     "been really convenient for keeping my phone charged.", ("project_context", "event")),
+    ("I got a 20% off coupon from Everlane in mid-February.", ("project_context", "event")),
+    ("I got my kitten on February 10th, and I've been busy with her ever since.",
+     ("project_context", "event")),
+    ("I have a few pieces that need alterations, like a silk blouse that's too loose.", None),
+    ("I have a lot of them and they tend to get jumbled up in my closet.", None),
+    ("I think I got a bit carried away with the response.", None),
+    ("Wait, I think I got carried away there!", None),
+    ("Why I considered taking the train on Wednesdays - I have a meeting at 9 AM on "
+     "Wednesdays, and the train is way more reliable than the bus.", None),
+    ("I have a dog named Max who is 10 years old.", ("sticky", "possession")),
+    ("I own a 2015 Honda Civic.", ("sticky", "possession")),
+])
+def test_what_the_user_has_lasts_and_what_they_got_is_an_event(
+        loci: Loci, said: str, kind: tuple[str, str] | None) -> None:
+    loci.settings = loci.settings.with_overrides(memory_extraction=False)
+    loci.add("s", "user", said)
+    found = [(c.type, c.rule) for c in RuleExtractor().extract(loci.events("s"))]
+    assert found == ([kind] if kind else [])

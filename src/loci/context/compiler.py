@@ -113,11 +113,12 @@ class ContextCompiler:
         # prefix sections leave unused go to the retrieved section, where recall (last)
         # may take all that is left: the prefix sections' budgets stay ceilings.
         spare = max(free - sum(sections.values()), 0)
+        ctx.new_session = not history.events
         texts: dict[str, list[str]] = {}
         for section in ("static", "dynamic", "retrieved"):
             budget = sections[section] + (spare if section == "retrieved" else 0)
             spare += budget - self._fit_section(ctx, request, section, budget, reports,
-                                                texts, summary, elastic=not history.events)
+                                                texts, summary, elastic=ctx.new_session)
         rendered = {s: self._join(request, s, texts) for s in ("static", "dynamic", "retrieved")}
         fixed = sum(self.counter.count_message("system", t) for t in rendered.values() if t)
         if fixed + message_tokens + REPLY_PRIMING > request.budget:

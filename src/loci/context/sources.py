@@ -37,6 +37,8 @@ DEFAULT_IDENTITY = "You are a helpful assistant with a long-term memory."
 NAMED_IDENTITY = "You are {agent}, a helpful assistant with a long-term memory."
 #: How many of the newest memories the memories layer considers.
 RECENT_MEMORIES = 100
+#: How many of them a new session shows, whatever it is asked (``memories``).
+NEW_SESSION_MEMORIES = 10
 #: State keys Loci keeps for itself (focus, flush marks), not shown as state.
 INTERNAL_STATE = (STATE_PREFIX, "flushed:", "provider_edits:", "consolidation:")
 _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNORECASE)
@@ -85,6 +87,8 @@ class BuildContext:
     view_summary: ViewSummary | None = None
     #: The whole trail, when this call made its own summary (else the stored one's).
     trail: str | None = None
+    #: No history shown (a new session): nothing the provider could have cached.
+    new_session: bool = False
     #: What the kept items of the layers so far say (``said``): recall repeats none.
     shown: set[str] = field(default_factory=set)
     #: The scope's state, read once for the layers that show it (``stored_state``).
@@ -271,10 +275,15 @@ def state(ctx: BuildContext) -> list[Item]:
 
 
 def memories(ctx: BuildContext) -> list[Item]:
+    """The newest memories. In a new session asked something, recency says little of
+    what is worth showing: only the newest few are, and what the message is about comes
+    by relevance through recall."""
     recent = list_memories(ctx.store, ctx.memory_scopes, now=ctx.now,
                            limit=RECENT_MEMORIES)
-    return [Item(m.id, f"[MEMORY {day_label(m.created_at)}] {m.content}") for m in recent
-            if m.type != "sticky" and m.id not in ctx.included and not already_said(ctx, m)]
+    items = [Item(m.id, f"[MEMORY {day_label(m.created_at)}] {m.content}") for m in recent
+             if m.type != "sticky" and m.id not in ctx.included and not already_said(ctx, m)]
+    asked = ctx.new_session and ctx.retriever is not None and bool((ctx.message or "").strip())
+    return items[:NEW_SESSION_MEMORIES] if asked else items
 
 
 def compaction_summary(ctx: BuildContext) -> list[Item]:

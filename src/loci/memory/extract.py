@@ -57,8 +57,12 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                                r"|worked|studies|moved|turns|turned|has|had|called|named)\s+"
                                r"(?:an?\b|the\b|my\b|in\b|at\b|for\b|called\b|named\b"
                                r"|\d|(?-i:[A-Z]))"),
-        ("sticky", "possession", r"\bi\s+(?:have|own|got|bought|adopted)\s+(?:a|an|my|two"
-                                 r"|three|\d+)\s"),
+        # What the user has lasts; what they got or bought is an event (below), and "I
+        # have a few questions", "a lot of them", "a meeting at 9" are not possessions.
+        ("sticky", "possession", r"\bi\s+(?:have|own|adopted)\s+(?!a\s+(?:lot|few|bit|couple"
+                                 r"|question|meeting|feeling|hard|great|good|chance|total"
+                                 r"|busy|long|tendency|habit)\b|an\s+(?:idea|appointment"
+                                 r"|interview)\b)(?:a|an|my|two|three|\d+)\s"),
         ("user_preference", "preference",
          # Saying what: "I love it!" and "I want to tell you" are not preferences.
          r"\bi\s+(?:really\s+|also\s+|still\s+|usually\s+|generally\s+)?(?:prefer|like|love"
@@ -70,8 +74,10 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"bullet|detailed|formal|casual|english|language)\b"),
         ("learned_pattern", "rule", r"^(?:please\s+)?(?:always|never)\s+\w+"),
         ("project_context", "event",
-         r"\bi\s+(?:just\s+)?(?:went|visited|took|started|joined|finished|ran|attended|moved"
-         r"|travel?led|painted|won|graduated|met|signed up|volunteered|learned|celebrated)\b"),
+         r"\bi\s+(?:just\s+|recently\s+|also\s+)?(?:went|visited|took|started|joined"
+         r"|finished|ran|attended|moved|travel?led|painted|won|graduated|met|signed up"
+         r"|volunteered|learned|celebrated|bought|got|purchased|ordered)\s+"
+         r"(?!a\s+bit\b|carried\b|it\b|that\b|this\b|you\b)"),
         ("project_context", "plan",
          r"\bi(?:'m| am)\s+(?:\w+ly\s+|also\s+|still\s+)?(?:going|planning|hoping)\s+to\b"
          r"|\bi\s+(?:plan|intend|hope)\s+to\b"),
