@@ -36,8 +36,12 @@ def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
 
 def events_to_turn(events: Sequence[Event]) -> list[Message]:
     """The events as the turn's messages; consecutive tool calls form one assistant
-    message, an assistant turn keeps its provider blocks."""
+    message, an assistant turn keeps its provider blocks. A tool result follows its
+    call as a tool message only while the assistant's calls (then only other results)
+    come right before it with its id unanswered (``open``): otherwise a provider would
+    refuse it, and it is shown as the user's text."""
     messages: list[Message] = []
+    open_calls: set[str] = set()
     for event in events:
         if event.type == "tool_call":
             call = ToolCall(event.tool_call_id or f"call_{event.id}", event.tool_name or "",
@@ -45,23 +49,27 @@ def events_to_turn(events: Sequence[Event]) -> list[Message]:
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant" and last.calls:
                 messages[-1] = Message("assistant", (*last.parts, call))
+                open_calls.add(call.id)
             else:
                 text = (Text(event.content),) if event.content else ()
                 messages.append(Message("assistant", (*_blocks(event), *text, call)))
+                open_calls = {call.id}
         elif event.type == "tool_result":
             content = event.content if event.masked is None else event.masked
-            if event.tool_call_id is not None and answers_open_call(messages,
-                                                                    event.tool_call_id):
+            if event.tool_call_id is not None and event.tool_call_id in open_calls:
                 result = ToolResult(event.tool_call_id, (Text(content),) if content else ())
                 messages.append(Message("tool", (result,)))
-            else:  # its call is not right before it: a tool message would be refused
+                open_calls.discard(event.tool_call_id)
+            else:
                 name = f" of {event.tool_name}" if event.tool_name else ""
                 messages.append(Message("user", (Text(f"[tool result{name}, call "
                                                       f"{event.tool_call_id or '?'}]\n"
                                                       f"{content}"),)))
+                open_calls = set()
         else:
             text = (Text(event.content),) if event.content else ()
             messages.append(Message(_role(event.role), (*_blocks(event), *text)))
+            open_calls = set()
     return messages
 
 
@@ -74,19 +82,6 @@ def _blocks(event: Event) -> tuple[ProviderBlock, ...]:
     if event.role != "assistant" or not isinstance(blocks, list):
         return ()
     return tuple(ProviderBlock(block) for block in blocks if isinstance(block, dict))
-
-
-def answers_open_call(messages: Sequence[Message], call_id: str) -> bool:
-    """Whether a tool result for ``call_id`` may follow ``messages``: the assistant's
-    tool calls (then only other results) come right before it, with that id unanswered."""
-    answered: set[str] = set()
-    for message in reversed(messages):
-        if message.result is not None:
-            answered.add(message.result.call_id)
-            continue
-        calls = message.calls if message.role == "assistant" else []
-        return call_id not in answered and any(call.id == call_id for call in calls)
-    return False
 
 
 def since_provider_compaction(events: Sequence[Event]) -> list[Event]:

@@ -62,7 +62,14 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("sticky", "possession", r"\bi\s+(?:have|own|adopted)\s+(?!a\s+(?:lot|few|bit|couple"
                                  r"|question|meeting|feeling|hard|great|good|chance|total"
                                  r"|busy|long|tendency|habit)\b|an\s+(?:idea|appointment"
-                                 r"|interview)\b)(?:a|an|my|two|three|\d+)\s"),
+                                 r"|interview)\b)(?:a|an|my|two|three|\d+)\s"
+                                 # An animal got or bought is one the user has.
+                                 r"|\bi\s+(?:just\s+)?(?:got|bought)\s+(?:a|an|my|two|three"
+                                 r"|\d+)\s+(?:\w+\s+)?(?:cat|dog|pupp(?:y|ies)|kittens?"
+                                 r"|pets?|birds?|parrots?|fish|hamsters?|rabbits?|horses?"
+                                 r"|turtles?|snakes?|lizards?|chickens?)\b(?!\s+(?:litter|food"
+                                 r"|beds?|toys?|tree|carrier|bowls?|collar|leash|door|sitter"
+                                 r"|treats?|house|crate|cage|tank|insurance|shampoo))"),
         ("user_preference", "preference",
          # Saying what: "I love it!" and "I want to tell you" are not preferences.
          r"\bi\s+(?:really\s+|also\s+|still\s+|usually\s+|generally\s+)?(?:prefer|like|love"
