@@ -78,8 +78,10 @@ def _role(role: str) -> Role:
 
 
 def _blocks(event: Event) -> tuple[ProviderBlock, ...]:
-    blocks = (event.metadata or {}).get(PROVIDER_BLOCKS)
-    if event.role != "assistant" or not isinstance(blocks, list):
+    if event.role != "assistant" or not event.metadata:
+        return ()
+    blocks = event.metadata.get(PROVIDER_BLOCKS)
+    if not isinstance(blocks, list):
         return ()
     return tuple(ProviderBlock(block) for block in blocks if isinstance(block, dict))
 
