@@ -12,11 +12,17 @@ from typing import Any
 import pytest
 
 from loci.apis.chat import text_only
+from loci.apis.responses import text_delta as responses_text
 from loci.llm._runs import TextRuns
 from loci.llm.anthropic import AnthropicChat, text_delta
-from loci.llm.openai_compat import OpenAICompatibleChat
+from loci.llm.openai_compat import OpenAICompatibleChat, OpenAIResponses
 from loci.testing import FakeProvider, Fault
-from loci.testing.fake_answers import anthropic_events, openai_events
+from loci.testing.fake_answers import (
+    anthropic_events,
+    openai_events,
+    responses_answer,
+    responses_events,
+)
 
 TRICKY = 'Quotes " and \\ backslash, a\nnewline, tab\t, café ☕ 😀, \u2028 and ] [MEM'
 
@@ -131,3 +137,37 @@ def test_a_lone_surrogate_teaches_nothing_and_is_left_to_the_decoder() -> None:
     assert runs.merge(read_of([json.dumps(chunk("a"))] * 2)) is None
     runs = learned(json.dumps(chunk("a")))
     assert runs.merge(read_of([json.dumps(chunk("\ud800")), json.dumps(chunk("b"))])) is None
+
+
+def padded(event: dict[str, Any], n: int) -> dict[str, Any]:
+    """``event`` as OpenAI streams it by default: random padding of varying length."""
+    return {**event, "obfuscation": "x" * (n % 7) + "Q\"z" * (n % 2)}
+
+
+def test_padding_and_numbering_that_vary_by_event_do_not_stop_a_run() -> None:
+    runs = learned(compact(padded(chunk("Hello"), 3)))
+    pieces = [TRICKY[i:i + 3] for i in range(0, len(TRICKY), 3)]
+    read = read_of([compact(padded(chunk(p), n)) for n, p in enumerate(pieces)])
+    assert runs.merge(read) == TRICKY
+    # Only the fields that say nothing of the answer may vary: another id may not.
+    other = {**padded(chunk("x"), 1), "id": "chatcmpl-2"}
+    assert runs.merge(read + "\n\ndata: " + compact(other)) is None
+
+
+def test_a_responses_upstreams_batches_carry_every_character_in_few_events() -> None:
+    reply = TRICKY * 1500
+    answer = responses_answer(reply, {"input_tokens": 1, "output_tokens": 2,
+                                      "total_tokens": 3}, None)
+    events = [padded(e, n) if e["type"] == "response.output_text.delta" else e
+              for n, e in enumerate(responses_events(answer))]
+    body = sse(events, anthropic=True)  # named events, numbered, padded
+    with FakeProvider(fault=lambda request: Fault(200, body, "text/event-stream")) as up:
+        api = OpenAIResponses(f"{up.url}/v1", "k")
+        try:
+            batches = list(api.send_batches({"model": "m", "stream": True, "input": "x"}))
+        finally:
+            api.close()
+    got = [data for batch in batches for data in batch]
+    assert "".join(responses_text(e) or "" for e in got) == reply
+    assert got[-1]["type"] == "response.completed"
+    assert sorted(len(batch) for batch in batches)[-3] == 1 and len(batches) > 5

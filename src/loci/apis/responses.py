@@ -253,13 +253,21 @@ def call(item: Mapping[str, Any]) -> dict[str, Any]:
                          "arguments": str(item.get("arguments") or "{}")}}
 
 
+def text_delta(event: Any) -> str | None:
+    """The text a streamed ``response.output_text.delta`` event adds, else None."""
+    if type(event) is not dict or event.get("type") != "response.output_text.delta":
+        return None
+    text = event.get("delta")
+    return text if type(text) is str else None
+
+
 def deltas(events: Iterable[Mapping[str, Any]], calls: int = 0) -> Iterator[Delta]:
     """What a read's streamed events add to the answer; ``calls`` function calls came
     before them (``Delta.tool_calls`` carry their index)."""
     for data in events:
         kind = data.get("type")
         if kind == "response.output_text.delta":
-            yield Delta(content=str(data.get("delta") or ""))
+            yield Delta(content=text_delta(data) or "")
         elif kind == "response.output_item.done":
             item = mapping(data.get("item"))
             if item.get("type") == "reasoning":

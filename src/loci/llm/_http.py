@@ -6,8 +6,9 @@ The API key never appears in a message: it is only ever sent as a header, and an
 echo of it in a server's error text is redacted, before the text is cut to length (cut
 first, a key that straddles the cut would leave its head behind).
 
-A stream is read a network read at a time (``stream_data``): the events of one read
-are split and their JSON decoded together, so that a fast upstream's many small events
+A stream is read a network read at a time (``stream_reads``): the events of one read
+are split (``data_of``) and their JSON decoded together (or, for runs of text events,
+not decoded one by one: ``_runs``), so that a fast upstream's many small events
 cost per read, not per event, here and in whatever relays them.
 """
 
@@ -86,15 +87,6 @@ class ChatTransport:
                 f"{self.where} did not answer JSON ({self.redact(response.text, 80)!r}): "
                 "is llm.base_url the right API (OpenAI-compatible URLs usually end in /v1)?"
             ) from exc
-
-    def stream_data(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
-                    ) -> Iterator[list[str]]:
-        """POST ``body`` and yield the ``data`` of the answer's server-sent events as they
-        arrive, those completed by one network read together (never an empty list;
-        event names are left out: every API Loci reads names its events in their data)."""
-        for text in self.stream_reads(body, headers):
-            if data := data_of(text):
-                yield data
 
     def stream_reads(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
                      ) -> Iterator[str]:

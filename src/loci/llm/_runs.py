@@ -3,12 +3,14 @@ a time without decoding them one by one.
 
 A fast upstream streams a long answer as hundreds of thousands of events that differ
 only in their few characters of text (a chat chunk's ``content``, an Anthropic
-``text_delta``'s ``text``). Once one such event has been decoded, its bytes around the
-text are a template: a read made only of events of that template is the template with
-their texts joined. The texts are taken out of the read in one pass (the separator
-between two events replaced by a comma makes the read a JSON array of strings), so a
-run costs per read, not per event. A read that holds anything else is decoded event by
-event, as before, and may teach a new template.
+``text_delta``'s ``text``, a Responses ``output_text.delta``'s ``delta``), and in fields
+that say nothing of the answer (``VARYING``: OpenAI's ``obfuscation`` padding, the
+Responses API's ``sequence_number``). Once one such event has been decoded, its bytes
+around the text are a template: a read made only of events of that template is the
+template with their texts joined. The texts are taken out of the read in one pass (what
+lies between two events' texts replaced by a comma makes the read a JSON array of
+strings), so a run costs per read, not per event. A read that holds anything else is
+decoded event by event, as before, and may teach a new template.
 """
 
 from __future__ import annotations
@@ -21,8 +23,27 @@ import orjson
 
 #: What may come before an event's data in a read: an ``event:`` line, then ``data:``.
 _HEAD = re.compile(r"(?:event:[^\n]*\n)?data: ?")
-_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\.)*"')
+_STRING = r'"(?:[^"\\\x00-\x1f]|\\.)*"'
+_LITERAL = re.compile(_STRING)
+_NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+#: Fields whose values may differ from event to event of one run without changing what
+#: the events say: their values are left out of the template.
+VARYING = ("obfuscation", "sequence_number")
+_VARYING = re.compile(
+    r'("(?:' + "|".join(VARYING) + r')"\s*:\s*)(' + _STRING + "|" + _NUMBER + ")")
 _PROBE = "\x01probe"
+#: How far into a read an event's text may start, and from its end the text may end.
+_REACH = 2_000
+
+
+def _pattern(template: str) -> str:
+    """A regular expression of ``template`` with the values of ``VARYING`` fields free."""
+    parts, at = [], 0
+    for found in _VARYING.finditer(template):
+        parts += [re.escape(template[at:found.start(2)]),
+                  f"(?:{_STRING}|{_NUMBER})"]
+        at = found.end(2)
+    return "".join(parts) + re.escape(template[at:])
 
 
 class TextRuns:
@@ -33,11 +54,14 @@ class TextRuns:
     def __init__(self, field: str, text_of: Callable[[Any], str | None]) -> None:
         self._key = re.compile(rf'"{re.escape(field)}"\s*:\s*')
         self._text_of = text_of
+        #: The learned event's bytes before and after its text, and their patterns.
         self._prefix = self._suffix = ""
+        self._starts = self._ends = re.compile(r"(?!)")
+        self._patterns = ("", "")
         #: The text before an event's data in the reads, and the pattern of what lies
         #: between two events' texts.
         self._head: str | None = None
-        self._separator = re.compile("")
+        self._separator = re.compile(r"(?!)")
 
     def learn(self, payloads: Sequence[str], events: Sequence[Any]) -> None:
         """Learn the template of the last event of a decoded read that adds only text
@@ -51,7 +75,7 @@ class TextRuns:
 
     def _learn_one(self, payload: str, text: str) -> None:
         keys = list(self._key.finditer(payload))
-        literal = _STRING.match(payload, keys[0].end()) if len(keys) == 1 else None
+        literal = _LITERAL.match(payload, keys[0].end()) if len(keys) == 1 else None
         if literal is None:
             return
         prefix, suffix = payload[:literal.start()], payload[literal.end():]
@@ -63,22 +87,25 @@ class TextRuns:
             return
         if same and self._text_of(probe) == _PROBE:
             self._prefix, self._suffix, self._head = prefix, suffix, None
+            starts, ends = _pattern(prefix), _pattern(suffix)
+            self._starts, self._ends = re.compile(starts), re.compile(rf"(?:{ends})\Z")
+            self._patterns = (starts, ends)
 
     def merge(self, read: str) -> str | None:
         """The joined text of ``read`` (whole events) when every event in it is of the
         learned template, else None."""
-        prefix, suffix = self._prefix, self._suffix
-        start = read.find(prefix) if prefix else -1
-        if start == -1 or start > 200 or not read.endswith(suffix):
+        start = self._starts.search(read, 0, min(len(read), _REACH))
+        end = self._ends.search(read, max(0, len(read) - _REACH))
+        if start is None or end is None or end.start() < start.end():
             return None
-        head = read[:start]
+        head = read[:start.start()]
         if head != self._head:
             if not _HEAD.fullmatch(head):
                 return None
-            # A compiled pattern: str.replace sets up its search again at every match.
             self._head = head
-            self._separator = re.compile(re.escape(suffix + "\n\n" + head + prefix))
-        body = read[start + len(prefix):len(read) - len(suffix)]
+            starts, ends = self._patterns
+            self._separator = re.compile(ends + r"\n\n" + re.escape(head) + starts)
+        body = read[start.end():end.start()]
         array, separators = self._separator.subn(",", body)
         try:
             texts = orjson.loads("[" + array + "]")

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from loci.apis.chat import text_only
+from loci.apis.responses import text_delta as responses_text
 from loci.apis.wire import message_text, usage_int
 from loci.errors import ConfigError, ProviderError
 from loci.llm._http import ChatTransport, check_base_url, data_of
@@ -204,8 +205,14 @@ class OpenAIResponses:
     def send_batches(self, body: Mapping[str, Any]) -> Iterator[list[dict[str, Any]]]:
         """``send_stream``'s events, those of one network read together."""
         ended = False
-        for payloads in self._http.stream_data(body):
+        runs = TextRuns("delta", responses_text)
+        for read in self._http.stream_reads(body):
+            if (text := runs.merge(read)) is not None:  # text only: nothing to check
+                yield [runs.event(text)]
+                continue
+            payloads = data_of(read)
             batch, _ = self._http.decode_all(payloads)
+            runs.learn(payloads, batch)
             for data in batch:
                 ended = self._ends(data) or ended
             yield batch
