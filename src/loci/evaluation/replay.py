@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from loci import Loci, TokenCounter, ValidationError, events_to_messages, token_counter
+from loci.evaluation.inputs import checked
 from loci.evaluation.trail import (
     CLASSES,
     Trail,
@@ -233,7 +234,9 @@ def session_messages(loci: Loci, session: str) -> Messages:
 def evaluate(loci: Loci, session: str, windows: Sequence[int],
              cuts: Sequence[float] = CUTS) -> list[dict[str, Any]]:
     """``loci eval``: one report per window for a stored session of ``loci``, replayed
-    into a scratch store (the session itself is only read)."""
+    into a scratch store (the session itself is only read); windows and points are
+    checked first (``inputs.checked``) and the reports come in the windows' order."""
+    windows, cuts = checked(windows, cuts)
     messages = session_messages(loci, session)
     with tempfile.TemporaryDirectory(prefix="loci-eval-") as tmp:
         return [replay([(session, messages)], window, Path(tmp), cuts) for window in windows]
