@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from loci import Loci
 from loci.evaluation import BASELINES, CLASSES, evaluate
+from loci.server.api_eval import ONE_REPLAY
 from tests.importers.conftest import CHAT_LIST, load
 from tests.server.conftest import make_key
 
@@ -83,3 +84,11 @@ def test_another_users_session_is_not_evaluated(client: TestClient) -> None:
     as_bob = client.get("/api/sessions/private/eval",
                         headers={"Authorization": f"Bearer {bob}"})
     assert as_bob.status_code == 404 and "for user 'bob'" in as_bob.text
+
+
+def test_one_replay_at_a_time(client: TestClient) -> None:
+    with ONE_REPLAY:  # as while another request's replay runs
+        busy = client.get("/api/sessions/nowhere/eval")
+        assert busy.status_code == 429 and "replayed" in busy.json()["error"]["message"]
+        assert client.get("/api/sessions/s/eval", params={"points": "2"}).status_code == 422
+    assert client.get("/api/sessions/nowhere/eval").status_code == 404  # free again

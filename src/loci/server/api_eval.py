@@ -2,16 +2,18 @@
 caller's scope replayed into a scratch store (``loci.evaluation``), one report per
 window. The replay compiles a context before every model call of the session, so the
 route is a sync one (it runs in the thread pool) and its work is bounded: a few windows,
-a few points. The stored session is only read."""
+a few points, one replay at a time in a process. The stored session is only read."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from fastapi import APIRouter, Query
+from starlette.exceptions import HTTPException
 
 from loci import ValidationError
-from loci.evaluation import BASELINES, CLASSES, CUTS, evaluate, numbers
+from loci.evaluation import BASELINES, CLASSES, CUTS, checked, evaluate, numbers
 from loci.server.deps import Engine
 from loci.server.routing import JSONRoute
 
@@ -23,6 +25,9 @@ MAX_WINDOWS = 3
 MAX_POINTS = 10
 #: As the context route's window override.
 MAX_WINDOW = 10_000_000
+#: Held while a replay runs: a second one at once would halve the CPU of both and of
+#: every other request; it is refused (429) instead.
+ONE_REPLAY = threading.Lock()
 
 
 @router.get("/sessions/{session:path}/eval", response_model=None)
@@ -39,13 +44,20 @@ def evaluate_session(
     task) the compiled context holds, against the recency tail at the same tokens and
     at the history budget; at the last point, which misses ``search_conversation``
     finds."""
-    sizes = numbers(windows, int, "windows")
-    cuts = numbers(points, float, "points")
-    if len(set(sizes)) > MAX_WINDOWS:
+    # Checked here as well as by evaluate: bad input is refused even while busy.
+    sizes, cuts = checked(numbers(windows, int, "windows"), numbers(points, float, "points"))
+    if len(sizes) > MAX_WINDOWS:
         raise ValidationError(f"windows: at most {MAX_WINDOWS} at once")
-    if len(set(cuts)) > MAX_POINTS:
+    if len(cuts) > MAX_POINTS:
         raise ValidationError(f"points: at most {MAX_POINTS} at once")
     if any(size > MAX_WINDOW for size in sizes):
         raise ValidationError(f"windows: at most {MAX_WINDOW:,} tokens")
+    if not ONE_REPLAY.acquire(blocking=False):
+        raise HTTPException(429, "a session is being replayed on this server already; "
+                                 "try again when it is done")
+    try:
+        reports = evaluate(loci, session, sizes, cuts)
+    finally:
+        ONE_REPLAY.release()
     return {"session": session, "classes": list(CLASSES), "baselines": list(BASELINES),
-            "reports": evaluate(loci, session, sizes, cuts)}
+            "reports": reports}
