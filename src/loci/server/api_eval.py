@@ -1,8 +1,10 @@
 """REST route of ``loci eval``, for the dashboard's page: a stored session of the
 caller's scope replayed into a scratch store (``loci.evaluation``), one report per
 window. The replay compiles a context before every model call of the session, so the
-route is a sync one (it runs in the thread pool) and its work is bounded: a few windows,
-a few points, one replay at a time in a process. The stored session is only read."""
+route is a sync one (it runs in the thread pool), the replays run in a child process
+(``evaluate(apart=True)``: the server keeps neither their memory nor their hold on the
+interpreter), and the work is bounded: a few windows, a few points, one replay at a time
+in a server process. The stored session is only read."""
 
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ def evaluate_session(
         raise HTTPException(429, "a session is being replayed on this server already; "
                                  "try again when it is done")
     try:
-        reports = evaluate(loci, session, sizes, cuts)
+        reports = evaluate(loci, session, sizes, cuts, apart=True)
     finally:
         ONE_REPLAY.release()
     return {"session": session, "classes": list(CLASSES), "baselines": list(BASELINES),
