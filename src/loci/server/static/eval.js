@@ -106,7 +106,7 @@ async function run() {
   button.disabled = busy = true;
   result.replaceChildren(el('p', {class: 'loading', id: 'eval-loading'},
     `Replaying ${session}: a context is compiled before each model call of the session, ` +
-    'once per window. A long session takes minutes.'));
+    'for each window. Seconds for a short session, longer for a long one.'));
   try {
     const answer = await api(`/api/sessions/${seg(session)}/eval`, {query: {
       windows: $('#eval-windows').value.trim(), points: $('#eval-points').value.trim()}});
