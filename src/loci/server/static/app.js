@@ -1,7 +1,6 @@
 // The dashboard's shell: credentials, the error banner, the header's overview and the
 // hash router (#memories, #state, #sessions/<id>, #context, #eval/<session>, #kb,
-// #usage/<session>) that
-// shows one view.
+// #usage/<session>) that shows one view.
 
 import {$, ApiError, api, credentials, el} from './lib.js';
 import {initConsolidation, showPending} from './consolidate.js';

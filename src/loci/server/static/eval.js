@@ -94,13 +94,12 @@ function windowBlock(report, answer) {
           el('dd', {}, value)))));
 }
 
-let runs = 0;
+/** One replay at a time from this page (the server refuses a second one anyway). */
 let busy = false;
 
 async function run() {
   const session = $('#eval-session').value;
-  if (!session) return;
-  const number = ++runs;  // a later run's answer replaces an earlier one, never the reverse
+  if (!session || busy) return;
   const result = $('#eval-result');
   const button = $('#eval-run');
   button.disabled = busy = true;
@@ -110,21 +109,19 @@ async function run() {
   try {
     const answer = await api(`/api/sessions/${seg(session)}/eval`, {query: {
       windows: $('#eval-windows').value.trim(), points: $('#eval-points').value.trim()}});
-    if (number !== runs) return;
     result.replaceChildren(el('h2', {}, 'Session ', el('code', {}, answer.session)),
       ...answer.reports.map((report) => windowBlock(report, answer)));
   } catch (error) {
-    if (number !== runs) return;
     result.replaceChildren(el('p', {class: 'error', id: 'eval-error', role: 'alert'},
       error instanceof ApiError ? `${error.status} ${error.type}: ${error.message}`
         : `Error: ${error.message ?? error}`));
   } finally {
-    if (number === runs) button.disabled = busy = false;
+    button.disabled = busy = false;
   }
 }
 
 /** #eval/<session> preselects that session (the sessions view links here); the replay
- * runs when asked: it is long. */
+ * runs when asked, not on arrival: it takes a while. */
 export async function showEval([wanted]) {
   const select = $('#eval-session');
   const current = wanted ?? select.value;
