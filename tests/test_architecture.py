@@ -133,6 +133,7 @@ FACE_TO_FACE = {
     "cli/commands/server.py": ("loci.server", "loci.testing"),  # loci serve (--upstream echo)
     "cli/commands/mcp.py": ("loci.server",),  # loci mcp serves the server's MCP face
     "cli/commands/evaluation.py": ("loci.evaluation",),  # loci eval runs the evaluation
+    "server/api_eval.py": ("loci.evaluation",),  # so does the dashboard's eval page
     "testing/*.py": ("loci.llm.base",),  # the fakes implement the chat-model protocol
 }
 NOT_YET: dict[str, tuple[str, ...]] = {}

@@ -120,7 +120,8 @@ def test_a_missing_chromium_fails_and_says_how_to_install_it(
 
 def test_static_files_ship_without_cdn_and_do_not_shadow_the_api(site: Site) -> None:
     for file in STATIC_DIR.iterdir():
-        text = file.read_text()
+        # The SVG namespace is a name the DOM needs, not an address anything loads.
+        text = file.read_text().replace("'http://www.w3.org/2000/svg'", "")
         assert "http://" not in text and "https://" not in text, file.name
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"):
             assert sink not in text, (file.name, sink)

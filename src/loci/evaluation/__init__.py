@@ -2,6 +2,9 @@
 holds of the agent's trail at points of a session, against the recency tail at the
 same tokens (``replay``), for ``loci eval`` and ``benchmarks/agent_sessions.py``."""
 
-from loci.evaluation.replay import CUTS, evaluate, replay, report_lines
+from loci.evaluation.inputs import MIN_WINDOW, checked, numbers
+from loci.evaluation.replay import BASELINES, CUTS, evaluate, replay, report_lines
+from loci.evaluation.trail import CLASSES
 
-__all__ = ["CUTS", "evaluate", "replay", "report_lines"]
+__all__ = ["BASELINES", "CLASSES", "CUTS", "MIN_WINDOW", "checked", "evaluate", "numbers",
+           "replay", "report_lines"]

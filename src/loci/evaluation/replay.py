@@ -17,17 +17,20 @@ looked up with ``search_conversation`` (top 10, that session).
 
 from __future__ import annotations
 
+import multiprocessing
 import statistics
 import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from loci import Loci, TokenCounter, ValidationError, events_to_messages, token_counter
+from loci.evaluation.inputs import checked
 from loci.evaluation.trail import (
     CLASSES,
     Trail,
@@ -231,10 +234,27 @@ def session_messages(loci: Loci, session: str) -> Messages:
 
 
 def evaluate(loci: Loci, session: str, windows: Sequence[int],
-             cuts: Sequence[float] = CUTS) -> list[dict[str, Any]]:
+             cuts: Sequence[float] = CUTS, *, apart: bool = False) -> list[dict[str, Any]]:
     """``loci eval``: one report per window for a stored session of ``loci``, replayed
-    into a scratch store (the session itself is only read)."""
+    into a scratch store (the session itself is only read); windows and points are
+    checked first (``inputs.checked``) and the reports come in the windows' order.
+
+    ``apart``: the replays run in a child process (a server's choice). Each builds a
+    runtime with its own embedder, whose memory the allocator keeps for the process
+    once freed, and holds the interpreter's lock while it computes; a child gives the
+    memory back when it ends and leaves the server's threads their share of the CPU."""
+    windows, cuts = checked(windows, cuts)
     messages = session_messages(loci, session)
+    if not apart:
+        return replay_windows(session, messages, windows, cuts)
+    # Spawned, not forked: a fork of a process with threads (a server's) may deadlock.
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+        return child.submit(replay_windows, session, messages, windows, cuts).result()
+
+
+def replay_windows(session: str, messages: Messages, windows: Sequence[int],
+                   cuts: Sequence[float]) -> list[dict[str, Any]]:
+    """One session replayed at each of ``windows``, in a scratch directory."""
     with tempfile.TemporaryDirectory(prefix="loci-eval-") as tmp:
         return [replay([(session, messages)], window, Path(tmp), cuts) for window in windows]
 

@@ -19,6 +19,7 @@ from loci import (
     SessionKnowledge,
     ValidationError,
 )
+from loci.server.api_eval import router as eval_router
 from loci.server.deps import Engine, hub_of
 from loci.server.routing import JSONRoute
 
@@ -148,6 +149,10 @@ def list_compactions(loci: Engine, session: str) -> list[Compaction]:
 def end_session(loci: Engine, session: str) -> SessionKnowledge:
     """The librarian: file the session into the knowledge base and memories."""
     return loci.end_session(session)
+
+
+# Its own module (it runs the evaluation), its route among those below a session.
+router.include_router(eval_router)
 
 
 # After the routes below a session, so that "/sessions/a/events" is not session

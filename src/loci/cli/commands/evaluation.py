@@ -6,18 +6,7 @@ import click
 
 from loci import Loci
 from loci.cli.app import cli, json_option, print_json, scoped
-from loci.evaluation import CUTS, evaluate, report_lines
-
-
-def _numbers(text: str, kind: type[int] | type[float], name: str) -> list[float]:
-    try:
-        values = [kind(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise click.BadParameter(f"expected comma-separated numbers, got {text!r}",
-                                 param_hint=name) from None
-    if not values:
-        raise click.BadParameter("give at least one", param_hint=name)
-    return values
+from loci.evaluation import CUTS, evaluate, numbers, report_lines
 
 
 @cli.command(name="eval")
@@ -34,13 +23,8 @@ def eval_(loci: Loci, session: str, windows: str, points: str, as_json: bool) ->
     errors, edits, the task) against the last N tokens of the transcript at the same N,
     and which misses search_conversation finds. SESSION is only read.
     """
-    sizes = [int(w) for w in _numbers(windows, int, "--window")]
-    cuts = _numbers(points, float, "--at")
-    if any(w < 1000 for w in sizes):
-        raise click.BadParameter("a window is at least 1000 tokens", param_hint="--window")
-    if any(not 0 < c <= 1 for c in cuts):
-        raise click.BadParameter("points are fractions in (0, 1]", param_hint="--at")
-    reports = evaluate(loci, session, sizes, sorted(set(cuts)))
+    reports = evaluate(loci, session, numbers(windows, int, "--window"),
+                       numbers(points, float, "--at"))
     if as_json:
         print_json(reports)
         return

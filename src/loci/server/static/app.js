@@ -1,10 +1,11 @@
 // The dashboard's shell: credentials, the error banner, the header's overview and the
-// hash router (#memories, #state, #sessions/<id>, #context, #kb, #usage/<session>) that
-// shows one view.
+// hash router (#memories, #state, #sessions/<id>, #context, #eval/<session>, #kb,
+// #usage/<session>) that shows one view.
 
 import {$, ApiError, api, credentials, el} from './lib.js';
 import {initConsolidation, showPending} from './consolidate.js';
 import {initContext, showContext} from './context.js';
+import {initEval, showEval} from './eval.js';
 import {initKb, showKb} from './kb.js';
 import {initMemories, showMemories, showState} from './memories.js';
 import {showSessions} from './sessions.js';
@@ -52,6 +53,7 @@ const VIEWS = {
   state: () => showState(app),
   sessions: (args) => showSessions(app, args),
   context: (args) => showContext(args),
+  eval: (args) => showEval(args),
   kb: () => showKb(app),
   usage: (args) => showUsage(args),
 };
@@ -109,6 +111,7 @@ initAuth();
 initMemories(app);
 initConsolidation(app);
 initContext(app);
+initEval(app);
 initKb(app);
 $('#error-close').addEventListener('click', hideError);
 window.addEventListener('hashchange', route);

@@ -21,6 +21,25 @@ export function el(tag, props = {}, ...children) {
   return node;
 }
 
+// The SVG namespace is a name, not an address: nothing is fetched from it.
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/** svg('line', {x1: 0, class: 'grid'}, child): el() for SVG elements (attributes only,
+ * text as text nodes). */
+export function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value == null || value === false) continue;
+    if (key === 'dataset') Object.assign(node.dataset, value);
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child == null || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
 export const $ = (selector) => document.querySelector(selector);
 
 export function empty(text) {

@@ -75,6 +75,8 @@ async function showSession(id, app) {
     el('h2', {}, 'Session ', el('code', {}, id), ' ',
       el('a', {href: `#context/${seg(id)}`, class: 'small', id: 'inspect-context'},
         'inspect its context →'), ' ',
+      el('a', {href: `#eval/${seg(id)}`, class: 'small', id: 'evaluate-session'},
+        'replay it (eval) →'), ' ',
       el('button', {class: 'danger small', id: 'erase-session',
         onclick: app.guard(() => eraseSession(id, app))}, 'Erase…')),
     el('h3', {}, 'Compactions ', el('span', {class: 'count'}, compactions.length)),
