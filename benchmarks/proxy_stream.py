@@ -2,7 +2,7 @@
 #48, item 2): the streaming tag filter's cost, and the whole request's.
 
 Usage: python benchmarks/proxy_stream.py [--sizes 65536,1048576] [--budget 120]
-[--repeat 3] [--json]
+[--repeat 3] [--padded] [--json]
 
 Two parts, before and after in the same run:
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import random
 import re
 import sys
 import tempfile
@@ -112,13 +113,22 @@ def filter_seconds(make: type[Any], text: str, budget: float) -> tuple[float, bo
     return time.perf_counter() - began, False
 
 
-def _replay(text: str, port: multiprocessing.SimpleQueue[int]) -> None:
+def padded(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events as OpenAI streams them by default: each delta padded with random
+    characters of varying length (``obfuscation``)."""
+    pad = random.Random(5)
+    return [{**event, "obfuscation": "".join(pad.choices("abcdefXYZ019", k=pad.randint(0, 12)))}
+            if event.get("choices") else event for event in events]
+
+
+def _replay(text: str, port: multiprocessing.SimpleQueue[int], pad: bool = False) -> None:
     """Serve ``text`` as the fake provider answers it, streamed or not, from bytes
-    encoded once (the upstream's process)."""
+    encoded once (the upstream's process); with ``pad``, as OpenAI pads its events."""
     usage = {"prompt_tokens": 10, "completion_tokens": len(text) // 4,
              "total_tokens": 10 + len(text) // 4}
+    events = openai_events(text, usage)
     streamed = b"".join(f"data: {json.dumps(event)}\n\n".encode()
-                        for event in openai_events(text, usage)) + b"data: [DONE]\n\n"
+                        for event in (padded(events) if pad else events)) + b"data: [DONE]\n\n"
     whole = json.dumps(openai_completion(text, usage)).encode()
 
     answers = {True: Fault(200, streamed, "text/event-stream"), False: Fault(200, whole)}
@@ -129,11 +139,11 @@ def _replay(text: str, port: multiprocessing.SimpleQueue[int]) -> None:
 
 
 @contextmanager
-def replaying(text: str) -> Iterator[str]:
+def replaying(text: str, pad: bool = False) -> Iterator[str]:
     """The base URL of an upstream answering ``text`` from a process of its own."""
     spawn = multiprocessing.get_context("spawn")
     port: multiprocessing.SimpleQueue[int] = spawn.SimpleQueue()
-    process = spawn.Process(target=_replay, args=(text, port), daemon=True)
+    process = spawn.Process(target=_replay, args=(text, port, pad), daemon=True)
     process.start()
     try:
         yield f"http://127.0.0.1:{port.get()}"
@@ -180,7 +190,7 @@ def upstream_seconds(upstream: str) -> float:
         return time.perf_counter() - began
 
 
-def run(sizes: list[int], budget: float, repeat: int) -> dict[str, Any]:
+def run(sizes: list[int], budget: float, repeat: int, pad: bool = False) -> dict[str, Any]:
     rounds = range(repeat)
     rows: dict[str, Any] = {"machine": machine(), "filter": [], "proxy": []}
     for size in sizes:
@@ -192,7 +202,7 @@ def run(sizes: list[int], budget: float, repeat: int) -> dict[str, Any]:
         new, _ = filter_seconds(TagFilter, text, budget * 10)
         rows["filter"].append({"chars": size, "parse_once_s": once, "before_s": old,
                                "before_projected": projected, "after_s": new})
-        with replaying(text) as upstream:
+        with replaying(text, pad) as upstream:
             row: dict[str, Any] = {
                 "chars": size,
                 "unstreamed_s": median(proxy_seconds(upstream, False, False) for _ in rounds),
@@ -227,9 +237,12 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=120.0)
     parser.add_argument("--repeat", type=int, default=3,
                         help="requests of each kind; their median is shown")
+    parser.add_argument("--padded", action="store_true",
+                        help="the upstream pads each event as OpenAI does by default")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    rows = run([int(s) for s in args.sizes.split(",")], args.budget, args.repeat)
+    rows = run([int(s) for s in args.sizes.split(",")], args.budget, args.repeat,
+               args.padded)
     if args.json:
         print(json.dumps(rows, indent=2))
     else:

@@ -80,7 +80,11 @@ def test_a_recalled_question_brings_its_answer_under_its_session_and_date(
         assert "Maya: The best time to visit Kyoto for us is early April." in text  # by name
         assert text.index(header) < text.index("[RECALL session work")  # time order
         recall = _layer(compiled, "recall")
-        assert any("next to event" in i for i in recall.included)  # type: ignore[attr-defined]
+        events = {e.content: e.id for e in loci.events("travel")}
+        for content in ("When is the best time to visit Kyoto?",
+                        "Late November: the maple leaves turn red then."):
+            assert any(i.startswith(f"event {events[content]} ")
+                       for i in recall.included)  # type: ignore[attr-defined]
 
 
 def test_a_turn_history_shows_is_not_recalled_again(home: Path, clock: FakeClock) -> None:
@@ -153,3 +157,4 @@ def test_recalled_turns_bring_their_neighbours_read_together(home: Path,
         assert "user: Which anchor suits the sandy mooring spot?" in text
         assert "assistant: A plough anchor holds in sand at the mooring spot." in text
         assert apart and set(apart) == {"mixed"}
+

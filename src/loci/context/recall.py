@@ -37,18 +37,11 @@ def recall(ctx: BuildContext) -> list[Item]:
     hits += ctx.retriever.search(ctx.scope, "event", ctx.message, limit=limit,
                                  filters=filters, now=ctx.now)
     hits.sort(key=lambda h: h.score, reverse=True)
-    floor = recall_floor(hits)
-    neighbours = _neighbours(ctx, [h for h in hits if h.score >= floor])
+    shown = _worth_showing(ctx, hits)
+    neighbours = _neighbours(ctx, [hit for _, hit in shown])
+    seen = {key for key, _ in shown}
     items: list[Item] = []
-    seen: set[str] = set()
-    for hit in hits:
-        key = f"event {hit.id}" if hit.kind == "event" else hit.id
-        if hit.score < floor:
-            break
-        if key in ctx.included or key in seen or not hit.text.strip() or (
-                in_summary(ctx, hit.text)) or said(hit.text, labelled=False) in ctx.shown:
-            continue
-        seen.add(key)
+    for key, hit in shown:
         if hit.kind == "memory":
             text = shown_as_past(hit.text, hit_standing(hit, ctx.now))
             items.append(Item(key, f"[RECALL {day_label(hit.timestamp)}] {text}"))
@@ -61,6 +54,22 @@ def recall(ctx: BuildContext) -> list[Item]:
             seen.add(near)
             items.append(_turn_item(ctx, neighbour, f"{near} (next to {key})"))
     return items
+
+
+def _worth_showing(ctx: BuildContext, hits: Sequence[SearchHit]
+                   ) -> list[tuple[str, SearchHit]]:
+    """The hits above the floor that the context does not show yet, with their keys."""
+    floor = recall_floor(hits)
+    shown: dict[str, SearchHit] = {}
+    for hit in hits:
+        key = f"event {hit.id}" if hit.kind == "event" else hit.id
+        if hit.score < floor:
+            break
+        if key in ctx.included or key in shown or not hit.text.strip() or (
+                in_summary(ctx, hit.text)) or said(hit.text, labelled=False) in ctx.shown:
+            continue
+        shown[key] = hit
+    return list(shown.items())
 
 
 def recall_floor(hits: Sequence[SearchHit]) -> float:
