@@ -26,6 +26,7 @@ import orjson
 from httpcore._sync.http11 import HTTP11Connection
 
 from loci.errors import ConfigError, ProviderError
+from loci.llm._runs import TextRuns
 from loci.providers import error_detail
 
 _STATUS_HINTS = {
@@ -108,6 +109,22 @@ class ChatTransport:
                     yield text
             if text := events.end():
                 yield text
+
+    def stream_events(self, body: Mapping[str, Any], runs: TextRuns,
+                      headers: Mapping[str, str] | None = None, end: str | None = None
+                      ) -> Iterator[tuple[list[Any], bool]]:
+        """POST ``body``; the answer's events a network read at a time, decoded, and
+        whether the ``end`` payload came. A read that is one run of text events comes
+        as one event (``runs``); the others are decoded up to ``end`` and teach
+        ``runs`` their template."""
+        for read in self.stream_reads(body, headers):
+            if (text := runs.merge(read)) is not None:
+                yield [runs.event(text)], False
+                continue
+            payloads = data_of(read)
+            events, ended = self.decode_all(payloads, end)
+            runs.learn(payloads, events)
+            yield events, ended
 
     def decode(self, data: str) -> Any:
         """The JSON of one SSE ``data`` payload, or a ProviderError saying it is not."""

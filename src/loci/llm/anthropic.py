@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 from loci.apis.wire import message_text, usage_int
 from loci.errors import ConfigError, ProviderError
-from loci.llm._http import ChatTransport, check_base_url, data_of
+from loci.llm._http import ChatTransport, check_base_url
 from loci.llm._runs import TextRuns
 from loci.llm.base import ChatReply
 
@@ -111,14 +111,7 @@ class AnthropicChat:
                      ) -> Iterator[list[tuple[str, dict[str, Any]]]]:
         """``send_stream``'s events, those of one network read together (their JSON
         decoded in one call; each event's data names its type)."""
-        runs = TextRuns("text", text_delta)
-        for read in self._http.stream_reads(body, headers):
-            if (text := runs.merge(read)) is not None:  # text only: nothing to check
-                yield [("content_block_delta", runs.event(text))]
-                continue
-            payloads = data_of(read)
-            decoded = self._http.decode_all(payloads)[0]
-            runs.learn(payloads, decoded)
+        for decoded, _ in self._http.stream_events(body, TextRuns("text", text_delta), headers):
             events: list[tuple[str, dict[str, Any]]] = []
             for data in decoded:
                 if not isinstance(data, dict):

@@ -19,7 +19,7 @@ from loci.apis.chat import text_only
 from loci.apis.responses import text_delta as responses_text
 from loci.apis.wire import message_text, usage_int
 from loci.errors import ConfigError, ProviderError
-from loci.llm._http import ChatTransport, check_base_url, data_of
+from loci.llm._http import ChatTransport, check_base_url
 from loci.llm._runs import TextRuns
 from loci.llm.base import ChatReply
 
@@ -110,13 +110,7 @@ class OpenAICompatibleChat:
         """``chat_stream``'s chunks, those of one network read together."""
         finished = False
         runs = TextRuns("content", text_only)
-        for read in self._http.stream_reads(body):
-            if (text := runs.merge(read)) is not None:  # text only: nothing to check
-                yield [runs.event(text)]
-                continue
-            payloads = data_of(read)
-            chunks, done = self._http.decode_all(payloads, "[DONE]")
-            runs.learn(payloads, chunks)
+        for chunks, done in self._http.stream_events(body, runs, end="[DONE]"):
             for chunk in chunks:
                 choices = chunk.get("choices") if type(chunk) is dict else None
                 if type(choices) is list and len(choices) == 1 \
@@ -205,14 +199,7 @@ class OpenAIResponses:
     def send_batches(self, body: Mapping[str, Any]) -> Iterator[list[dict[str, Any]]]:
         """``send_stream``'s events, those of one network read together."""
         ended = False
-        runs = TextRuns("delta", responses_text)
-        for read in self._http.stream_reads(body):
-            if (text := runs.merge(read)) is not None:  # text only: nothing to check
-                yield [runs.event(text)]
-                continue
-            payloads = data_of(read)
-            batch, _ = self._http.decode_all(payloads)
-            runs.learn(payloads, batch)
+        for batch, _ in self._http.stream_events(body, TextRuns("delta", responses_text)):
             for data in batch:
                 ended = self._ends(data) or ended
             yield batch
