@@ -158,3 +158,20 @@ def test_recalled_turns_bring_their_neighbours_read_together(home: Path,
         assert "assistant: A plough anchor holds in sand at the mooring spot." in text
         assert apart and set(apart) == {"mixed"}
 
+
+
+def test_a_recalled_question_brings_an_answer_that_shares_none_of_its_words(
+        home: Path, clock: FakeClock) -> None:
+    """Keyword search alone (no embedder): the answer is no hit, only the question's
+    neighbour."""
+    with open_loci(home, clock, embedding_provider="none", **CHAT) as loci:
+        loci.add("cabin", "user", "What is the wifi password at the lake cabin?")
+        loci.add_reply("cabin", "Marta keeps it taped inside the pantry: blue-otter-42.")
+        for n in range(20):
+            loci.add(f"other-{n}", "user", f"Grocery list {n}: apples, rice and soap.")
+        compiled = loci.compile("new", "Which wifi password does the lake cabin use?")
+        assert "assistant: Marta keeps it taped inside the pantry: blue-otter-42." in (
+            compiled.retrieved)
+        included = _layer(compiled, "recall").included  # type: ignore[attr-defined]
+        assert any("next to event" in i for i in included), included
+        assert not any("Grocery" in t for t in compiled.retrieved.splitlines())
