@@ -145,6 +145,11 @@ def test_an_extracted_fact_is_dated_when_it_was_said(loci: Loci) -> None:
      "Wednesdays, and the train is way more reliable than the bus.", None),
     ("I have a dog named Max who is 10 years old.", ("sticky", "possession")),
     ("I own a 2015 Honda Civic.", ("sticky", "possession")),
+    # What the user remembers of their own past is theirs to be asked about.
+    ("I still remember the happy high school experiences such as being part of the "
+     "debate team and taking advanced placement courses in economics.",
+     ("project_context", "recollection")),
+    ("I remember to take my pills.", None),
 ])
 def test_what_the_user_has_lasts_and_what_they_got_is_an_event(
         loci: Loci, said: str, kind: tuple[str, str] | None) -> None:

@@ -88,6 +88,10 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
         ("project_context", "plan",
          r"\bi(?:'m| am)\s+(?:\w+ly\s+|also\s+|still\s+)?(?:going|planning|hoping)\s+to\b"
          r"|\bi\s+(?:plan|intend|hope)\s+to\b"),
+        # What the user remembers of their own past ("I still remember the debate team").
+        ("project_context", "recollection",
+         r"\bi\s+(?:still\s+|really\s+|clearly\s+|fondly\s+)?remember\s+"
+         r"(?!to\b|you\b|that\s+you\b|what\s+you\b|it\b|this\b)"),
         ("project_context", "relationship", rf"\b{_RELATIVES}\b"),
         ("project_context", "decision",
          r"\b(?:we|i)\s+(?:decided|agreed|chose|will go with|'ll go with|settled on)\b|"
