@@ -76,10 +76,17 @@ def test_rules_keep_facts_not_sentences(loci: Loci, said: str, kept: str | None)
     ("I've been to Lisbon twice.", "The user has been to Lisbon twice."),
     ("I don't eat meat.", "The user doesn't eat meat."),
     ("My dog is called Biscuit.", "The user's dog is called Biscuit."),
+    # A verb joined to a present-tense one agrees too; a joined noun stays as it is.
+    ("I live in Lisbon and deploy on Fridays.",
+     "The user lives in Lisbon and deploys on Fridays."),
+    ("I play guitar and sing in a band.", "The user plays guitar and sings in a band."),
+    ("I like tea and cake.", "The user likes tea and cake."),
+    ("I moved to Lisbon and started a job.", "The user moved to Lisbon and started a job."),
     # What the rules cannot make grammatical is left to the caller (kept attributed).
     ("We decided to use PostgreSQL.", None),
     ('I said "hi" to her.', None),
     ("I've two kids.", None),
+    ("I love pizza and work.", None),  # "work" may be a noun or a verb here
 ])
 def test_third_person_agrees_or_gives_up(said: str, rewritten: str | None) -> None:
     assert third_person(said) == rewritten
@@ -112,6 +119,19 @@ def test_every_write_is_extracted_in_the_background(loci: Loci) -> None:
                           {"type": "message", "role": "user", "content": "I live in Lisbon.",
                            "metadata": {"injected": True}}])
     assert loci.wait_extracted(10) and len(loci.memories()) == 1
+
+
+def test_what_was_written_is_read_back_without_waiting(loci: Loci) -> None:
+    """A write returns before its facts are saved; a read of memories that follows it
+    sees them all the same (the waiting extraction is finished first)."""
+    said = ["I'm Sam.", "I work at Acme as a designer.", "My sister is called Ana.",
+            "I prefer tea over coffee."]
+    for sentence in said:
+        loci.add("s", "user", sentence)
+    assert sorted(m.content for m in loci.memories()) == sorted(
+        third_person(s) for s in said)
+    loci.add("s", "user", "My dog is called Rex.")
+    assert loci.search("Rex")[0].text == "The user's dog is called Rex."
 
 
 def test_a_search_for_a_pet_name_finds_the_pet(loci: Loci) -> None:

@@ -6,7 +6,8 @@ and saves their facts after the write has returned, in the order the writes came
 a chat model configured, one call per turn decides against the most similar stored facts
 (``loci.memory.decide``); offline, or when that call fails, the rules of
 ``loci.memory.extract`` do. ``wait`` blocks until what was handed over so far is saved
-(``Loci.wait_extracted``).
+(``Loci.wait_extracted``); a read of memories first runs the rules' jobs still waiting
+(``catch_up``), so it sees the facts of the writes before it.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class TurnExtraction:
         self._jobs: deque[Job] = deque()
         self._lock = lock
         self._state = threading.Condition()
-        self._running = 0
+        self._running = self._running_quick = 0
         self._worker = IndexWorker(self._drain)
 
     def submit(self, job: Job) -> None:
@@ -70,6 +71,15 @@ class TurnExtraction:
         with self._state:
             self._state.wait_for(lambda: self._running == 0)
 
+    def catch_up(self) -> None:
+        """Run the waiting jobs that need no model in this thread, up to the first that
+        does, and wait for such a job under way: what a read of memories does first, so
+        it sees the facts of the writes before it without waiting on a model call."""
+        while self._step(quick_only=True):
+            pass
+        with self._state:
+            self._state.wait_for(lambda: self._running_quick == 0)
+
     def close(self) -> None:
         """Run the jobs submitted so far, then stop the thread."""
         self._worker.close()
@@ -80,14 +90,16 @@ class TurnExtraction:
             done += 1
         return done
 
-    def _step(self) -> bool:
-        """Run the next job; False if none waits."""
+    def _step(self, quick_only: bool = False) -> bool:
+        """Run the next job (only one that needs no model if ``quick_only``); False if
+        none waits."""
         with self._lock if self._lock is not None else nullcontext():
             with self._state:
-                if not self._jobs:
+                if not self._jobs or (quick_only and self._jobs[0].slow):
                     return False
                 job = self._jobs.popleft()
                 self._running += 1
+                self._running_quick += not job.slow
             if not job.slow:
                 self._run(job)
         if job.slow:
@@ -102,6 +114,7 @@ class TurnExtraction:
         finally:
             with self._state:
                 self._running -= 1
+                self._running_quick -= not job.slow
                 self._state.notify_all()
 
 

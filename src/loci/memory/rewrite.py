@@ -47,6 +47,21 @@ _LATER = (
 )
 _LATER_RX = tuple((re.compile(p, re.IGNORECASE if p.startswith(r"\bm") else 0), r)
                   for p, r in _LATER)
+#: Bare verbs common in what people say of themselves: after "and"/"or"/"but" in a
+#: present-tense sentence they agree with the subject too ("lives … and deploys").
+_COMMON_VERBS = frozenset(
+    "live work deploy use run write read cook bake play watch teach study train walk "
+    "drive ride swim code build ship test review manage lead own rent share travel visit "
+    "spend save earn pay buy sell eat drink sleep wake practice practise volunteer help "
+    "attend go come stay commute speak talk call text meet love like hate prefer enjoy "
+    "need want plan hope try keep make take get give send host sing dance paint draw knit "
+    "garden hike climb bike cycle jog lift coach mentor fix maintain handle "
+    "support design develop edit publish post blog collect grow raise care".split())
+#: Words that open what follows a verb: a coordinated word before one of them is a verb.
+_AFTER_VERB = frozenset(
+    "a an the my his her their our this that these those it them him me us you in on at "
+    "to for with from by about into over every each some all as out up off around".split())
+_COORDINATED = re.compile(r"\b(?P<joint>and|or|but)\s+(?P<verb>[a-z]+)\b(?P<next>\s+[a-z]+)?")
 _OPENING = re.compile(r"^(?:I(?P<contraction>'m|'ve|'d|'ll)|I|my|My)\b\s*")
 _WORD = re.compile(r"[A-Za-z']+")
 #: What the rules cannot rewrite: a first-person plural, a quotation, a second person.
@@ -68,6 +83,11 @@ def third_person(sentence: str, subject: str = "The user") -> str | None:
         if verb_phrase is None:
             return None
         head, rest = f"{subject} {verb_phrase[0]}", verb_phrase[1]
+        if verb_phrase[2]:
+            agreed = _coordinated_verbs(rest)
+            if agreed is None:
+                return None
+            rest = agreed
     rest = later_pronouns(rest)
     return f"{head}{rest}".rstrip(" ,;:") + "."
 
@@ -76,14 +96,15 @@ def _possessive(subject: str) -> str:
     return f"{subject}'" if subject.endswith("s") else f"{subject}'s"
 
 
-def _subject_verb(contraction: str | None, rest: str) -> tuple[str, str] | None:
-    """The opening verb phrase agreeing with a third-person subject, and what follows."""
+def _subject_verb(contraction: str | None, rest: str) -> tuple[str, str, bool] | None:
+    """The opening verb phrase agreeing with a third-person subject, what follows, and
+    whether the verb took a present-tense ending (so coordinated verbs must too)."""
     if contraction:
         lead = _IRREGULAR[contraction]
         if contraction == "'ve" and not _starts_with_past(rest):
             # "I've got a dog" is "has got"; "I've two kids" is rare and unsure.
             return None
-        return lead + " ", rest
+        return lead + " ", rest, False
     words = rest.split(" ", 3)
     adverbs = []
     while words and words[0].lower() in _ADVERBS:
@@ -95,7 +116,28 @@ def _subject_verb(contraction: str | None, rest: str) -> tuple[str, str] | None:
     if conjugated is None:
         return None
     phrase = " ".join([*adverbs, conjugated])
-    return phrase + (" " if after else ""), after
+    present = conjugated.lower().endswith("s") and not verb.lower().endswith("s")
+    return phrase + (" " if after else ""), after, present
+
+
+def _coordinated_verbs(rest: str) -> str | None:
+    """``rest`` with each verb joined to a present-tense opening verb agreeing ("and
+    deploy on Fridays" → "and deploys on Fridays"), or None when a joined common verb
+    may be a noun ("tea and cake", "pizza and work") and the rules cannot tell."""
+    unsure = False
+
+    def agree(match: re.Match[str]) -> str:
+        nonlocal unsure
+        verb, following = match["verb"], (match["next"] or "").strip()
+        if verb not in _COMMON_VERBS:
+            return match.group()
+        if following not in _AFTER_VERB:
+            unsure = True
+            return match.group()
+        return f"{match['joint']} {conjugate(verb)}{match['next']}"
+
+    agreed = _COORDINATED.sub(agree, rest)
+    return None if unsure else agreed
 
 
 def _starts_with_past(rest: str) -> bool:
