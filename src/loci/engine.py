@@ -227,8 +227,7 @@ class ScopeView:
         self, type: str | None = None, *, include_expired: bool = False,
         expired_only: bool = False,
     ) -> list[Memory]:
-        """Memories newest first; expired ones only when asked for. The facts of the turns
-        written so far are among them, but for those a chat model still decides on."""
+        """Memories newest first, with the rules' facts of every turn written so far."""
         self.runtime.extraction.catch_up()
         types = (check_type(type),) if type else ()
         now = None if include_expired and not expired_only else self.clock()
@@ -326,8 +325,7 @@ class ScopeView:
         (``past`` None: it decides; True: as they rank), left out if ``past`` is False."""
         if not 1 <= limit <= 1000:
             raise ValidationError("limit must be between 1 and 1000")
-        if "memory" in kinds:  # the facts of the turns written so far are found too
-            self.runtime.extraction.catch_up()
+        self.runtime.extraction.catch_up()  # the facts of every turn written so far
         return search_items(self.retriever, self.memory_scopes, check_text("query", query),
                             kinds, limit, filters or SearchFilters(), past, self.clock())
 
