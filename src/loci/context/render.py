@@ -45,7 +45,7 @@ def events_to_turn(events: Sequence[Event]) -> list[Message]:
     for event in events:
         if event.type == "tool_call":
             call = ToolCall(event.tool_call_id or f"call_{event.id}", event.tool_name or "",
-                            canonical_json(event.args) if event.args else "{}")
+                            _arguments(event))
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant" and last.calls:
                 messages[-1] = Message("assistant", (*last.parts, call))
@@ -71,6 +71,24 @@ def events_to_turn(events: Sequence[Event]) -> list[Message]:
             messages.append(Message(_role(event.role), (*_blocks(event), *text)))
             open_calls = set()
     return messages
+
+
+#: A call's arguments as canonical JSON by the id of its event, which the entry holds
+#: (so the id stays its own): a session's events are the same objects from one compile
+#: to the next (``LiveEvents``), and encoding their arguments again was most of the work.
+_ARGUMENTS: dict[int, tuple[Event, str]] = {}
+_ARGUMENTS_HELD = 20_000
+
+
+def _arguments(event: Event) -> str:
+    held = _ARGUMENTS.get(id(event))
+    if held is not None and held[0] is event:
+        return held[1]
+    if len(_ARGUMENTS) >= _ARGUMENTS_HELD:
+        _ARGUMENTS.clear()
+    text = canonical_json(event.args) if event.args else "{}"
+    _ARGUMENTS[id(event)] = (event, text)
+    return text
 
 
 def _role(role: str) -> Role:
