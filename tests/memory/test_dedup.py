@@ -29,3 +29,19 @@ def test_restates_needs_the_same_subject_and_a_single_valued_change() -> None:
     assert not restates("I like coffee", "I like tea")
     assert not restates("Maya's flight is on Dec 3", "Rui's flight is on Dec 3")
     assert not restates("The user works at Globex as a designer", "The user works at Acme")
+
+
+def test_another_number_in_the_same_words_is_a_new_value_however_worded() -> None:
+    """Two turns of a LongMemEval dev history (knowledge-update), months apart."""
+    before = ("The user has been experimenting with their French press and they've found "
+              "that 1 tablespoon of coffee for every 6 ounces of water is the perfect ratio "
+              "for them.")
+    after = ("The user is planning to brew a fresh pot of coffee in the morning, and "
+             "they're feeling excited to use their new beans - they've got their French "
+             "press ratio down to a science: 1 tablespoon of coffee for every 5 ounces of "
+             "water.")
+    assert restates(after, before)
+    # Too few words around the number to say what it counts: two runs are two facts.
+    assert not restates("The user ran 5 miles in the park on Monday.",
+                        "The user ran 3 miles in the park on Sunday.")
+    assert not restates(after.replace("The user", "Maya"), before)  # someone else

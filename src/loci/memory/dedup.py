@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from loci.models import Memory
+from loci.search.query import STOPWORDS
 
 DUPLICATE_OVERLAP = 0.7
 NEAR_DUPLICATE_COSINE = 0.9
@@ -33,6 +34,11 @@ SINGLE_VALUED = frozenset({"live", "lives", "living", "based", "moved", "name", 
                            "email", "phone", "address", "birthday", "age", "works",
                            "timezone", "version", "deadline", "due"})
 _TIME_WORDS = frozenset({"now", "currently", "still", "anymore", "today", "recently"})
+#: Words either side of a number that name what the number is of ("for every … ounces
+#: of water").
+FRAME_WORDS = 3
+FRAME_MEANING = 3
+_FRAME_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+(?:'[^\W\d_]+)?")
 #: Names of things that mix letters and digits (repo-12, OPS-2823, proj157): two facts
 #: that name different things are different facts, however many words they share.
 _ANCHOR = re.compile(r"\b[A-Za-z]+[-_]?\d+[A-Za-z0-9]*\b")
@@ -71,17 +77,48 @@ def _jaccard(left: frozenset[str], right: frozenset[str]) -> float:
 
 def restates(new: str, old: str) -> bool:
     """Whether ``new`` gives a new value to what ``old`` said: the same opening words
-    (who or what), a few words changed, and either only numbers changed ("PostgreSQL
-    16" → "17") or the fact is one that holds a single value at a time ("lives in
-    Lisbon" → "lives in Porto now"). "Likes tea" and "likes coffee" both stay."""
+    (who or what), and either a few words changed, only numbers ("PostgreSQL 16" → "17")
+    or in a fact that holds a single value at a time ("lives in Lisbon" → "lives in
+    Porto now"), or another number in the same words around it, however the rest is
+    worded ("1 tablespoon of coffee for every 6 ounces of water" → "… 5 ounces of
+    water"). "Likes tea" and "likes coffee" both stay."""
     a, b = _content_words(new), _content_words(old)
     if len(a) < 3 or len(b) < 3 or a[:2] != b[:2]:
         return False
+    if _renumbered(new, old):
+        return True
     added, removed = set(a) - set(b), set(b) - set(a)
     if not added or not removed or len(added | removed) > MAX_CHANGED_WORDS:
         return False
     numbers_only = all(w.isdigit() for w in added | removed)
     return numbers_only or bool(SINGLE_VALUED & set(a) & set(b))
+
+
+def _renumbered(new: str, old: str) -> bool:
+    """Whether a number of ``old`` has another value in ``new`` with the same
+    ``FRAME_WORDS`` words on each side (or the sentence's end)."""
+    old_frames = _number_frames(old)
+    return any(old_frames.get(frame, value) != value
+               for frame, value in _number_frames(new).items())
+
+
+def _number_frames(text: str) -> dict[tuple[str, ...], str]:
+    """Each number of ``text`` by the words around it (its frame), when they say what
+    it counts in at least ``FRAME_MEANING`` words besides the sentence's subject ("the
+    user ran 5 miles in the" names too little: two runs are two facts)."""
+    tokens = [t.lower() for t in _FRAME_TOKEN.findall(text)] + ["."]
+    subject = set(tokens[:2])
+    frames = {}
+    for i, token in enumerate(tokens[:-1]):
+        if not token[0].isdigit() or i < FRAME_WORDS:
+            continue
+        after = tokens[i + 1:i + 1 + FRAME_WORDS]
+        after = after[:after.index(".") + 1] if "." in after else after
+        around = (*tokens[i - FRAME_WORDS:i], *after)
+        meaning = {w for w in around if w not in STOPWORDS and w not in _GRAMMAR} - subject
+        if len(meaning) >= FRAME_MEANING:
+            frames[(*around[:FRAME_WORDS], "#", *after)] = token
+    return frames
 
 
 def _content_words(text: str) -> list[str]:
