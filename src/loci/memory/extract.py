@@ -46,9 +46,13 @@ _RELATIVES = (r"my\s+(?:wife|husband|partner|son|daughter|kids?|children|dog|cat
 USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     (memory_type, name, re.compile(pattern, re.IGNORECASE))
     for memory_type, name, pattern in (
-        ("sticky", "explicit", r"^(?:please\s+)?(?:remember|don'?t forget|note)\s+(?:that\s+)?\S"),
+        # "Remember that I …" asks to keep a fact; "Remember to be yourself" is advice.
+        ("sticky", "explicit", r"^(?:please\s+)?(?:remember|don'?t forget|note)\s+(?:that\s+\S"
+                               r"|(?!to\b)(?=.*\b(?:i|i'm|my|me)\b)\S)"),
         ("sticky", "identity", r"\b(?:my name is|call me|i am|i'm)\s+(?-i:[A-Z])[\w'-]+"),
-        ("sticky", "identity", r"\bi(?:'m| am)\s+(?:an?|the)\s+\w+"),
+        # "I'm a nurse" is who someone is; "I'm a bit worried", "a big fan of" are not.
+        ("sticky", "identity", r"\bi(?:'m| am)\s+(?:an?|the)\s+(?!(?:bit|little|lot|tad|few"
+                               r"|couple|big|huge|fan)\b)\w+"),
         ("sticky", "identity", r"\bi(?:'m| am)\s+(?:allergic|intolerant|vegan|vegetarian"
                                r"|diabetic|pregnant)\b"),
         ("sticky", "identity", r"\bi\s+(?:live|work|am based|'m based)\s+(?:in|at|for|as)\b"),
@@ -75,7 +79,8 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
          r"\bi\s+(?:really\s+|also\s+|still\s+|usually\s+|generally\s+)?(?:prefer|like|love"
          r"|hate|dislike|enjoy)\s+(?!(?:it|that|this"
          r"|them|to|you)(?:\s+(?:so\s+much|a\s+lot|too))?[\s.!,]*$)"
-         r"|\bi\s+(?:really\s+)?(?:want|need)\s+(?!to\b)"),
+         r"|\bi\s+(?:really\s+)?(?:want|need)\s+(?!to\b)"
+         r"|\bi(?:'m| am)\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of\b"),
         ("user_preference", "preference",
          r"^(?:please\s+)?(?:keep|make|use|answer|reply|respond)\b.*\b(?:short|concise|brief|"
          r"bullet|detailed|formal|casual|english|language)\b"),

@@ -38,6 +38,7 @@ _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|me|my|mine|myself|we|we're
 _LEAD_IN = re.compile(
     r"^(?:(?:hi|hey|hello|oh|wow|well|so|yeah|yes|ok(?:ay)?|haha|by the way|btw|anyway"
     r"|actually|also|and|but|however|still|now|plus|for context|fun fact|speaking of which"
+    r"|of course|for (?:example|instance)|additionally|in fact|overall|specifically|hence"
     r"|i (?:just )?(?:wanted|want) to (?:mention|let you know|say|add|share|note)(?: that)?"
     r"|i (?:think|guess|believe|feel like|remember|recall|realized?|know|mean)(?: that)?"
     r"|i'm (?:also )?(?:remembering|thinking|realizing)(?: that)?"

@@ -30,7 +30,9 @@ _PAST = frozenset(
     "wore tore swam sang rang drank ate forgot understood stood sat set let hit cut quit "
     "shut hurt cost led fed slept swept meant dealt lent bent sent rode hid shook threw "
     "drew stole froze bit hung lit dug struck stuck rose been seen done gone taken known "
-    "given written eaten begun grown driven flown chosen spoken broken forgotten".split())
+    "given written eaten begun grown driven flown chosen spoken broken forgotten worn "
+    "shown thrown drawn ridden hidden bitten fallen forgiven gotten sworn torn woken "
+    "stolen frozen sung rung drunk swum".split())
 #: Pronouns and verbs after the subject, rewritten in agreement with "they".
 _LATER = (
     (r"\bI(?:'m| am)\b", "they're"),
@@ -64,16 +66,30 @@ _AFTER_VERB = frozenset(
 _COORDINATED = re.compile(r"\b(?P<joint>and|or|but)\s+(?P<verb>[a-z]+)\b(?P<next>\s+[a-z]+)?")
 _OPENING = re.compile(r"^(?:I(?P<contraction>'m|'ve|'d|'ll)|I|my|My)\b\s*")
 _WORD = re.compile(r"[A-Za-z']+")
-#: What the rules cannot rewrite: a first-person plural, a quotation, a second person.
-_UNSURE = re.compile(r"\b(?:we|we're|we've|we'll|our|ours|us)\b|[\"“”]", re.IGNORECASE)
+#: What the rules cannot rewrite: a first-person plural.
+_UNSURE = re.compile(r"\b(?:we|we're|we've|we'll|our|ours|us)\b", re.IGNORECASE)
+#: A quotation: a title ("The Great Gatsby") stays as it is; quoted speech, whose
+#: pronouns are the quoted person's, cannot be rewritten.
+_QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
+_QUOTE_MARK = re.compile(r'["“”]')
+_PERSON = re.compile(r"\b(?:I|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself|[Ww]e|[Uu]s|[Oo]ur|[Yy]ou|[Yy]our)\b")
+#: A short phrase before the opening "I" or "my" ("Last week, I …"): kept before the
+#: subject.
+_LEAD = re.compile(r"^(?P<lead>[^,]{1,40}),\s+(?=(?:I|I'm|I've|I'd|I'll|[Mm]y)\b)")
 
 
 def third_person(sentence: str, subject: str = "The user") -> str | None:
     """``sentence`` (a person's first-person statement) about ``subject``, or None if
     the rules cannot make it grammatical."""
     text = sentence.strip().rstrip(".!…").strip()
+    lead = _LEAD.match(text)
+    if lead is not None:
+        if _PERSON.search(lead["lead"]):
+            return None
+        rest = third_person(text[lead.end():], subject)
+        return rest and f"{lead['lead']}, {_lowered(rest, subject)}"
     opening = _OPENING.match(text)
-    if opening is None or _UNSURE.search(text):
+    if opening is None or _UNSURE.search(text) or not _quotes_keep(text):
         return None
     rest = text[opening.end():]
     if opening.group().lower().startswith("my"):
@@ -90,6 +106,21 @@ def third_person(sentence: str, subject: str = "The user") -> str | None:
             rest = agreed
     rest = later_pronouns(rest)
     return f"{head}{rest}".rstrip(" ,;:") + "."
+
+
+def _quotes_keep(text: str) -> bool:
+    """Whether the quotations of ``text`` are titles or names, with no person in them
+    whose pronoun a rewrite would have to change, and every quote mark is closed."""
+    if any(_PERSON.search(q) for q in _QUOTED.findall(text)):
+        return False
+    return not _QUOTE_MARK.search(_QUOTED.sub("", text))
+
+
+def _lowered(rewritten: str, subject: str) -> str:
+    """A rewrite that opened with ``subject``, to follow a phrase: "the user …"."""
+    if subject[:1].isupper() and subject.split(" ", 1)[0] in ("The", "A"):
+        return subject[0].lower() + rewritten[1:]
+    return rewritten
 
 
 def _possessive(subject: str) -> str:
