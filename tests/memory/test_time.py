@@ -56,6 +56,32 @@ def test_a_newer_value_supersedes_the_older_and_keeps_it(loci: Loci) -> None:
     assert back.superseded_by is None and not back.is_expired(loci.clock())
 
 
+#: A knowledge-update history of the dev set: the ratio said in February, a new one in June.
+RATIO_FEB = ("The user has been experimenting with their French press and they've found "
+             "that 1 tablespoon of coffee for every 6 ounces of water is the perfect ratio "
+             "for them.")
+RATIO_JUN = ("The user is planning to brew a fresh pot of coffee in the morning, and they're "
+             "feeling excited to use their new beans - they've got their French press ratio "
+             "down to a science: 1 tablespoon of coffee for every 5 ounces of water.")
+
+
+def test_an_expired_fact_said_again_is_confirmed_and_a_new_value_supersedes_it(
+        loci: Loci, clock: FakeClock) -> None:
+    february = loci._memories.save(RATIO_FEB, said_at=clock.now).memory
+    clock.advance(days=60)  # its 30 days ran out
+    assert loci.memories() == []
+    again = loci._memories.save(RATIO_FEB, said_at=clock.now)
+    assert again.action == "refreshed" and again.memory.id == february.id
+    assert [m.id for m in loci.memories()] == [february.id]  # confirmed: it holds again
+    clock.advance(days=60)
+    june = loci._memories.save(RATIO_JUN, said_at=clock.now)
+    assert june.action == "superseded"
+    ended = loci.memory(february.id)
+    # It ran out before June: it held until then, and the June value is what replaced it.
+    assert ended.superseded_by == june.memory.id and ended.expires_at < clock.now
+    assert [m.id for m in loci.memories()] == [june.memory.id]
+
+
 def test_purging_expired_facts_keeps_what_was_superseded(
         loci: Loci, clock: FakeClock) -> None:
     """A superseded fact is the history of the newer one ("was …, until …"): purging

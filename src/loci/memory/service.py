@@ -271,17 +271,20 @@ class MemoryService:
     def _duplicate(
         self, content: str, memory_type: str, vectors: Vectors | None
     ) -> Match | None:
-        filters = SearchFilters(types=(memory_type,), now=self.clock())
+        # An expired fact is a candidate too: said again, it is confirmed (its expiry
+        # counts from now), and a new value of it ends it as superseded, not as expired.
+        filters = SearchFilters(types=(memory_type,))
         # A fact sharing more than 70% of the words shares the rarest ones; the longest
         # words are a cheap stand-in for the rarest, and few terms keep the query fast.
         rare = sorted(query_terms(content), key=len, reverse=True)[:DEDUP_QUERY_TERMS]
         hits = self.store.search_memories(self.scope, " ".join(rare), limit=DEDUP_CANDIDATES,
                                           filters=filters)
-        texts = {h.id: h.text for h in hits}
+        texts = {h.id: h.text for h in hits if h.metadata["superseded_by"] is None}
         cosines: dict[str, float] = {}
         if vectors is not None:
-            near = self.store.vector_search(self.scope, "memory", vectors[0],
-                                            limit=DEDUP_CANDIDATES, filters=filters)
+            near = [h for h in self.store.vector_search(
+                self.scope, "memory", vectors[0], limit=DEDUP_CANDIDATES, filters=filters)
+                if h.metadata["superseded_by"] is None]
             texts.update((h.id, h.text) for h in near)
             cosines = {h.id: h.score for h in near}
         return find_duplicate(content, texts, cosines, self.get)
