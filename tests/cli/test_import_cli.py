@@ -22,7 +22,8 @@ def test_a_claude_code_project_is_imported_once(home: Path,
     code, out, _ = run(capsys, "import", "--format", "claude-code", str(CLAUDE_PROJECT))
     assert code == 0
     assert "imported 341 events into claude-code/3af9b1a7-6512-4883-ad18-320658ced099 " \
-           "(168 tool calls, 152 results; 0 already there)" in out
+           "(168 tool calls, 152 results; 0 already there; 35 unreadable lines of the log " \
+           "passed over)" in out
     code, out, _ = run(capsys, "import", "--format", "claude-code", str(CLAUDE_PROJECT),
                        "--json")
     report = json.loads(out)

@@ -8,6 +8,7 @@ from typing import Any
 
 from loci import Loci, load_settings
 from loci.context.layers import DEFAULT_LAYERS
+from loci.context.render import NO_RESULT
 from tests.conftest import FakeClock, open_loci
 
 WINDOW = {"agent": 8_000}
@@ -239,3 +240,24 @@ def test_a_narrower_view_summarizes_for_itself_and_stores_nothing(
         whole = loci.compile("s", "Continue the task.")
         assert "[CONTEXT SUMMARY]" not in whole.dynamic
         assert view.history[-1] == whole.history[-1] and pairs_intact(view.history)
+
+
+def test_a_call_whose_result_was_never_recorded_is_answered(loci: Loci) -> None:
+    """An agent killed while its tools ran left calls without results; the next
+    contexts answer each one (a provider refuses a call without its result), in place,
+    and a result of no open call is the user's text as before."""
+    loci.add_events("s", [
+        {"type": "message", "role": "user", "content": "Check both files."},
+        {"type": "tool_call", "tool_name": "read", "tool_call_id": "a", "args": {"p": "x"}},
+        {"type": "tool_call", "tool_name": "read", "tool_call_id": "b", "args": {"p": "y"}},
+        {"type": "tool_result", "tool_call_id": "b", "content": "y holds 2"},
+        {"type": "message", "role": "user", "content": "Still there?"},
+        {"type": "tool_call", "tool_name": "grep", "tool_call_id": "c"},
+        {"type": "tool_result", "tool_call_id": "z", "content": "stray"}])
+    messages = loci.compile("s", "And now?").to_openai()
+    roles = [(m["role"], m.get("tool_call_id")) for m in messages if m["role"] != "system"]
+    assert roles == [("user", None), ("assistant", None), ("tool", "b"), ("tool", "a"),
+                     ("user", None), ("assistant", None), ("tool", "c"), ("user", None),
+                     ("user", None)]
+    answers = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
+    assert answers == {"b": "y holds 2", "a": NO_RESULT, "c": NO_RESULT}

@@ -143,3 +143,27 @@ def test_sidechains_in_the_session_file_are_sessions_of_their_own(tmp_path: Path
         "search", "It is in cfg.py", "thanks"]
     assert [e["type"] for e in sessions["claude-code/s1"].events] == [
         "message", "tool_call", "tool_result"]
+
+
+def test_lines_the_redaction_cut_are_counted_and_every_call_is_answered(loci: Loci) -> None:
+    """The shipped log lost lines to its owner's redaction, some of them tool results:
+    the report says how many lines were passed over, and the context answers each call
+    whose result is gone, so that a provider accepts it."""
+    with gzip.open(CLAUDE_SESSION, "rt", encoding="utf-8") as handle:
+        lines = [line for line in handle if line.strip()]
+    unreadable = len(lines) - len(raw_records())
+    report = loci.import_log("claude-code", str(CLAUDE_SESSION))
+    assert unreadable > 0 and [s.unreadable for s in report.sessions] == [unreadable]
+    rendered = events_to_messages(loci.events(MAIN))
+    calls = 0
+    for position, message in enumerate(rendered):
+        if not message.get("tool_calls"):
+            continue
+        following = []
+        for after in rendered[position + 1:]:
+            if after["role"] != "tool":
+                break
+            following.append(after["tool_call_id"])
+        assert sorted(following) == sorted(c["id"] for c in message["tool_calls"])
+        calls += len(following)
+    assert calls == report.sessions[0].tool_calls

@@ -39,38 +39,54 @@ def events_to_turn(events: Sequence[Event]) -> list[Message]:
     message, an assistant turn keeps its provider blocks. A tool result follows its
     call as a tool message only while the assistant's calls (then only other results)
     come right before it with its id unanswered (``open``): otherwise a provider would
-    refuse it, and it is shown as the user's text."""
+    refuse it, and it is shown as the user's text. A call left without a result (a
+    killed agent, a damaged log) is answered by ``NO_RESULT`` where the next message
+    starts: a provider refuses a call without its result."""
     messages: list[Message] = []
-    open_calls: set[str] = set()
+    open_calls: dict[str, None] = {}  # in call order
     for event in events:
+        if open_calls and event.type != "tool_result" and not (
+                event.type == "tool_call" and messages[-1].role == "assistant"):
+            messages += _unanswered(open_calls)
         if event.type == "tool_call":
             call = ToolCall(event.tool_call_id or f"call_{event.id}", event.tool_name or "",
                             _arguments(event))
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant" and last.calls:
                 messages[-1] = Message("assistant", (*last.parts, call))
-                open_calls.add(call.id)
+                open_calls[call.id] = None
             else:
                 text = (Text(event.content),) if event.content else ()
                 messages.append(Message("assistant", (*_blocks(event), *text, call)))
-                open_calls = {call.id}
+                open_calls = {call.id: None}
         elif event.type == "tool_result":
             content = event.content if event.masked is None else event.masked
             if event.tool_call_id is not None and event.tool_call_id in open_calls:
                 result = ToolResult(event.tool_call_id, (Text(content),) if content else ())
                 messages.append(Message("tool", (result,)))
-                open_calls.discard(event.tool_call_id)
+                del open_calls[event.tool_call_id]
             else:
+                messages += _unanswered(open_calls)
                 name = f" of {event.tool_name}" if event.tool_name else ""
                 messages.append(Message("user", (Text(f"[tool result{name}, call "
                                                       f"{event.tool_call_id or '?'}]\n"
                                                       f"{content}"),)))
-                open_calls = set()
         else:
             text = (Text(event.content),) if event.content else ()
             messages.append(Message(_role(event.role), (*_blocks(event), *text)))
-            open_calls = set()
-    return messages
+    return messages + _unanswered(open_calls)
+
+
+#: What answers a call whose result was never recorded.
+NO_RESULT = "[no result was recorded for this call]"
+
+
+def _unanswered(open_calls: dict[str, None]) -> list[Message]:
+    """Tool messages answering the calls still open (which are then closed)."""
+    answers = [Message("tool", (ToolResult(call_id, (Text(NO_RESULT),)),))
+               for call_id in open_calls]
+    open_calls.clear()
+    return answers
 
 
 #: A call's arguments as canonical JSON by the id of its event, which the entry holds

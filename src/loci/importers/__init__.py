@@ -73,5 +73,6 @@ def import_log(loci: ScopeView, format: str, path: str | Path, session: str | No
             session=imported.name, source_id=imported.source_id, added=len(new),
             skipped=len(imported.events) - len(new),
             tool_calls=sum(e["type"] == "tool_call" for e in new),
-            tool_results=sum(e["type"] == "tool_result" for e in new)))
+            tool_results=sum(e["type"] == "tool_result" for e in new),
+            unreadable=imported.unreadable))
     return ImportReport(format=format, sessions=counts)

@@ -32,11 +32,14 @@ class ImportedSession:
     name: str
     source_id: str
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: Lines of its log file that could not be read (cut short, not JSON): passed over.
+    unreadable: int = 0
 
 
 @dataclass(frozen=True)
 class ImportedCount:
-    """What importing one session did: events added, and events already there."""
+    """What importing one session did: events added, events already there, and lines
+    of its log that could not be read."""
 
     session: str
     source_id: str
@@ -44,6 +47,7 @@ class ImportedCount:
     skipped: int
     tool_calls: int
     tool_results: int
+    unreadable: int = 0
 
 
 @dataclass(frozen=True)
@@ -70,15 +74,19 @@ def read_text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def jsonl_records(path: Path, unreadable: list[int] | None = None
+                  ) -> Iterator[tuple[int, dict[str, Any]]]:
     """The JSON objects of a JSONL file with their line numbers; a line cut short (a log
-    still being written, a redacted line) is passed over, never fatal."""
+    still being written, a redacted line) is passed over, never fatal, its number added
+    to ``unreadable``."""
     for number, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
+            if unreadable is not None:
+                unreadable.append(number)
             continue
         if isinstance(record, dict):
             yield number, record

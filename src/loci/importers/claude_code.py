@@ -45,26 +45,30 @@ def read(path: Path, session: str | None = None) -> list[ImportedSession]:
     files = sorted(path.rglob("*.jsonl*")) if path.is_dir() else [path]
     found: dict[str, ImportedSession] = {}
     for file in files:
-        for name, units in _threads(file, session if len(files) == 1 else None):
+        unreadable: list[int] = []
+        for number, (name, units) in enumerate(
+                _threads(file, session if len(files) == 1 else None, unreadable)):
             events = [e for unit in units for e in _events(unit)]
             if name in found:
                 found[name].events.extend(events)
             elif events:
+                # A file's unreadable lines are counted with its first (main) thread.
                 found[name] = ImportedSession(name, name.removeprefix(f"{PREFIX}/"),
-                                              events)
+                                              events, len(unreadable) if number == 0 else 0)
     for imported in found.values():
         name_tools(imported.events)
     return list(found.values())
 
 
-def _threads(path: Path, session: str | None) -> Iterator[tuple[str, list[_Unit]]]:
+def _threads(path: Path, session: str | None, unreadable: list[int]
+             ) -> Iterator[tuple[str, list[_Unit]]]:
     """The main thread and each subagent's thread of one file, as named sessions."""
     stem = path.name.split(".jsonl")[0]
     main = session or f"{PREFIX}/{stem}"
     threads: dict[str, list[_Unit]] = {}
     chain: dict[str, str] = {}  # record uuid → its sidechain's name
     boundary: dict[str, Any] = {}
-    for number, record in jsonl_records(path):
+    for number, record in jsonl_records(path, unreadable):
         kind, uuid = record.get("type"), str(record.get("uuid") or f"{stem}:{number}")
         if kind == "system" and record.get("subtype") == "compact_boundary":
             boundary = dict(record.get("compactMetadata") or {})

@@ -38,7 +38,8 @@ def read(path: Path, session: str | None = None) -> list[ImportedSession]:
 def _rollout(path: Path, session: str | None) -> ImportedSession:
     source = path.name.split(".jsonl")[0]
     events: list[dict[str, Any]] = []
-    for number, record in jsonl_records(path):
+    unreadable: list[int] = []
+    for number, record in jsonl_records(path, unreadable):
         kind, payload = record.get("type"), record.get("payload")
         if kind == "session_meta" and isinstance(payload, Mapping):
             source = str(payload.get("id") or source)
@@ -59,4 +60,4 @@ def _rollout(path: Path, session: str | None) -> ImportedSession:
             fields["metadata"][IMPORT_ID] = f"{number}.{index}"
         events += found
     name_tools(events)
-    return ImportedSession(session or f"codex/{source}", source, events)
+    return ImportedSession(session or f"codex/{source}", source, events, len(unreadable))

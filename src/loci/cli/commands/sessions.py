@@ -105,8 +105,11 @@ def import_(loci: Loci, path: str, log_format: str, session: str | None,
         if not report.sessions:
             click.echo(f"no {log_format} sessions found in {path}")
         for s in report.sessions:
+            unreadable = (f"; {s.unreadable} unreadable lines of the log passed over"
+                          if s.unreadable else "")
             click.echo(f"imported {s.added} events into {s.session} ({s.tool_calls} tool "
-                       f"calls, {s.tool_results} results; {s.skipped} already there)")
+                       f"calls, {s.tool_results} results; {s.skipped} already there"
+                       f"{unreadable})")
         return
     if path == "-":
         lines = sys.stdin.read().splitlines()
