@@ -2,12 +2,14 @@
 
 "I'm planning to go shopping this weekend" → "The user is planning to go shopping this
 weekend"; "My dog is called Biscuit" → "The user's dog is called Biscuit"; with a
-speaker's name, "Caroline's dog …". The sentence's subject is its opening "I" or "my";
-later pronouns become "they"/"their" with the verb agreeing ("I was" → "they were", never
-"they was"). A sentence is rewritten only when every change is one the rules are sure
-of: an opening verb they cannot conjugate ("I bought" is past, "I wases" is no word), a
-"we" or an "our", or a quote inside returns None, and the caller keeps the person's
-words, attributed.
+speaker's name, "Caroline's dog …". The sentence's subject is its opening "I" or "my",
+after a short phrase if one comes first ("Last week, the user …"); later pronouns become
+"they"/"their" with the verb agreeing ("I was" → "they were", never "they was"), and so
+does a verb joined to the first ("lives in Lisbon and deploys"). A sentence is rewritten
+only when every change is one the rules are sure of: an opening verb they cannot
+conjugate ("I wases" is no word), a "we" or an "our", quoted speech (a quoted title is
+kept as it is) or a joined word that may be a verb or a noun returns None, and the
+caller keeps the person's words, attributed.
 """
 
 from __future__ import annotations
