@@ -14,12 +14,11 @@ documents embedded by one and queries by the other, in RESULTS.md).
 
 Building takes a few seconds and needs the ``onnx`` package, the ``fast`` extra
 (``pip install "loci-context[fast]"``); without it the bundled file runs as it is and
-the process says so once in its log (a build already cached is still used). The file is
-cached as
-``<cache>/minilm-<source digest>-<onnxruntime version>-q8.onnx``, written to a
-temporary directory and renamed, under a lock so that processes starting together build
-it once; the next build removes what a killed one left. If building fails, the bundled
-file is used as it is.
+the process says so once in its log (a build already cached is still used). The file
+is cached as ``<cache>/minilm-<source digest>-<onnxruntime version>-q8.onnx``, written
+to a temporary directory and renamed, under a lock so that processes starting together
+build it once; the next build removes what a killed one left. If building fails, the
+bundled file is used as it is.
 """
 
 from __future__ import annotations
