@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-#: What serving needs: the package alone, without the tools for tests.
+#: What serving needs: the package and its faster embedding model, without the tools for tests.
 SERVE_STAMP := $(VENV)/.installed-serve
 
 .PHONY: serve test demo lint browser typecheck bench bench-locomo clean
@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(SERVE_STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e ".[fast]"
 	touch $(SERVE_STAMP)
 
 $(STAMP): $(BIN)/python pyproject.toml

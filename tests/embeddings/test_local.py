@@ -8,6 +8,7 @@ original fp32 all-MiniLM-L6-v2 on torch; the int8 model must agree to cosine > 0
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,41 @@ def test_a_killed_build_leaves_nothing_behind(tmp_path: Path) -> None:
     assert embedder.embed(["after the crash"]).shape == (1, 384)
     assert embedder.model_path.parent == tmp_path and not leftover.exists()
     assert sorted(p.suffix for p in tmp_path.iterdir()) == [".lock", ".onnx"]
+
+
+#: A process without the ``fast`` extra: ``onnx`` unimportable (``sys.modules`` entry
+#: None), two embedders on one cache, the quantizer's log lines printed.
+WITHOUT_ONNX = """
+import logging, sys
+sys.modules["onnx"] = None
+logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s")
+from loci.embeddings import LocalEmbedder
+for _ in range(2):
+    embedder = LocalEmbedder(cache=sys.argv[1])
+    print(embedder.embed(["works without onnx"]).shape, embedder.model_path.name)
+"""
+
+
+def _run_without_onnx(cache: Path) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", WITHOUT_ONNX, str(cache)],
+                          capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout.splitlines() + done.stderr.splitlines()
+
+
+def test_without_the_fast_extra_the_bundled_file_runs_and_says_so_once(
+        tmp_path: Path) -> None:
+    lines = _run_without_onnx(tmp_path / "models")
+    ran = [line for line in lines if line.startswith("(1, 384)")]
+    assert ran == [f"(1, 384) {default_model_path().name}"] * 2
+    said = [line for line in lines if line.startswith("loci.embeddings.quantize")]
+    assert len(said) == 1 and 'pip install "loci-context[fast]"' in said[0]
+    assert not (tmp_path / "models").exists()  # nothing half-built
+
+
+def test_without_the_fast_extra_a_cached_build_is_still_used(
+        fast: LocalEmbedder, models_dir: Path) -> None:
+    fast.embed(["build it (if no test did yet)"])
+    lines = _run_without_onnx(models_dir)
+    assert [line for line in lines if line.startswith("(1, 384)")] == [
+        f"(1, 384) {fast.model_path.name}"] * 2
+    assert not any(line.startswith("loci.embeddings.quantize") for line in lines)

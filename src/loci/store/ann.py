@@ -67,8 +67,9 @@ SEGMENT_CHUNK = 1_000
 
 def _import_usearch() -> Any:
     """``usearch.index.Index``, imported after onnxruntime if that is installed: with
-    usearch 2.26 loaded first, importing onnxruntime (the bundled embedding model)
-    later in the process segfaults inside libstdc++; the other order works."""
+    usearch 2.26 (numkong's kernels) loaded first, importing onnxruntime (the bundled
+    embedding model) later in the process segfaults inside libstdc++. The pinned
+    usearch does not, but a newer one may be installed beside Loci."""
     if importlib.util.find_spec("onnxruntime") is not None:
         importlib.import_module("onnxruntime")
     return importlib.import_module("usearch.index").Index
