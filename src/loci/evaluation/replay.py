@@ -50,6 +50,9 @@ BASELINES = ("loci", "tail_at_loci_tokens", "tail_at_history_budget", "whole")
 #: The rows of a report: each class, all pooled, and the trail by the third of the
 #: session so far it came from.
 ROWS = (*CLASSES, "all", "third1", "third2", "third3")
+_HEADERS = {"loci": "Loci", "tail_at_loci_tokens": "tail, Loci's tokens",
+            "tail_at_history_budget": "tail, history budget", "whole": "whole transcript"}
+_ROW_LABELS = {"third1": "1st third", "third2": "2nd third", "third3": "last third"}
 Messages = list[dict[str, Any]]
 
 
@@ -260,17 +263,21 @@ def replay_windows(session: str, messages: Messages, windows: Sequence[int],
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:
-    """A report as a table: per point, each row's share held by Loci and the baselines."""
+    """A report as a table: per point of the session, the share of each class of the
+    trail held by Loci's context and by the baselines (the JSON keeps the raw keys)."""
     lines = [f"== window {report['window']:,}: {report['contexts']} compiles, empty "
              f"histories {report['empty_histories']}, broken pairs {report['broken_pairs']}, "
              f"compile p50 {report['compile_p50_ms']} ms",
-             f"{'cut':>5} {'class':>9} " + " ".join(f"{n:>22}" for n in BASELINES)]
+             "share of the agent's trail held; a tail is the transcript's last N tokens, "
+             "N = Loci's tokens or its history budget; the thirds say where in the session "
+             "the artifacts came from",
+             f"{'at':>4} {'class':>10} " + " ".join(f"{_HEADERS[n]:>22}" for n in BASELINES)]
     for cut in report["cuts"]:
         for key in ROWS:
             row = [report[f"{cut}|{key}|{n}"] for n in BASELINES]
-            lines.append(f"{cut:>5} {key:>9} " + " ".join(
+            lines.append(f"{cut:>4.0%} {_ROW_LABELS.get(key, key):>10} " + " ".join(
                 f"{'-' if v is None else v:>22}" for v in row))
-        lines.append(f"{cut:>5} task {report[f'{cut}|task']}, tokens "
+        lines.append(f"{cut:>4.0%} task {report[f'{cut}|task']}, tokens "
                      f"{report[f'{cut}|tokens_mean']:,}, reduction {report[f'{cut}|reduction']}")
     lines.append("missed artifacts found in search_conversation's top 10: " + ", ".join(
         f"{k} {report[f'missed_found|{k}']}" for k in (*CLASSES, "all")))
