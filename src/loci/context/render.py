@@ -29,25 +29,29 @@ from loci.models import Event
 from loci.store.codec import canonical_json
 
 
-def events_to_messages(events: Sequence[Event]) -> list[dict[str, Any]]:
+def events_to_messages(events: Sequence[Event], *, answer_open: bool = True
+                       ) -> list[dict[str, Any]]:
     """OpenAI chat messages (``events_to_turn``, written by ``apis.chat``)."""
-    return chat.write_messages(events_to_turn(events))
+    return chat.write_messages(events_to_turn(events, answer_open=answer_open))
 
 
-def events_to_turn(events: Sequence[Event]) -> list[Message]:
+def events_to_turn(events: Sequence[Event], *, answer_open: bool = True) -> list[Message]:
     """The events as the turn's messages; consecutive tool calls form one assistant
     message, an assistant turn keeps its provider blocks. A tool result follows its
     call as a tool message only while the assistant's calls (then only other results)
     come right before it with its id unanswered (``open``): otherwise a provider would
     refuse it, and it is shown as the user's text. A call left without a result (a
     killed agent, a damaged log) is answered by ``NO_RESULT`` where the next message
-    starts: a provider refuses a call without its result."""
+    starts, as a provider refuses a call without its result (unless ``answer_open`` is
+    False: the messages as they were, for a replay)."""
     messages: list[Message] = []
     open_calls: dict[str, None] = {}  # in call order
     for event in events:
         if open_calls and event.type != "tool_result" and not (
                 event.type == "tool_call" and messages[-1].role == "assistant"):
-            messages += _unanswered(open_calls)
+            if answer_open:
+                messages += _unanswered(open_calls)
+            open_calls.clear()
         if event.type == "tool_call":
             call = ToolCall(event.tool_call_id or f"call_{event.id}", event.tool_name or "",
                             _arguments(event))
@@ -66,7 +70,9 @@ def events_to_turn(events: Sequence[Event]) -> list[Message]:
                 messages.append(Message("tool", (result,)))
                 del open_calls[event.tool_call_id]
             else:
-                messages += _unanswered(open_calls)
+                if answer_open:
+                    messages += _unanswered(open_calls)
+                open_calls = {}
                 name = f" of {event.tool_name}" if event.tool_name else ""
                 messages.append(Message("user", (Text(f"[tool result{name}, call "
                                                       f"{event.tool_call_id or '?'}]\n"
@@ -74,7 +80,7 @@ def events_to_turn(events: Sequence[Event]) -> list[Message]:
         else:
             text = (Text(event.content),) if event.content else ()
             messages.append(Message(_role(event.role), (*_blocks(event), *text)))
-    return messages + _unanswered(open_calls)
+    return (messages + _unanswered(open_calls)) if answer_open else messages
 
 
 #: What answers a call whose result was never recorded.

@@ -231,9 +231,10 @@ def _report(run: _Run, window: int, cuts: Sequence[float], compile_ms: list[floa
 
 def session_messages(loci: Loci, session: str) -> Messages:
     """A stored session as its agent's chat messages: every event, archived ones too,
-    with the content compaction masked (the agent saw it whole)."""
+    with the content compaction masked (the agent saw it whole), and a call without its
+    result as it was (the replay's compiles answer it, as any compile does)."""
     events = [replace(e, masked=None) for e in loci.events(session) if e.type != "summary"]
-    return events_to_messages(events)
+    return events_to_messages(events, answer_open=False)
 
 
 def evaluate(loci: Loci, session: str, windows: Sequence[int],
