@@ -5,11 +5,11 @@ providers' SDK objects."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from loci.apis import anthropic, chat, responses
 from loci.apis.turn import Completion, Message
-from loci.apis.wire import as_dict, message_text
+from loci.apis.wire import JSONObject, as_dict, message_text
 from loci.errors import ValidationError
 
 #: The APIs whose message shapes a turn reads and writes.
@@ -57,6 +57,7 @@ def read_answer(answer: Any) -> Completion:
         return anthropic.answer(data)
     if data.get("role") == "assistant":
         return Completion(content=message_text(data.get("content")),
-                          tool_calls=data.get("tool_calls") or None)
+                          tool_calls=cast("list[JSONObject] | None",
+                                          data.get("tool_calls") or None))
     raise ValidationError("an answer must be text, an assistant message, or a Chat "
                           "Completions, Messages or Responses result")

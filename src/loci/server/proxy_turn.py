@@ -7,7 +7,7 @@ its request into an :class:`~loci.Asked` and encodes the answer behind the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 from fastapi.responses import StreamingResponse
@@ -38,7 +38,8 @@ class Face(Protocol):
     #: The face's name in the usage ledger ("chat", "messages", "responses").
     name: str
 
-    def answer(self, clean: str, answer: Completion, spent: Usage) -> dict[str, Any]: ...
+    def answer(self, clean: str, answer: Completion, spent: Usage) -> Mapping[str, object]:
+        ...
 
     def events(self, turn: Exchange, relay: Relay, deltas: Iterator[Delta]
                ) -> Iterator[bytes]: ...
@@ -47,7 +48,7 @@ class Face(Protocol):
 
 
 def serve(loci: Loci, session: str, asked: Asked, face: Face, *, stream: bool
-          ) -> dict[str, Any] | StreamingResponse:
+          ) -> Mapping[str, object] | StreamingResponse:
     """Every face's route: the upstream (none: a 503 before anything is recorded), the
     turn, then the answer recorded and encoded, or the stream relayed."""
     upstream = loci.runtime.upstream()  # the runtime's, kept for every call

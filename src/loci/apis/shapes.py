@@ -1,0 +1,156 @@
+"""The typed shapes of the JSON bodies Loci builds for the three APIs or reads field by
+field from them: Chat Completions, Anthropic Messages, OpenAI Responses.
+
+They are ``TypedDict``s: they cost nothing at run time (a body stays a plain dict, read
+and written as it is) and are not checked there; what a client sends is checked where it
+comes in (``server.proxy_requests``). A part of a body whose shape Loci does not rely on
+(a tool's schema, a block passed back as it came) is a ``JSONObject`` (``apis.wire``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+from loci.apis.wire import JSON, JSONObject
+
+# -- Chat Completions --------------------------------------------------------------------
+
+
+class ChatMessage(TypedDict):
+    role: str
+    content: str | list[JSONObject] | None
+    #: As the upstream gave them (``apis.turn.Completion.tool_calls``).
+    tool_calls: NotRequired[list[JSONObject]]
+    tool_call_id: NotRequired[str]
+
+
+class ChatUsage(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: dict[str, int]
+
+
+class ChatChoice(TypedDict):
+    index: int
+    message: ChatMessage
+    finish_reason: str
+
+
+class ChatChunkChoice(TypedDict):
+    index: int
+    delta: JSONObject
+    finish_reason: str | None
+
+
+class ChatBase(TypedDict):
+    """What every answer of one call carries (``id``, ``created``, ``model``)."""
+
+    id: str
+    created: int
+    model: str
+
+
+class ChatCompletion(ChatBase):
+    object: Literal["chat.completion"]
+    choices: list[ChatChoice]
+    usage: ChatUsage
+
+
+class ChatChunk(ChatBase):
+    object: Literal["chat.completion.chunk"]
+    choices: list[ChatChunkChoice]
+
+
+class ChatUsageChunk(ChatChunk):
+    """The last chunk of a stream whose client asked for the usage."""
+
+    usage: ChatUsage
+
+
+# -- Anthropic Messages ------------------------------------------------------------------
+
+
+class AnthropicTurn(TypedDict):
+    """A message of a request: its content blocks are Loci's own text, ``tool_use``
+    and ``tool_result`` blocks and the client's as they came (``Any``: the compiled
+    context adds its own to them)."""
+
+    role: str
+    content: list[Any]
+
+
+class AnthropicUsage(TypedDict):
+    input_tokens: int
+    cache_read_input_tokens: int
+    cache_creation_input_tokens: int
+    output_tokens: int
+
+
+class AnthropicMessage(TypedDict):
+    """A ``message`` answer. Its content blocks: text, ``tool_use`` and the blocks kept
+    as they came (thinking, compaction)."""
+
+    id: str
+    type: Literal["message"]
+    role: Literal["assistant"]
+    model: str
+    content: list[JSONObject]
+    stop_reason: str
+    stop_sequence: str | None
+    usage: AnthropicUsage
+
+
+# -- OpenAI Responses --------------------------------------------------------------------
+
+
+class ResponsesUsage(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    input_tokens_details: dict[str, int]
+    output_tokens_details: dict[str, int]
+
+
+class ResponsesText(TypedDict):
+    type: Literal["output_text"]
+    text: str
+    annotations: list[JSONObject]
+
+
+class ResponsesMessage(TypedDict):
+    type: Literal["message"]
+    id: str
+    status: str
+    role: Literal["assistant"]
+    content: list[ResponsesText]
+
+
+class ResponsesCall(TypedDict):
+    type: Literal["function_call"]
+    id: str
+    call_id: str
+    name: str
+    arguments: JSON
+    status: str
+
+
+class Response(TypedDict):
+    """A ``response`` object (as the client's answer, and in its stream's events)."""
+
+    id: str
+    object: Literal["response"]
+    created_at: int
+    status: str
+    model: str
+    output: list[ResponsesMessage | ResponsesCall]
+    error: JSONObject | None
+    incomplete_details: JSONObject | None
+    instructions: str | None
+    metadata: JSONObject
+    parallel_tool_calls: bool
+    tool_choice: str
+    tools: list[JSONObject]
+    temperature: float | None
+    top_p: float | None
+    usage: ResponsesUsage
