@@ -14,7 +14,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from loci.apis.media import openai_parts, split_media
-from loci.apis.shapes import ChatBase, ChatChunk, ChatCompletion, ChatMessage, ChatUsage
+from loci.apis.shapes import (
+    ChatAnswerChunk,
+    ChatBase,
+    ChatChunk,
+    ChatCompletion,
+    ChatMessage,
+    ChatUsage,
+)
 from loci.apis.turn import (
     Completion,
     Delta,
@@ -187,7 +194,7 @@ def answer(payload: Mapping[str, Any]) -> Completion:
     )
 
 
-def deltas(chunks: list[JSONObject]) -> Iterator[Delta]:
+def deltas(chunks: list[ChatAnswerChunk]) -> Iterator[Delta]:
     """The deltas of a read's chunks, each run of chunks that hold only text for the
     first choice made one delta (as ``memory.stream.joined`` does, without a delta per
     chunk: most chunks are such)."""

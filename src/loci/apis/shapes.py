@@ -24,6 +24,27 @@ class ChatMessage(TypedDict):
     tool_call_id: NotRequired[str]
 
 
+class ChatAnswerChoice(TypedDict):
+    message: JSONObject
+
+
+class ChatAnswer(TypedDict):
+    """An upstream's answer, as its client checked it: a first choice with a message
+    (``llm.openai_compat``)."""
+
+    choices: list[ChatAnswerChoice]
+    id: NotRequired[JSON]
+    model: NotRequired[JSON]
+    usage: NotRequired[JSON]
+
+
+class ChatAnswerChunk(TypedDict):
+    """A chunk of an upstream's stream, as its client checked it: a ``choices`` list."""
+
+    choices: list[JSON]
+    usage: NotRequired[JSON]
+
+
 class ChatUsage(TypedDict):
     prompt_tokens: int
     completion_tokens: int
@@ -133,6 +154,16 @@ class ResponsesCall(TypedDict):
     name: str
     arguments: JSON
     status: str
+
+
+class ResponsesCompaction(TypedDict):
+    """The answer of ``/responses/compact``: the user's messages and a compaction item."""
+
+    id: str
+    object: Literal["response.compaction"]
+    created_at: int
+    output: list[JSONObject]
+    usage: ResponsesUsage
 
 
 class Response(TypedDict):

@@ -8,19 +8,20 @@ its request into an :class:`~loci.Asked` and encodes the answer behind the
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError as SchemaError
 
 from loci import Asked, Exchange, Loci, LociError, Relay, Upstream, Usage, ValidationError
 from loci.apis.turn import Completion, Delta
+from loci.apis.wire import JSONObject
 from loci.server.proxy_requests import ChatParams, first_problem
 from loci.server.proxy_stream import batched
 from loci.server.proxy_upstream import OWN_FIELDS
 
 
-def chat_params(params: dict[str, Any]) -> dict[str, Any]:
+def chat_params(params: JSONObject) -> JSONObject:
     """The parameters another face's request means, checked as Chat Completions checks
     them (its own fields never among them): a translation the chat shape refuses is the
     client's error."""
