@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from loci.apis import chat
 from loci.apis.media import anthropic_blocks, split_media
-from loci.apis.shapes import AnthropicMessage, AnthropicTurn, AnthropicUsage
+from loci.apis.shapes import AnthropicMessage, AnthropicTurn, AnthropicUsage, ChatToolCall
 from loci.apis.turn import (
     COMPACTION_BLOCKS,
     COMPACTS,
@@ -346,7 +346,7 @@ def answer(payload: Mapping[str, Any]) -> Completion:
     )
 
 
-def calls(blocks: Any) -> list[JSONObject]:
+def calls(blocks: Any) -> list[ChatToolCall]:
     """The ``tool_use`` blocks of a Messages answer as tool calls."""
     return [{"id": block.get("id"), "type": "function",
              "function": {"name": block.get("name"),

@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from loci.apis import anthropic, chat, responses
+from loci.apis.shapes import ChatToolCall
 from loci.apis.turn import Completion, Message
-from loci.apis.wire import JSONObject, as_dict, message_text
+from loci.apis.wire import as_dict, message_text
 from loci.errors import ValidationError
 
 #: The APIs whose message shapes a turn reads and writes.
@@ -57,7 +58,7 @@ def read_answer(answer: Any) -> Completion:
         return anthropic.answer(data)
     if data.get("role") == "assistant":
         return Completion(content=message_text(data.get("content")),
-                          tool_calls=cast("list[JSONObject] | None",
+                          tool_calls=cast("list[ChatToolCall] | None",
                                           data.get("tool_calls") or None))
     raise ValidationError("an answer must be text, an assistant message, or a Chat "
                           "Completions, Messages or Responses result")

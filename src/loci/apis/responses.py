@@ -22,11 +22,11 @@ import json
 import secrets
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from loci.apis import chat
 from loci.apis.media import responses_parts
-from loci.apis.shapes import Response, ResponsesCall, ResponsesMessage
+from loci.apis.shapes import ChatToolCall, Response, ResponsesCall, ResponsesMessage
 from loci.apis.turn import (
     REASONING_ITEMS,
     Completion,
@@ -247,7 +247,7 @@ def answer(payload: Mapping[str, Any]) -> Completion:
         blocks=[dict(item) for item in output if item.get("type") == "reasoning"] or None)
 
 
-def call(item: Mapping[str, Any]) -> JSONObject:
+def call(item: Mapping[str, Any]) -> ChatToolCall:
     """A ``function_call`` item as a tool call."""
     return {"id": str(item.get("call_id") or ""), "type": "function",
             "function": {"name": str(item.get("name") or ""),
@@ -274,7 +274,9 @@ def deltas(events: Iterable[Mapping[str, Any]], calls: int = 0) -> Iterator[Delt
             if item.get("type") == "reasoning":
                 yield Delta(blocks=[dict(item)])
             elif item.get("type") == "function_call":
-                yield Delta(tool_calls=[{**call(item), "index": calls}])
+                # A piece of JSON like any streamed call's (``Delta.tool_calls``).
+                piece = cast("JSONObject", {**call(item), "index": calls})
+                yield Delta(tool_calls=[piece])
                 calls += 1
         elif kind in ("response.completed", "response.incomplete"):
             done = answer(mapping(data.get("response")))

@@ -16,11 +16,26 @@ from loci.apis.wire import JSON, JSONObject
 # -- Chat Completions --------------------------------------------------------------------
 
 
+class ChatFunction(TypedDict):
+    name: str | None
+    #: JSON text (a few upstreams send an object).
+    arguments: JSON
+
+
+class ChatToolCall(TypedDict):
+    """A tool call of an answer in OpenAI's shape, whatever API gave it: as the
+    upstream gave it (an id or a name may be missing) until ``apis.sound`` checks it,
+    before anything of it is recorded or answered."""
+
+    id: str | None
+    type: str
+    function: ChatFunction
+
+
 class ChatMessage(TypedDict):
     role: str
     content: str | list[JSONObject] | None
-    #: As the upstream gave them (``apis.turn.Completion.tool_calls``).
-    tool_calls: NotRequired[list[JSONObject]]
+    tool_calls: NotRequired[list[ChatToolCall]]
     tool_call_id: NotRequired[str]
 
 
@@ -101,6 +116,17 @@ class AnthropicTurn(TypedDict):
     content: list[Any]
 
 
+class AnthropicAnswer(TypedDict):
+    """An upstream's ``message``, as its client checked it: a ``content`` list
+    (``llm.anthropic``)."""
+
+    content: list[JSON]
+    id: NotRequired[JSON]
+    model: NotRequired[JSON]
+    stop_reason: NotRequired[JSON]
+    usage: NotRequired[JSON]
+
+
 class AnthropicUsage(TypedDict):
     input_tokens: int
     cache_read_input_tokens: int
@@ -131,6 +157,16 @@ class ResponsesUsage(TypedDict):
     total_tokens: int
     input_tokens_details: dict[str, int]
     output_tokens_details: dict[str, int]
+
+
+class ResponsesAnswer(TypedDict):
+    """An upstream's ``response``, as its client checked it: an ``output`` list
+    (``llm.openai_compat``)."""
+
+    output: list[JSON]
+    id: NotRequired[JSON]
+    usage: NotRequired[JSON]
+    incomplete_details: NotRequired[JSON]
 
 
 class ResponsesText(TypedDict):

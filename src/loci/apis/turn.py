@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from loci.apis.wire import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from loci.apis.shapes import ChatToolCall
 from loci.models import Usage
 
 if TYPE_CHECKING:  # the context renders itself with the API modules
@@ -167,7 +170,7 @@ class Completion:
     content: str
     finish_reason: str = "stop"
     usage: Usage = field(default_factory=Usage)
-    tool_calls: list[JSONObject] | None = None
+    tool_calls: list[ChatToolCall] | None = None
     id: str | None = None
     #: Provider blocks that must go back as they came (Anthropic ``thinking`` and
     #: ``redacted_thinking`` with their signatures), in their order.

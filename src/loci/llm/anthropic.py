@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
+from loci.apis.shapes import AnthropicAnswer
 from loci.apis.wire import JSONObject, message_text, usage_int
 from loci.errors import ConfigError, ProviderError
 from loci.llm._http import ChatTransport, check_base_url
@@ -86,7 +87,7 @@ class AnthropicChat:
                 yield text
 
     def send(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
-             ) -> JSONObject:
+             ) -> AnthropicAnswer:
         """POST a whole Messages request ``body`` (system blocks, messages, the
         caller's parameters, as the proxy builds it; ``headers`` such as
         ``anthropic-beta``) and return the answer, checked to hold a ``content`` list."""
@@ -97,8 +98,7 @@ class AnthropicChat:
                 f"{self._http.where} answered without a 'content' list: is llm.base_url the "
                 "Anthropic Messages API?"
             )
-        assert isinstance(payload, dict)
-        return payload
+        return cast("AnthropicAnswer", payload)
 
     def send_stream(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
                     ) -> Iterator[tuple[str, JSONObject]]:

@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from loci.apis.chat import text_only
 from loci.apis.responses import text_delta as responses_text
-from loci.apis.shapes import ChatAnswer, ChatAnswerChunk
+from loci.apis.shapes import ChatAnswer, ChatAnswerChunk, ResponsesAnswer
 from loci.apis.wire import JSONObject, message_text, usage_int
 from loci.errors import ConfigError, ProviderError
 from loci.llm._http import ChatTransport, check_base_url
@@ -183,12 +183,12 @@ class OpenAIResponses:
         self._http = ChatTransport(url, headers, timeout, secret=api_key,
                                    what="the Responses API server")
 
-    def send(self, body: Mapping[str, Any]) -> JSONObject:
+    def send(self, body: Mapping[str, Any]) -> ResponsesAnswer:
         """The ``response`` object, checked to hold an ``output`` list."""
         payload = self._http.post_json(body)
         if not isinstance(payload, dict) or not isinstance(payload.get("output"), list):
             raise ProviderError(f"{self._http.where} answered without an 'output' list")
-        return payload
+        return cast("ResponsesAnswer", payload)
 
     def send_stream(self, body: Mapping[str, Any]) -> Iterator[JSONObject]:
         """Each event object of the streamed answer; a failure event raises, and so
