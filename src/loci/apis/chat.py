@@ -92,7 +92,7 @@ def system_texts(content: Any) -> tuple[Text, ...]:
         text = part if isinstance(part, str) else mapping(part).get("text")
         if isinstance(text, str) and text.strip():
             mark = mapping(part).get("cache_control")
-            texts.append(Text(text, mark if isinstance(mark, dict) and mark else None))
+            texts.append(Text(text, mark if isinstance(mark, Mapping) and mark else None))
     return tuple(texts)
 
 

@@ -48,7 +48,7 @@ COMPACTS = "compact_"
 class Text:
     text: str
     #: Anthropic's cache mark on a system text block, as the client set it.
-    cache_control: JSONObject | None = None
+    cache_control: Mapping[str, JSON] | None = None
 
 
 @dataclass(frozen=True)
