@@ -2,9 +2,10 @@
 field from them: Chat Completions, Anthropic Messages, OpenAI Responses.
 
 They are ``TypedDict``s: they cost nothing at run time (a body stays a plain dict, read
-and written as it is) and are not checked there; what a client sends is checked where it
-comes in (``server.proxy_requests``). A part of a body whose shape Loci does not rely on
-(a tool's schema, a block passed back as it came) is a ``JSONObject`` (``apis.wire``).
+and written as it is) and are not checked there: what a client sends is checked where it
+comes in (``server.proxy_requests``), what an upstream answers by its client (``llm``)
+and ``apis.sound``. A part of a body whose shape Loci does not rely on (a tool's schema,
+a block passed back as it came) is a ``JSONObject`` (``apis.wire``).
 """
 
 from __future__ import annotations
