@@ -3,8 +3,8 @@ counts of a usage object. Shared by the chat clients and the server's proxy face
 
 ``JSON`` and ``JSONObject`` type what crosses the wire with a shape Loci does not rely
 on (a tool's schema or arguments, a block passed back as it came, a provider's extra
-fields); what Loci builds or reads field by field has its API's typed shape
-(``apis.shapes``)."""
+fields), its fields read by narrowing; a body Loci builds or reads field by field has
+its API's typed shape (``apis.shapes``) wherever the modules that read it take one."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # read-only containers: a list of objects is a JSON value too
                        | Mapping[str, "JSON"] | None)
 else:  # pydantic takes such a value as it comes, unchecked (as ``Any``), at no cost
     JSON = object
-#: A JSON object read from or passed to the wire as it came.
+#: A JSON object whose fields are read by narrowing, not trusted to a shape.
 JSONObject: TypeAlias = dict[str, JSON]
 
 
