@@ -217,3 +217,20 @@ def test_nothing_runs_on_the_fakes_but_the_echo_upstream() -> None:
               if "testing" not in path.relative_to(PACKAGE).parts
               and any(m.startswith("loci.testing") for m in imports(path))]
     assert faking == ["cli/commands/server.py"], faking
+
+
+#: The wire path: the provider APIs' modules, the exchange, the upstreams and their
+#: clients, the proxy's faces (``benchmarks/RESULTS.md``, #45).
+WIRE_PATH = ("apis/*.py", "exchange.py", "upstreams.py", "llm/openai_compat.py",
+             "llm/anthropic.py", "server/proxy*.py")
+
+
+def test_json_on_the_wire_path_has_a_shape() -> None:
+    """A body built for or read from the wire is one of its API's shapes
+    (``apis/shapes.py``) or, where it passes through as it came, a ``JSONObject``: never
+    an untyped ``dict[str, Any]``."""
+    untyped = [f"{path.relative_to(PACKAGE)}:{number}"
+               for pattern in WIRE_PATH for path in sorted(PACKAGE.glob(pattern))
+               for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+               if "dict[str, Any]" in line]
+    assert not untyped, "\n".join(untyped)

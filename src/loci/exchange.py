@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from loci.apis.sound import sound_calls, sound_completion, sound_text
 from loci.apis.turn import Completion, Delta, Message, Request, Tool
-from loci.apis.wire import mapping
+from loci.apis.wire import JSONObject, mapping
 from loci.errors import LociError, ProviderError
 from loci.knowledge.memory_files import MemoryFiles
 from loci.memory.stream import TagFilter
@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # the scope view sits above the domains; only its type is rea
 log = logging.getLogger(__name__)
 
 
-def provider_edits(settings: Settings, params: dict[str, Any]) -> tuple[str, ...]:
+def provider_edits(settings: Settings, params: JSONObject) -> tuple[str, ...]:
     """The types of the client's ``context_management`` edits that the upstream applies
     (an Anthropic upstream; any other drops them)."""
     if settings.upstream_provider != "anthropic":
@@ -61,7 +61,7 @@ class Asked:
 
     model: str
     messages: list[Message]
-    params: dict[str, Any]
+    params: JSONObject
     tools: tuple[Tool, ...] = ()
     #: The client's ``anthropic-beta`` header (``apis.turn.Request.beta``).
     beta: str | None = None
@@ -109,7 +109,7 @@ class Exchange:
         return loci.compact(session, model=asked.model)
 
     def record(self, reply: str, tool_calls: list[Any] | None = None,
-               blocks: list[dict[str, Any]] | None = None) -> str:
+               blocks: list[JSONObject] | None = None) -> str:
         """Append the user's message (if this call brought one), the reply and its tool
         calls, the turn's first event keeping the provider's ``blocks``; returns the
         clean reply."""
@@ -150,7 +150,7 @@ class Exchange:
             log.warning("usage of session %r not recorded: %s", self.session, exc)
 
     def run_memory(self, reply: str, calls: list[Any],
-                   blocks: list[dict[str, Any]] | None) -> str:
+                   blocks: list[JSONObject] | None) -> str:
         """Record a round of memory-tool calls, run them, record their results and
         compile the next request; returns the round's clean text."""
         clean = self.record(reply, calls, blocks)
@@ -185,8 +185,8 @@ class Relay:
         self.clean = ""
         #: The clean text of the memory-tool rounds already recorded (``rounds``).
         self.earlier = ""
-        self.calls: list[dict[str, Any]] | None = None
-        self.blocks: list[dict[str, Any]] = []
+        self.calls: list[JSONObject] | None = None
+        self.blocks: list[JSONObject] = []
 
     def rounds(self, deltas: Iterator[Delta]) -> Iterator[Delta]:
         """``deltas``, then, while every call of a round is to the memory tool Loci runs
@@ -256,11 +256,11 @@ def only_calls_to(name: str | None, calls: Sequence[Any] | None) -> bool:
         (call.get("function") or {}).get("name") == name for call in calls or ())
 
 
-def run_memory_tool(loci: Loci, calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def run_memory_tool(loci: Loci, calls: Sequence[Mapping[str, Any]]) -> list[JSONObject]:
     """Each call's command run on the memory files, as ``tool_result`` events (a failed
     command's error text is its result, as the SDK's tool answers)."""
     files = MemoryFiles(loci.knowledge)
-    events = []
+    events: list[JSONObject] = []
     for call in calls:
         function = call.get("function") or {}
         try:

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from loci.apis import chat
 from loci.apis.media import anthropic_blocks, split_media
+from loci.apis.shapes import AnthropicMessage, AnthropicTurn, AnthropicUsage, ChatToolCall
 from loci.apis.turn import (
     COMPACTION_BLOCKS,
     COMPACTS,
@@ -40,7 +41,7 @@ from loci.apis.turn import (
     ToolCall,
     ToolResult,
 )
-from loci.apis.wire import mapping, read_usage
+from loci.apis.wire import JSON, JSONObject, mapping, read_usage
 from loci.errors import ValidationError
 from loci.models import Usage
 
@@ -75,9 +76,9 @@ def system_message(system: str | Sequence[Mapping[str, Any]]) -> Message:
     return Message("system", chat.system_texts(texts))
 
 
-def system_block(text: Text) -> dict[str, Any]:
+def system_block(text: Text) -> JSONObject:
     """A system text as Anthropic's text block (with the client's cache mark)."""
-    block: dict[str, Any] = {"type": "text", "text": text.text}
+    block: JSONObject = {"type": "text", "text": text.text}
     if text.cache_control:
         block["cache_control"] = text.cache_control
     return block
@@ -138,7 +139,7 @@ def result_content(content: Any) -> tuple[Text | Media, ...]:
     return ((Text(text),) if text else ()) + tuple(Media(part) for part in media)
 
 
-def chat_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+def chat_messages(message: Mapping[str, Any]) -> list[JSONObject]:
     """One Messages message as the chat messages it means (for replaying a transcript)."""
     return chat.write_messages(read_message(message))
 
@@ -154,13 +155,13 @@ def tools(declared: Sequence[Mapping[str, Any]]) -> tuple[Tool, ...]:
     return tuple(out)
 
 
-def chat_tool_choice(choice: Mapping[str, Any] | None) -> dict[str, Any]:
+def chat_tool_choice(choice: Mapping[str, Any] | None) -> JSONObject:
     """A Messages ``tool_choice`` as the chat parameters it means."""
     if not choice:
         return {}
     kinds = {"auto": "auto", "any": "required", "none": "none"}
     kind = choice.get("type")
-    params: dict[str, Any] = {}
+    params: JSONObject = {}
     if kind == "tool" and isinstance(choice.get("name"), str):
         params["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
     elif kind in kinds:
@@ -176,14 +177,14 @@ def chat_tool_choice(choice: Mapping[str, Any] | None) -> dict[str, Any]:
 # -- the request to a Messages upstream --------------------------------------------------
 
 def to_messages(history: Sequence[Message], *, thinking: bool = False,
-                compaction: bool = False) -> list[dict[str, Any]]:
+                compaction: bool = False) -> list[AnthropicTurn]:
     """Loci's history as Anthropic Messages: tool calls become ``tool_use`` blocks,
     tool results ``tool_result`` blocks in a user turn, and same-role turns merge. With
     ``thinking`` (the request enables it), an assistant turn starts with the thinking
     blocks it was answered with, as they came; with ``compaction`` (the request asks
     the provider to compact), with its compaction block."""
     wanted = (THINKING_BLOCKS if thinking else ()) + (COMPACTION_BLOCKS if compaction else ())
-    out: list[dict[str, Any]] = []
+    out: list[AnthropicTurn] = []
     for message in history:
         role: str = message.role
         kept = [dict(b.original) for b in message.blocks
@@ -191,12 +192,12 @@ def to_messages(history: Sequence[Message], *, thinking: bool = False,
         if kept:
             _append(out, "assistant", kept)
         if message.result is not None:
-            block: dict[str, Any] = {"type": "tool_result",
+            block: JSONObject = {"type": "tool_result",
                                      "tool_use_id": message.result.call_id,
                                      "content": message.text}
             role = "user"
         elif message.calls:
-            blocks: list[dict[str, Any]] = []
+            blocks: list[JSONObject] = []
             if message.text:
                 blocks.append({"type": "text", "text": message.text})
             blocks += [{"type": "tool_use", "id": c.id, "name": c.name,
@@ -211,14 +212,14 @@ def to_messages(history: Sequence[Message], *, thinking: bool = False,
     return out
 
 
-def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+def _append(out: list[AnthropicTurn], role: str, blocks: list[JSONObject]) -> None:
     if out and out[-1]["role"] == role:
         out[-1]["content"].extend(blocks)
     else:
         out.append({"role": role, "content": blocks})
 
 
-def request_body(request: Request, *, stream: bool) -> dict[str, Any]:
+def request_body(request: Request, *, stream: bool) -> JSONObject:
     """The Messages request for ``request``: Loci's context, the client's system
     messages first, and the client's parameters translated."""
     params = request.params
@@ -226,7 +227,7 @@ def request_body(request: Request, *, stream: bool) -> dict[str, Any]:
     edits = mapping(params.get("context_management")).get("edits") or ()
     compacting = any(str(mapping(e).get("type")).startswith(COMPACTS) for e in edits)
     definitions = [tool_definition(tool) for tool in request.tools]
-    body: dict[str, Any] = {
+    body: JSONObject = {
         "model": request.model,
         **context_request(request.context, request.system, request.attachments,
                           thinking=thinking, compaction=compacting, tools=definitions),
@@ -236,9 +237,10 @@ def request_body(request: Request, *, stream: bool) -> dict[str, Any]:
     for name in _PASSED:
         if params.get(name) is not None:
             body[name] = params[name]
-    stop = params.get("stop")
+    stop = params.get("stop")  # a string or strings, as the faces check it
     if stop:
-        body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+        body["stop_sequences"] = ([stop] if isinstance(stop, str)
+                                  else list(cast("Sequence[str]", stop)))
     if definitions:
         choice = tool_choice(params.get("tool_choice"), params.get("parallel_tool_calls"))
         if choice is not None:
@@ -250,8 +252,8 @@ def request_body(request: Request, *, stream: bool) -> dict[str, Any]:
 
 def context_request(context: CompiledContext, system: Sequence[Mapping[str, Any]],
                     attachments: Sequence[Mapping[str, Any]] = (), *, thinking: bool = False,
-                    compaction: bool = False, tools: Sequence[dict[str, Any]] = ()
-                    ) -> dict[str, Any]:
+                    compaction: bool = False, tools: Sequence[JSONObject] = ()
+                    ) -> JSONObject:
     """Messages ``system`` and ``messages`` (and ``tools`` if given) for a compiled
     ``context``: the client's system text first (Loci is a guest in its agent), the
     attachments after the new message's text."""
@@ -261,25 +263,25 @@ def context_request(context: CompiledContext, system: Sequence[Mapping[str, Any]
     history = [b for m in messages for b in m["content"] if "cache_control" in b]
     if attachments:
         messages[-1]["content"] += anthropic_blocks(attachments)
-    body: dict[str, Any] = {"system": own + rendered["system"], "messages": messages}
+    system_blocks: list[JSONObject] = own + rendered["system"]
+    body: JSONObject = {"system": system_blocks, "messages": messages}
     if tools:
         body["tools"] = list(tools)
-    limit_breakpoints(body, len(own), history)
+    limit_breakpoints(system_blocks, len(own), tools, messages, history)
     return body
 
 
-def limit_breakpoints(body: dict[str, Any], own: int, history: list[dict[str, Any]]
+def limit_breakpoints(system: list[JSONObject], own: int, tools: Sequence[JSONObject],
+                      messages: Sequence[AnthropicTurn], history: Sequence[JSONObject]
                       ) -> None:
     """At most ``MAX_BREAKPOINTS`` ``cache_control`` marks in all, Anthropic's limit:
     Loci's first system block and the end of its ``history`` keep their marks, the
     client's marks (on its tools, its ``own`` first system blocks, its attachments)
     come next, latest first, and Loci's second system block keeps its mark if there is
     room left."""
-    system = body["system"]
     loci = [b for b in system[own:] if "cache_control" in b]
     kept = len(loci[:1]) + len(history)
-    blocks = [*(body.get("tools") or ()), *system[:own],
-              *(b for m in body["messages"] for b in m["content"])]
+    blocks = [*tools, *system[:own], *(b for m in messages for b in m["content"])]
     clients = [b for b in blocks if "cache_control" in b and not any(b is h for h in history)]
     for block in clients[:max(0, len(clients) - (MAX_BREAKPOINTS - kept))]:
         del block["cache_control"]
@@ -288,7 +290,7 @@ def limit_breakpoints(body: dict[str, Any], own: int, history: list[dict[str, An
             del block["cache_control"]
 
 
-def tool_definition(tool: Tool) -> dict[str, Any]:
+def tool_definition(tool: Tool) -> JSONObject:
     """``tool`` as Anthropic's ``{"name", "description", "input_schema"}`` (a Messages
     client's as it came)."""
     if tool.api == "anthropic":
@@ -296,21 +298,21 @@ def tool_definition(tool: Tool) -> dict[str, Any]:
     if tool.name is None:
         raise ValidationError("each tool must be {\"type\": \"function\", \"function\": "
                               "{\"name\": ..., \"parameters\": {...}}}")
-    schema = tool.parameters or {"type": "object", "properties": {}}
+    schema: JSON = tool.parameters or {"type": "object", "properties": {}}
     if not isinstance(schema, Mapping):
         raise ValidationError(f"tool {tool.name!r}: parameters must be a JSON schema "
                               "object")
-    definition: dict[str, Any] = {"name": tool.name, "input_schema": schema}
+    definition: JSONObject = {"name": tool.name, "input_schema": schema}
     if tool.description:
         definition["description"] = tool.description
     return definition
 
 
-def tool_choice(choice: Any, parallel: Any) -> dict[str, Any] | None:
+def tool_choice(choice: Any, parallel: Any) -> JSONObject | None:
     """OpenAI ``tool_choice`` (and ``parallel_tool_calls``) as Anthropic's, or None for
     the upstream's default (auto, parallel calls allowed)."""
     if choice is None or choice == "auto":
-        out: dict[str, Any] = {"type": "auto"}
+        out: JSONObject = {"type": "auto"}
     elif choice == "required":
         out = {"type": "any"}
     elif choice == "none":
@@ -344,7 +346,7 @@ def answer(payload: Mapping[str, Any]) -> Completion:
     )
 
 
-def calls(blocks: Any) -> list[dict[str, Any]]:
+def calls(blocks: Any) -> list[ChatToolCall]:
     """The ``tool_use`` blocks of a Messages answer as tool calls."""
     return [{"id": block.get("id"), "type": "function",
              "function": {"name": block.get("name"),
@@ -353,9 +355,9 @@ def calls(blocks: Any) -> list[dict[str, Any]]:
             if isinstance(block, dict) and block.get("type") == "tool_use"]
 
 
-def tool_blocks(tool_calls: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+def tool_blocks(tool_calls: Sequence[Mapping[str, Any]] | None) -> list[JSONObject]:
     """Tool calls as ``tool_use`` blocks."""
-    blocks = []
+    blocks: list[JSONObject] = []
     for call in tool_calls or ():
         function = call.get("function") or {}
         try:
@@ -367,7 +369,7 @@ def tool_blocks(tool_calls: Sequence[Mapping[str, Any]] | None) -> list[dict[str
     return blocks
 
 
-def usage(spent: Usage) -> dict[str, int]:
+def usage(spent: Usage) -> AnthropicUsage:
     """Anthropic's ``usage``: its ``input_tokens`` are those neither read from the cache
     nor written to it."""
     return {"input_tokens": spent.uncached_tokens,
@@ -377,10 +379,10 @@ def usage(spent: Usage) -> dict[str, int]:
 
 
 def message(reply_id: str, model: str, clean: str, answered: Completion, spent: Usage
-            ) -> dict[str, Any]:
+            ) -> AnthropicMessage:
     """The client's ``message``: kept blocks, the clean text, the tool calls."""
-    content = ([{"type": "text", "text": clean}] if clean or not answered.tool_calls
-               else [])
+    content: list[JSONObject] = ([{"type": "text", "text": clean}]
+                                 if clean or not answered.tool_calls else [])
     return {"id": reply_id, "type": "message", "role": "assistant", "model": model,
             "content": (answered.blocks or []) + content + tool_blocks(answered.tool_calls),
             "stop_reason": STOPS.get(answered.finish_reason, "end_turn"),

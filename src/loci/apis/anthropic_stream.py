@@ -15,11 +15,11 @@ from typing import Any
 
 from loci.apis.anthropic import KEPT_BLOCKS, STOP_REASONS
 from loci.apis.turn import Delta
-from loci.apis.wire import mapping, read_usage
+from loci.apis.wire import JSONObject, mapping, read_usage
 from loci.models import Usage
 
 
-def deltas(events: Iterable[tuple[str, dict[str, Any]]]) -> Iterator[Delta]:
+def deltas(events: Iterable[tuple[str, JSONObject]]) -> Iterator[Delta]:
     """A Messages stream's ``(event type, data)`` pairs as the turn's deltas."""
     return StreamReader().read(events)
 
@@ -32,9 +32,9 @@ class StreamReader:
     def __init__(self) -> None:
         self.prompt = Usage()
         self.calls: dict[Any, int] = {}  # content block index -> tool call index
-        self.kept: dict[Any, dict[str, Any]] = {}  # content block index -> block kept
+        self.kept: dict[Any, JSONObject] = {}  # content block index -> block kept
 
-    def read(self, events: Iterable[tuple[str, dict[str, Any]]]) -> Iterator[Delta]:
+    def read(self, events: Iterable[tuple[str, JSONObject]]) -> Iterator[Delta]:
         calls, kept = self.calls, self.kept
         for kind, data in events:
             if kind == "message_start":
@@ -67,7 +67,7 @@ class StreamReader:
             final.output_tokens))
 
 
-def _grow(block: dict[str, Any], delta: Mapping[str, Any]) -> None:
+def _grow(block: JSONObject, delta: Mapping[str, Any]) -> None:
     """Add a streamed piece to a kept block: its thinking text or its signature, or a
     compaction block's summary and opaque content (each delta holds them whole)."""
     for field, kind in (("thinking", "thinking_delta"), ("signature", "signature_delta")):

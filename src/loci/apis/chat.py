@@ -14,6 +14,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from loci.apis.media import openai_parts, split_media
+from loci.apis.shapes import (
+    ChatAnswerChunk,
+    ChatBase,
+    ChatChunk,
+    ChatCompletion,
+    ChatMessage,
+    ChatUsage,
+)
 from loci.apis.turn import (
     Completion,
     Delta,
@@ -25,7 +33,7 @@ from loci.apis.turn import (
     ToolCall,
     ToolResult,
 )
-from loci.apis.wire import mapping, message_text, read_usage
+from loci.apis.wire import JSONObject, mapping, message_text, read_usage
 from loci.errors import ValidationError
 from loci.models import Usage
 
@@ -39,7 +47,7 @@ _TOOL_MEDIA = "(the images and files of the tool results above)"
 
 
 def messages(context: CompiledContext, system: Sequence[Mapping[str, Any]],
-             attachments: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+             attachments: Sequence[Mapping[str, Any]] = ()) -> list[JSONObject]:
     """Chat Completions ``messages``: the client's system text first (Loci is a guest in
     its agent), then Loci's context, the attachments after the new message's text."""
     out = [{"role": "system", "content": block["text"]} for block in system]
@@ -105,16 +113,16 @@ def read_call(call: Any) -> ToolCall:
                     function.get("arguments"))
 
 
-def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def write_messages(messages: Sequence[Message]) -> list[JSONObject]:
     """The turn's messages as chat messages."""
-    out: list[dict[str, Any]] = []
+    out: list[JSONObject] = []
     for message in messages:
         result = message.result
         if result is not None:
             out.append({"role": "tool", "tool_call_id": result.call_id,
                         "content": _content(message)})
             continue
-        written: dict[str, Any] = {"role": message.role, "content": _content(message)}
+        written: JSONObject = {"role": message.role, "content": _content(message)}
         if message.calls:
             written["content"] = written["content"] or None
             written["tool_calls"] = [
@@ -125,8 +133,8 @@ def write_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def _content(message: Message) -> str | list[dict[str, Any]]:
-    media = [dict(part.original) for part in message.media]
+def _content(message: Message) -> str | list[JSONObject]:
+    media: list[JSONObject] = [dict(part.original) for part in message.media]
     return [{"type": "text", "text": message.text}, *media] if media else message.text
 
 
@@ -155,7 +163,7 @@ def chat_tool(tool: Tool) -> Mapping[str, Any]:
                                              if v is not None}}
 
 
-def request_body(request: Request, *, stream: bool) -> dict[str, Any]:
+def request_body(request: Request, *, stream: bool) -> JSONObject:
     """The Chat Completions request for ``request``."""
     params = {k: v for k, v in request.params.items() if k not in FOREIGN_PARAMS}
     effort = mapping(request.params.get("reasoning")).get("effort")
@@ -186,7 +194,7 @@ def answer(payload: Mapping[str, Any]) -> Completion:
     )
 
 
-def deltas(chunks: list[dict[str, Any]]) -> Iterator[Delta]:
+def deltas(chunks: list[ChatAnswerChunk]) -> Iterator[Delta]:
     """The deltas of a read's chunks, each run of chunks that hold only text for the
     first choice made one delta (as ``memory.stream.joined`` does, without a delta per
     chunk: most chunks are such)."""
@@ -231,17 +239,17 @@ def _chunk_deltas(chunk: Mapping[str, Any]) -> Iterator[Delta]:
                     tool_calls=delta.get("tool_calls") or None)
 
 
-def usage(spent: Usage) -> dict[str, Any]:
+def usage(spent: Usage) -> ChatUsage:
     """OpenAI's Chat Completions ``usage`` object."""
     return {"prompt_tokens": spent.input_tokens, "completion_tokens": spent.output_tokens,
             "total_tokens": spent.input_tokens + spent.output_tokens,
             "prompt_tokens_details": {"cached_tokens": spent.cached_tokens}}
 
 
-def completion(base: Mapping[str, Any], clean: str, answered: Completion, spent: Usage
-               ) -> dict[str, Any]:
+def completion(base: ChatBase, clean: str, answered: Completion, spent: Usage
+               ) -> ChatCompletion:
     """The client's ``chat.completion``: the clean reply, the answer's tool calls."""
-    message: dict[str, Any] = {"role": "assistant", "content": clean}
+    message: ChatMessage = {"role": "assistant", "content": clean}
     if answered.tool_calls:
         message["tool_calls"] = answered.tool_calls
     return {**base, "id": answered.id or base["id"], "object": "chat.completion",
@@ -250,8 +258,8 @@ def completion(base: Mapping[str, Any], clean: str, answered: Completion, spent:
             "usage": usage(spent)}
 
 
-def chunk(base: Mapping[str, Any], delta: Mapping[str, Any],
-          finish_reason: str | None = None) -> dict[str, Any]:
+def chunk(base: ChatBase, delta: JSONObject, finish_reason: str | None = None
+          ) -> ChatChunk:
     """An OpenAI ``chat.completion.chunk`` with one choice."""
     return {**base, "object": "chat.completion.chunk",
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}

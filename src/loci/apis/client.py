@@ -5,9 +5,10 @@ providers' SDK objects."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from loci.apis import anthropic, chat, responses
+from loci.apis.shapes import ChatToolCall
 from loci.apis.turn import Completion, Message
 from loci.apis.wire import as_dict, message_text
 from loci.errors import ValidationError
@@ -57,6 +58,7 @@ def read_answer(answer: Any) -> Completion:
         return anthropic.answer(data)
     if data.get("role") == "assistant":
         return Completion(content=message_text(data.get("content")),
-                          tool_calls=data.get("tool_calls") or None)
+                          tool_calls=cast("list[ChatToolCall] | None",
+                                          data.get("tool_calls") or None))
     raise ValidationError("an answer must be text, an assistant message, or a Chat "
                           "Completions, Messages or Responses result")

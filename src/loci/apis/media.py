@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loci.apis.wire import JSONObject
 from loci.errors import ValidationError
 
 #: Part types that are attachments (the rest of a message's parts are text).
@@ -27,7 +28,7 @@ MEDIA_PARTS = frozenset({"image_url", "file", "input_audio", "image", "document"
 _DATA_URL = re.compile(r"^data:(?P<type>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)$", re.DOTALL)
 
 
-def split_media(content: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def split_media(content: Any) -> tuple[list[JSONObject], list[JSONObject]]:
     """(the text parts, the attachments) of a message's ``content``."""
     if not isinstance(content, list):
         return [], []
@@ -45,12 +46,12 @@ def logged(text: str, media: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(t for t in (text, lines) if t)
 
 
-def openai_parts(parts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def openai_parts(parts: Sequence[Mapping[str, Any]]) -> list[JSONObject]:
     """The attachments as OpenAI chat content parts."""
     return [_openai(part) for part in parts]
 
 
-def anthropic_blocks(parts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def anthropic_blocks(parts: Sequence[Mapping[str, Any]]) -> list[JSONObject]:
     """The attachments as Anthropic content blocks."""
     return [_anthropic(part) for part in parts]
 
@@ -82,7 +83,7 @@ def _inner(part: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _openai(part: Mapping[str, Any]) -> dict[str, Any]:
+def _openai(part: Mapping[str, Any]) -> JSONObject:
     kind = part.get("type")
     if kind in ("image_url", "file", "input_audio"):
         return dict(part)
@@ -101,7 +102,7 @@ def _openai(part: Mapping[str, Any]) -> dict[str, Any]:
                           "to an OpenAI-compatible upstream: send it as base64")
 
 
-def _anthropic(part: Mapping[str, Any]) -> dict[str, Any]:
+def _anthropic(part: Mapping[str, Any]) -> JSONObject:
     kind = part.get("type")
     if kind in ("image", "document"):
         return dict(part)
@@ -113,7 +114,7 @@ def _anthropic(part: Mapping[str, Any]) -> dict[str, Any]:
         return {"type": "image", "source": source}
     found = _DATA_URL.match(str(_inner(part, "file").get("file_data") or ""))
     if kind == "file" and found:
-        block: dict[str, Any] = {"type": "document", "source": {
+        block: JSONObject = {"type": "document", "source": {
             "type": "base64", "media_type": found["type"], "data": found["data"]}}
         if _inner(part, "file").get("filename"):
             block["title"] = str(_inner(part, "file")["filename"])
@@ -122,7 +123,7 @@ def _anthropic(part: Mapping[str, Any]) -> dict[str, Any]:
                           "upstream: send images and PDFs as data URLs")
 
 
-def responses_parts(parts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def responses_parts(parts: Sequence[Mapping[str, Any]]) -> list[JSONObject]:
     """The attachments as Responses input content parts (through their chat shape)."""
     out = []
     for part in map(_openai, parts):

@@ -22,10 +22,11 @@ import json
 import secrets
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from loci.apis import chat
 from loci.apis.media import responses_parts
+from loci.apis.shapes import ChatToolCall, Response, ResponsesCall, ResponsesMessage
 from loci.apis.turn import (
     REASONING_ITEMS,
     Completion,
@@ -38,7 +39,7 @@ from loci.apis.turn import (
     ToolCall,
     ToolResult,
 )
-from loci.apis.wire import mapping, read_usage
+from loci.apis.wire import JSONObject, mapping, read_usage
 from loci.errors import ValidationError
 from loci.models import Usage
 
@@ -110,17 +111,17 @@ def item_content(content: Any) -> tuple[Text | Media, ...]:
     return ((Text(text),) if text else ()) + tuple(media)
 
 
-def _media_part(part: Mapping[str, Any]) -> dict[str, Any]:
+def _media_part(part: Mapping[str, Any]) -> JSONObject:
     """An ``input_image`` or ``input_file`` part as a chat content part."""
     if part.get("type") == "input_image":
         if not isinstance(part.get("image_url"), str):
             raise ValidationError("send an input_image with its image_url (a URL or a data: "
                                   "URL); file ids are not supported")
-        image: dict[str, Any] = {"url": part["image_url"]}
+        image: JSONObject = {"url": part["image_url"]}
         if part.get("detail"):
             image["detail"] = part["detail"]
         return {"type": "image_url", "image_url": image}
-    file = {k: part[k] for k in ("file_data", "file_id", "filename") if part.get(k)}
+    file: JSONObject = {k: part[k] for k in ("file_data", "file_id", "filename") if part.get(k)}
     if not file.get("file_data") and not file.get("file_id"):
         raise ValidationError("send an input_file with its file_data (a data: URL)")
     return {"type": "file", "file": file}
@@ -150,10 +151,10 @@ def chat_tool_choice(choice: str | Mapping[str, Any]) -> Any:
 
 # -- the request to a Responses upstream -------------------------------------------------
 
-def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def to_input(messages: Sequence[Message]) -> list[JSONObject]:
     """Loci's messages as Responses input items: messages, ``function_call`` and
     ``function_call_output`` items, an assistant turn's kept ``reasoning`` items first."""
-    items: list[dict[str, Any]] = []
+    items: list[JSONObject] = []
     for message in messages:
         role = message.role
         items += [dict(b.original) for b in message.blocks
@@ -171,7 +172,7 @@ def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 
 def context_input(context: CompiledContext, system: Sequence[Mapping[str, Any]],
-                  attachments: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+                  attachments: Sequence[Mapping[str, Any]] = ()) -> list[JSONObject]:
     """Responses ``input`` items for a compiled ``context`` (the client's system text
     as ``developer`` messages first, the attachments after the new message's text)."""
     items = [{"role": "developer", "content": block["text"]} for block in system]
@@ -183,11 +184,11 @@ def context_input(context: CompiledContext, system: Sequence[Mapping[str, Any]],
     return items
 
 
-def request_body(request: Request, *, stream: bool) -> dict[str, Any]:
+def request_body(request: Request, *, stream: bool) -> JSONObject:
     """The Responses request for ``request``."""
     params = request.params
     items = context_input(request.context, request.system, request.attachments)
-    body: dict[str, Any] = {"model": request.model, "input": items, "store": False,
+    body: JSONObject = {"model": request.model, "input": items, "store": False,
                             "include": ["reasoning.encrypted_content"]}
     tokens = params.get("max_tokens") or params.get("max_completion_tokens")
     if tokens:
@@ -246,7 +247,7 @@ def answer(payload: Mapping[str, Any]) -> Completion:
         blocks=[dict(item) for item in output if item.get("type") == "reasoning"] or None)
 
 
-def call(item: Mapping[str, Any]) -> dict[str, Any]:
+def call(item: Mapping[str, Any]) -> ChatToolCall:
     """A ``function_call`` item as a tool call."""
     return {"id": str(item.get("call_id") or ""), "type": "function",
             "function": {"name": str(item.get("name") or ""),
@@ -273,7 +274,9 @@ def deltas(events: Iterable[Mapping[str, Any]], calls: int = 0) -> Iterator[Delt
             if item.get("type") == "reasoning":
                 yield Delta(blocks=[dict(item)])
             elif item.get("type") == "function_call":
-                yield Delta(tool_calls=[{**call(item), "index": calls}])
+                # A piece of JSON like any streamed call's (``Delta.tool_calls``).
+                piece = cast("JSONObject", {**call(item), "index": calls})
+                yield Delta(tool_calls=[piece])
                 calls += 1
         elif kind in ("response.completed", "response.incomplete"):
             done = answer(mapping(data.get("response")))
@@ -291,8 +294,8 @@ class Shell:
         self.message_id = f"msg_loci_{secrets.token_hex(12)}"
         self.model, self.created = model, int(time.time())
 
-    def response(self, status: str, output: list[dict[str, Any]],
-                 spent: Usage | None = None) -> dict[str, Any]:
+    def response(self, status: str, output: list[ResponsesMessage | ResponsesCall],
+                 spent: Usage | None = None) -> Response:
         spent = spent or Usage()
         return {
             "id": self.id, "object": "response", "created_at": self.created,
@@ -307,18 +310,18 @@ class Shell:
                       "output_tokens_details": {"reasoning_tokens": 0}},
         }
 
-    def message(self, text: str, status: str = "completed") -> dict[str, Any]:
+    def message(self, text: str, status: str = "completed") -> ResponsesMessage:
         return {"type": "message", "id": self.message_id, "status": status,
                 "role": "assistant",
                 "content": [{"type": "output_text", "text": text, "annotations": []}]}
 
-    def calls(self, tool_calls: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    def calls(self, tool_calls: Sequence[Mapping[str, Any]] | None) -> list[ResponsesCall]:
         return [{"type": "function_call", "id": f"fc_{c.get('id') or n}",
                  "call_id": c.get("id") or "", "name": c["function"]["name"],
                  "arguments": c["function"].get("arguments") or "{}",
                  "status": "completed"} for n, c in enumerate(tool_calls or ())]
 
     def done(self, clean: str, tool_calls: Sequence[Mapping[str, Any]] | None,
-             spent: Usage) -> dict[str, Any]:
+             spent: Usage) -> Response:
         output = [self.message(clean)] if clean or not tool_calls else []
         return self.response("completed", output + self.calls(tool_calls), spent)

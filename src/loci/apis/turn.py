@@ -17,6 +17,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from loci.apis.wire import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from loci.apis.shapes import ChatToolCall
 from loci.models import Usage
 
 if TYPE_CHECKING:  # the context renders itself with the API modules
@@ -44,7 +48,7 @@ COMPACTS = "compact_"
 class Text:
     text: str
     #: Anthropic's cache mark on a system text block, as the client set it.
-    cache_control: Mapping[str, Any] | None = None
+    cache_control: Mapping[str, JSON] | None = None
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,7 @@ class ToolCall:
     id: str
     name: str
     #: The arguments as the API sent them: JSON text (or, from a few, an object).
-    arguments: object
+    arguments: JSON
 
 
 @dataclass(frozen=True)
@@ -146,13 +150,13 @@ class Request:
     context: CompiledContext
     #: The client's own system text, sent before Loci's context: text blocks, with the
     #: client's ``cache_control`` where it set one (``apis.anthropic.system_block``).
-    system: list[dict[str, Any]]
+    system: list[JSONObject]
     #: The client's other parameters, in the Chat Completions vocabulary
     #: (``max_tokens``, ``stop``, ``tool_choice`` ...) plus its API's own, passed on.
-    params: dict[str, Any]
+    params: JSONObject
     #: Images, documents, audio of the new message, as the client sent them
     #: (``apis.media``): they follow its text.
-    attachments: list[dict[str, Any]] = field(default_factory=list)
+    attachments: list[JSONObject] = field(default_factory=list)
     #: The client's ``anthropic-beta`` header, for an Anthropic upstream: the features
     #: it enables (the memory tool, context management, ...) are the client's to ask.
     beta: str | None = None
@@ -166,11 +170,11 @@ class Completion:
     content: str
     finish_reason: str = "stop"
     usage: Usage = field(default_factory=Usage)
-    tool_calls: list[Any] | None = None
+    tool_calls: list[ChatToolCall] | None = None
     id: str | None = None
     #: Provider blocks that must go back as they came (Anthropic ``thinking`` and
     #: ``redacted_thinking`` with their signatures), in their order.
-    blocks: list[dict[str, Any]] | None = None
+    blocks: list[JSONObject] | None = None
 
 
 @dataclass
@@ -181,9 +185,9 @@ class Delta:
     finish_reason: str | None = None
     usage: Usage | None = None
     #: OpenAI-shaped pieces of tool calls, each with the call's ``index``.
-    tool_calls: list[Any] | None = None
+    tool_calls: list[JSONObject] | None = None
     #: Whole provider blocks (see :class:`Completion`), each once it has ended.
-    blocks: list[dict[str, Any]] | None = None
+    blocks: list[JSONObject] | None = None
 
 
 def joined(deltas: Iterable[Delta]) -> Iterator[Delta]:

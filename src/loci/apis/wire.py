@@ -1,12 +1,25 @@
 """Reading provider payloads as they come: the text of a message's content, the token
-counts of a usage object. Shared by the chat clients and the server's proxy faces."""
+counts of a usage object. Shared by the chat clients and the server's proxy faces.
+
+``JSON`` and ``JSONObject`` type what crosses the wire with a shape Loci does not rely
+on (a tool's schema or arguments, a block passed back as it came, a provider's extra
+fields), its fields read by narrowing; a body Loci builds or reads field by field has
+its API's typed shape (``apis.shapes``) wherever the modules that read it take one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from loci.models import Usage
+
+if TYPE_CHECKING:  # read-only containers: a list of objects is a JSON value too
+    JSON: TypeAlias = (bool | int | float | str | Sequence["JSON"]
+                       | Mapping[str, "JSON"] | None)
+else:  # pydantic takes such a value as it comes, unchecked (as ``Any``), at no cost
+    JSON = object
+#: A JSON object whose fields are read by narrowing, not trusted to a shape.
+JSONObject: TypeAlias = dict[str, JSON]
 
 
 def message_text(content: Any) -> str:
@@ -62,7 +75,7 @@ def read_usage(value: Any) -> Usage:
                  usage_int(data, "output_tokens"))
 
 
-def as_dict(value: Any) -> dict[str, Any]:
+def as_dict(value: Any) -> JSONObject:
     """A provider object as a dict: a dict as it is, an SDK object dumped."""
     if isinstance(value, dict):
         return value

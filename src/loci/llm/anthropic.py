@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
-from loci.apis.wire import message_text, usage_int
+from loci.apis.shapes import AnthropicAnswer
+from loci.apis.wire import JSONObject, message_text, usage_int
 from loci.errors import ConfigError, ProviderError
 from loci.llm._http import ChatTransport, check_base_url
 from loci.llm._runs import TextRuns
@@ -86,7 +87,7 @@ class AnthropicChat:
                 yield text
 
     def send(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
-             ) -> dict[str, Any]:
+             ) -> AnthropicAnswer:
         """POST a whole Messages request ``body`` (system blocks, messages, the
         caller's parameters, as the proxy builds it; ``headers`` such as
         ``anthropic-beta``) and return the answer, checked to hold a ``content`` list."""
@@ -97,22 +98,21 @@ class AnthropicChat:
                 f"{self._http.where} answered without a 'content' list: is llm.base_url the "
                 "Anthropic Messages API?"
             )
-        assert isinstance(payload, dict)
-        return payload
+        return cast("AnthropicAnswer", payload)
 
     def send_stream(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
-                    ) -> Iterator[tuple[str, dict[str, Any]]]:
+                    ) -> Iterator[tuple[str, JSONObject]]:
         """POST a whole streaming request ``body`` and yield ``(event type, data)``
         until ``message_stop``; an ``error`` event raises."""
         for events in self.send_batches(body, headers):
             yield from events
 
     def send_batches(self, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
-                     ) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+                     ) -> Iterator[list[tuple[str, JSONObject]]]:
         """``send_stream``'s events, those of one network read together (their JSON
         decoded in one call; each event's data names its type)."""
         for decoded, _ in self._http.stream_events(body, TextRuns("text", text_delta), headers):
-            events: list[tuple[str, dict[str, Any]]] = []
+            events: list[tuple[str, JSONObject]] = []
             for data in decoded:
                 if not isinstance(data, dict):
                     self._http.fail_stream("sent an event that is not a JSON object")
@@ -134,9 +134,9 @@ class AnthropicChat:
 
     def _body(
         self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None, *, stream: bool
-    ) -> dict[str, Any]:
+    ) -> JSONObject:
         system, turns = to_anthropic(messages)
-        body: dict[str, Any] = {
+        body: JSONObject = {
             "model": self.model,
             "max_tokens": max_tokens if max_tokens is not None else self.max_tokens,
             "messages": turns,

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 from loci.apis.chat import text_only
 from loci.apis.responses import text_delta as responses_text
-from loci.apis.wire import message_text, usage_int
+from loci.apis.shapes import ChatAnswer, ChatAnswerChunk, ResponsesAnswer
+from loci.apis.wire import JSONObject, message_text, usage_int
 from loci.errors import ConfigError, ProviderError
 from loci.llm._http import ChatTransport, check_base_url
 from loci.llm._runs import TextRuns
@@ -63,7 +64,7 @@ class OpenAICompatibleChat:
     ) -> ChatReply:
         """The model's reply to ``messages`` (OpenAI format), with token usage."""
         payload = self.chat(self._body(messages, max_tokens, stream=False))
-        message = payload["choices"][0]["message"]
+        message = payload["choices"][0]["message"]  # checked by ``chat``
         usage = payload.get("usage")
         model = payload.get("model")
         return ChatReply(
@@ -84,7 +85,7 @@ class OpenAICompatibleChat:
                 if text:
                     yield text
 
-    def chat(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def chat(self, body: Mapping[str, Any]) -> ChatAnswer:
         """POST a whole request ``body`` (its own model and parameters, as the proxy
         forwards them) and return the answer, checked to hold a first choice with a
         message."""
@@ -97,16 +98,15 @@ class OpenAICompatibleChat:
             )
         if not isinstance(choices[0].get("message"), dict):
             raise ProviderError(f"{self._http.where} answered a choice without a 'message'")
-        assert isinstance(payload, dict)
-        return payload
+        return cast("ChatAnswer", payload)
 
-    def chat_stream(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    def chat_stream(self, body: Mapping[str, Any]) -> Iterator[ChatAnswerChunk]:
         """POST a whole streaming request ``body`` and yield each chunk object (with a
         ``choices`` list) until ``data: [DONE]``; an error event raises."""
         for chunks in self.chat_batches(body):
             yield from chunks
 
-    def chat_batches(self, body: Mapping[str, Any]) -> Iterator[list[dict[str, Any]]]:
+    def chat_batches(self, body: Mapping[str, Any]) -> Iterator[list[ChatAnswerChunk]]:
         """``chat_stream``'s chunks, those of one network read together."""
         finished = False
         runs = TextRuns("content", text_only)
@@ -142,8 +142,8 @@ class OpenAICompatibleChat:
 
     def _body(
         self, messages: Sequence[Mapping[str, Any]], max_tokens: int | None, *, stream: bool
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages]}
+    ) -> JSONObject:
+        body: JSONObject = {"model": self.model, "messages": [dict(m) for m in messages]}
         reasoning = self.model.lower().rsplit("/", 1)[-1].startswith(_REASONING_PREFIXES)
         if not reasoning:
             body["temperature"] = self.temperature
@@ -183,20 +183,20 @@ class OpenAIResponses:
         self._http = ChatTransport(url, headers, timeout, secret=api_key,
                                    what="the Responses API server")
 
-    def send(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def send(self, body: Mapping[str, Any]) -> ResponsesAnswer:
         """The ``response`` object, checked to hold an ``output`` list."""
         payload = self._http.post_json(body)
         if not isinstance(payload, dict) or not isinstance(payload.get("output"), list):
             raise ProviderError(f"{self._http.where} answered without an 'output' list")
-        return payload
+        return cast("ResponsesAnswer", payload)
 
-    def send_stream(self, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    def send_stream(self, body: Mapping[str, Any]) -> Iterator[JSONObject]:
         """Each event object of the streamed answer; a failure event raises, and so
         does a stream that ends before the response does."""
         for events in self.send_batches(body):
             yield from events
 
-    def send_batches(self, body: Mapping[str, Any]) -> Iterator[list[dict[str, Any]]]:
+    def send_batches(self, body: Mapping[str, Any]) -> Iterator[list[JSONObject]]:
         """``send_stream``'s events, those of one network read together."""
         ended = False
         for batch, _ in self._http.stream_events(body, TextRuns("delta", responses_text)):

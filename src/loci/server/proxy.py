@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterator
-from typing import Annotated, Any, cast
+from collections.abc import Iterator, Mapping
+from typing import Annotated, cast
 
 from fastapi import APIRouter, Depends, Header
 from fastapi import Request as HttpRequest
@@ -52,8 +52,9 @@ from pydantic import Field, field_validator
 from loci import Asked, Exchange, Loci, LociError, Relay, Usage, ValidationError
 from loci.apis import chat
 from loci.apis.chat import chunk
+from loci.apis.shapes import ChatBase, ChatCompletion, ChatUsageChunk
 from loci.apis.turn import Completion, Delta
-from loci.apis.wire import mapping
+from loci.apis.wire import JSONObject, mapping
 from loci.server.deps import hub_of, principal_of
 from loci.server.proxy_requests import CHAT_MESSAGES, CHAT_TOOLS, ChatParams, checked
 from loci.server.proxy_stream import sse
@@ -77,22 +78,22 @@ class ChatRequest(ChatParams):
     pass through."""
 
     model: str = Field(min_length=1)
-    messages: list[dict[str, Any]] = Field(min_length=1)
+    messages: list[JSONObject] = Field(min_length=1)
     user: str | None = None
-    tools: list[dict[str, Any]] | None = None
+    tools: list[JSONObject] | None = None
 
     @field_validator("messages")
     @classmethod
-    def _messages(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return cast(list[dict[str, Any]], checked(CHAT_MESSAGES, value, "messages"))
+    def _messages(cls, value: list[JSONObject]) -> list[JSONObject]:
+        return cast("list[JSONObject]", checked(CHAT_MESSAGES, value, "messages"))
 
     @field_validator("tools")
     @classmethod
-    def _tools(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-        return None if value is None else cast(list[dict[str, Any]],
+    def _tools(cls, value: list[JSONObject] | None) -> list[JSONObject] | None:
+        return None if value is None else cast("list[JSONObject]",
                                                checked(CHAT_TOOLS, value, "tools"))
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JSONObject:
         given = self.model_dump(exclude_unset=True, exclude=set(OWN_FIELDS))
         return {k: v for k, v in given.items() if v is not None}
 
@@ -102,7 +103,7 @@ class ChatRequest(ChatParams):
 
 
 @router.get("/models")
-def list_models(loci: Engine) -> dict[str, Any]:
+def list_models(loci: Engine) -> JSONObject:
     """The models this proxy offers (``[proxy] models``, default: the configured one)."""
     names = loci.settings.proxy.models or [loci.settings.model]
     return {"object": "list", "data": [
@@ -113,7 +114,7 @@ def list_models(loci: Engine) -> dict[str, Any]:
 def chat_completions(
     loci: Engine, body: ChatRequest,
     x_loci_session: Annotated[str | None, Header()] = None,
-) -> dict[str, Any] | StreamingResponse:
+) -> Mapping[str, object] | StreamingResponse:
     """OpenAI's chat completions, with Loci's context in and memory out."""
     session = x_loci_session or body.user
     if not session:
@@ -130,10 +131,10 @@ class ChatFace:
     name = "chat"
 
     def __init__(self, model: str) -> None:
-        self.base = {"id": f"chatcmpl-loci-{secrets.token_hex(12)}",
+        self.base: ChatBase = {"id": f"chatcmpl-loci-{secrets.token_hex(12)}",
                      "created": int(time.time()), "model": model}
 
-    def answer(self, clean: str, answer: Completion, spent: Usage) -> dict[str, Any]:
+    def answer(self, clean: str, answer: Completion, spent: Usage) -> ChatCompletion:
         return chat.completion(self.base, clean, answer, spent)
 
     def events(self, turn: Exchange, relay: Relay, deltas: Iterator[Delta]
@@ -150,8 +151,9 @@ class ChatFace:
             yield sse(chunk(self.base, {"content": rest}))
         yield sse(chunk(self.base, {}, relay.finish))
         if mapping(turn.asked.params.get("stream_options")).get("include_usage"):
-            yield sse({**self.base, "object": "chat.completion.chunk", "choices": [],
-                       "usage": chat.usage(turn.spent)})
+            last: ChatUsageChunk = {**self.base, "object": "chat.completion.chunk",
+                               "choices": [], "usage": chat.usage(turn.spent)}
+            yield sse(last)
         yield sse("[DONE]")
 
     def error(self, exc: LociError) -> bytes:

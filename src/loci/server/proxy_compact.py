@@ -21,6 +21,8 @@ from fastapi import APIRouter, Header
 from pydantic import Field, field_validator
 
 from loci import Asked, Exchange, ValidationError
+from loci.apis.shapes import ResponsesCompaction
+from loci.apis.wire import JSONObject
 from loci.server.proxy import Engine
 from loci.server.proxy_requests import RESPONSES_ITEMS, FaceRequest, checked
 from loci.server.proxy_responses import ResponsesRequest
@@ -33,7 +35,7 @@ class CompactRequest(FaceRequest):
     are accepted."""
 
     model: str = Field(min_length=1)
-    input: str | list[dict[str, Any]] | None = None
+    input: str | list[JSONObject] | None = None
     instructions: str | None = None
     user: str | None = None
 
@@ -47,7 +49,7 @@ class CompactRequest(FaceRequest):
 def compact(
     loci: Engine, body: CompactRequest,
     x_loci_session: Annotated[str | None, Header()] = None,
-) -> dict[str, Any]:
+) -> ResponsesCompaction:
     """Compact the session now; its user messages and one compaction item come back."""
     session = x_loci_session or body.user
     if not session:
@@ -61,11 +63,11 @@ def compact(
     record = result.record.id if result.record is not None else None
     summary = loci.counter.count(result.summary)
     token = json.dumps({"loci_session": session, "compaction": record})
-    users = [{"id": f"msg_loci_{e.id}", "type": "message", "role": "user",
+    users: list[JSONObject] = [{"id": f"msg_loci_{e.id}", "type": "message", "role": "user",
               "status": "completed", "content": [{"type": "input_text", "text": e.content}]}
              for e in loci.events(session, include_archived=True)
              if e.type == "message" and e.role == "user"]
-    item = {"id": f"cmp_loci_{secrets.token_hex(8)}", "type": "compaction",
+    item: JSONObject = {"id": f"cmp_loci_{secrets.token_hex(8)}", "type": "compaction",
             "encrypted_content": base64.b64encode(token.encode()).decode(),
             "created_by": "loci"}
     return {"id": f"resp_loci_{secrets.token_hex(12)}", "object": "response.compaction",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, cast
 
 from fastapi import APIRouter, Header
@@ -36,7 +36,9 @@ from pydantic import Field, StrictBool, TypeAdapter, field_validator
 from loci import Asked, Exchange, LociError, Relay, Usage, ValidationError
 from loci.apis import anthropic
 from loci.apis.anthropic_stream import Blocks, event
+from loci.apis.shapes import AnthropicMessage
 from loci.apis.turn import Completion, Delta
+from loci.apis.wire import JSONObject
 from loci.server.proxy import Engine
 from loci.server.proxy_requests import (
     ANTHROPIC_MESSAGES,
@@ -63,13 +65,13 @@ class MessagesRequest(FaceRequest):
     model: str = Field(min_length=1)
     #: Required by ``/messages``, not by ``/messages/count_tokens``.
     max_tokens: int | None = Field(None, ge=1)
-    messages: list[dict[str, Any]] = Field(min_length=1)
-    system: str | list[dict[str, Any]] | None = None
+    messages: list[JSONObject] = Field(min_length=1)
+    system: str | list[JSONObject] | None = None
     stream: StrictBool = False
     metadata: AnthropicMetadata | None = None
     #: The session, for a client that cannot send the ``X-Loci-Session`` header.
     loci_session: str | None = Field(None, min_length=1)
-    tools: list[dict[str, Any]] | None = None
+    tools: list[JSONObject] | None = None
     tool_choice: AnthropicToolChoice | None = None
     stop_sequences: list[str] | None = None
     temperature: float | None = Field(None, ge=0, le=1)
@@ -78,8 +80,8 @@ class MessagesRequest(FaceRequest):
 
     @field_validator("messages")
     @classmethod
-    def _messages(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return cast(list[dict[str, Any]], checked(ANTHROPIC_MESSAGES, value, "messages"))
+    def _messages(cls, value: list[JSONObject]) -> list[JSONObject]:
+        return cast("list[JSONObject]", checked(ANTHROPIC_MESSAGES, value, "messages"))
 
     @field_validator("system")
     @classmethod
@@ -88,8 +90,8 @@ class MessagesRequest(FaceRequest):
 
     @field_validator("tools")
     @classmethod
-    def _tools(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-        return None if value is None else cast(list[dict[str, Any]],
+    def _tools(cls, value: list[JSONObject] | None) -> list[JSONObject] | None:
+        return None if value is None else cast("list[JSONObject]",
                                                checked(ANTHROPIC_TOOLS, value, "tools"))
 
     def session(self, header: str | None) -> str:
@@ -108,7 +110,7 @@ class MessagesRequest(FaceRequest):
         for message in self.messages:
             messages += anthropic.read_message(message)
         given = self.model_dump(exclude_unset=True, exclude=set(_OWN))
-        params: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        params: JSONObject = {k: v for k, v in given.items() if v is not None}
         if self.max_tokens:
             params["max_tokens"] = self.max_tokens
         if self.stop_sequences:
@@ -129,7 +131,7 @@ def messages(
     loci: Engine, body: MessagesRequest,
     x_loci_session: Annotated[str | None, Header()] = None,
     anthropic_beta: Annotated[str | None, Header()] = None,
-) -> dict[str, Any] | StreamingResponse:
+) -> Mapping[str, object] | StreamingResponse:
     """Anthropic's Messages API, with Loci's context in and memory out."""
     if body.max_tokens is None:
         raise ValidationError("max_tokens is required")
@@ -163,7 +165,7 @@ class MessagesFace:
     def __init__(self, model: str) -> None:
         self.id, self.model = f"msg_loci_{secrets.token_hex(12)}", model
 
-    def answer(self, clean: str, answer: Completion, spent: Usage) -> dict[str, Any]:
+    def answer(self, clean: str, answer: Completion, spent: Usage) -> AnthropicMessage:
         return anthropic.message(self.id, self.model, clean, answer, spent)
 
     def events(self, turn: Exchange, relay: Relay, deltas: Iterator[Delta]

@@ -31,6 +31,8 @@ from pydantic import (
 )
 from pydantic import ValidationError as SchemaError
 
+from loci.apis.wire import JSONObject
+
 #: Levels of nesting a request may have (a tool's JSON schema is the deepest part).
 MAX_DEPTH = 64
 _INT64 = 2 ** 63
@@ -105,7 +107,7 @@ def first_problem(exc: SchemaError) -> str:
 
 class ChatFunctionCall(Part):
     name: str
-    arguments: str | dict[str, Any] | None = None
+    arguments: str | JSONObject | None = None
 
 
 class ChatToolCall(Part):
@@ -116,7 +118,7 @@ class ChatToolCall(Part):
 
 class ChatMessage(Part):
     role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[dict[str, Any]] | None = None
+    content: str | list[JSONObject] | None = None
     tool_calls: list[ChatToolCall] | None = None
     tool_call_id: str | None = None
     name: str | None = None
@@ -125,7 +127,7 @@ class ChatMessage(Part):
 class ChatFunction(Part):
     name: str
     description: str | None = None
-    parameters: dict[str, Any] | None = None
+    parameters: JSONObject | None = None
 
 
 class ChatTool(Part):
@@ -151,7 +153,7 @@ class ChatParams(FaceRequest):
     max_completion_tokens: int | None = Field(None, ge=1)
     n: int | None = Field(None, ge=1)
     stop: str | list[str] | None = None
-    tool_choice: str | dict[str, Any] | None = None
+    tool_choice: str | JSONObject | None = None
     parallel_tool_calls: StrictBool | None = None
     stream_options: StreamOptions | None = None
     reasoning_effort: str | None = None
@@ -180,13 +182,13 @@ class AnthropicBlock(Part):
     text: str | None = None
     id: str | None = None
     name: str | None = None
-    input: dict[str, Any] | None = None
+    input: JSONObject | None = None
     tool_use_id: str | None = None
     content: str | list[AnthropicBlock] | None = None
     source: AnthropicSource | None = None
     thinking: str | None = None
     signature: str | None = None
-    cache_control: dict[str, Any] | None = None
+    cache_control: JSONObject | None = None
 
 
 class AnthropicMessage(Part):
@@ -198,13 +200,13 @@ class AnthropicTool(Part):
     name: str
     type: str | None = None
     description: str | None = None
-    input_schema: dict[str, Any] | None = None
+    input_schema: JSONObject | None = None
 
 
 class AnthropicTextBlock(Part):
     type: Literal["text"]
     text: str
-    cache_control: dict[str, Any] | None = None
+    cache_control: JSONObject | None = None
 
 
 ANTHROPIC_MESSAGES: TypeAdapter[list[AnthropicMessage]] = TypeAdapter(list[AnthropicMessage])
@@ -240,14 +242,14 @@ class ResponsesItem(Part):
     call_id: str | None = None
     name: str | None = None
     arguments: str | None = None
-    output: str | list[dict[str, Any]] | None = None
+    output: str | list[JSONObject] | None = None
 
 
 class ResponsesTool(Part):
     type: str
     name: str | None = None
     description: str | None = None
-    parameters: dict[str, Any] | None = None
+    parameters: JSONObject | None = None
     strict: StrictBool | None = None
 
 

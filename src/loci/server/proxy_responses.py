@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Annotated, Any, cast
 
@@ -31,7 +31,9 @@ from loci import Asked, Exchange, Loci, LociError, NotFoundError, Relay, Usage, 
 from loci.apis import chat
 from loci.apis import responses as api
 from loci.apis.responses import Shell
+from loci.apis.shapes import Response, ResponsesCall, ResponsesMessage
 from loci.apis.turn import Completion, Delta, Message, ToolCall
+from loci.apis.wire import JSONObject
 from loci.server.proxy import Engine
 from loci.server.proxy_requests import RESPONSES_ITEMS, RESPONSES_TOOLS, FaceRequest, checked
 from loci.server.proxy_turn import chat_params, serve
@@ -50,12 +52,12 @@ class ResponsesRequest(FaceRequest):
     use pass through."""
 
     model: str = Field(min_length=1)
-    input: str | list[dict[str, Any]]
+    input: str | list[JSONObject]
     instructions: str | None = None
     stream: StrictBool = False
     user: str | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
+    tools: list[JSONObject] | None = None
+    tool_choice: str | JSONObject | None = None
     parallel_tool_calls: StrictBool | None = None
     max_output_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)
@@ -70,14 +72,14 @@ class ResponsesRequest(FaceRequest):
 
     @field_validator("input")
     @classmethod
-    def _input(cls, value: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    def _input(cls, value: str | list[JSONObject]) -> str | list[JSONObject]:
         return value if isinstance(value, str) else cast(
-            list[dict[str, Any]], checked(RESPONSES_ITEMS, value, "input"))
+            "list[JSONObject]", checked(RESPONSES_ITEMS, value, "input"))
 
     @field_validator("tools")
     @classmethod
-    def _tools(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-        return None if value is None else cast(list[dict[str, Any]],
+    def _tools(cls, value: list[JSONObject] | None) -> list[JSONObject] | None:
+        return None if value is None else cast("list[JSONObject]",
                                                checked(RESPONSES_TOOLS, value, "tools"))
 
     def asked(self) -> Asked:
@@ -92,7 +94,7 @@ class ResponsesRequest(FaceRequest):
         if not messages or messages[-1].role == "system":
             raise ValidationError("input holds no message")
         given = self.model_dump(exclude_unset=True, exclude=set(_OWN))
-        params: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        params: JSONObject = {k: v for k, v in given.items() if v is not None}
         if self.max_output_tokens:
             params["max_tokens"] = self.max_output_tokens
         if self.tools:
@@ -107,7 +109,7 @@ class ResponsesRequest(FaceRequest):
 def responses(
     loci: Engine, body: ResponsesRequest,
     x_loci_session: Annotated[str | None, Header()] = None,
-) -> dict[str, Any] | StreamingResponse:
+) -> Mapping[str, object] | StreamingResponse:
     """OpenAI's Responses API, with Loci's context in and memory out."""
     session = x_loci_session or body.user
     if not session:
@@ -145,7 +147,7 @@ class ResponsesFace:
     def __init__(self, shell: Shell) -> None:
         self.shell, self.numbers = shell, itertools.count()
 
-    def answer(self, clean: str, answer: Completion, spent: Usage) -> dict[str, Any]:
+    def answer(self, clean: str, answer: Completion, spent: Usage) -> Response:
         return self.shell.done(clean, answer.tool_calls, spent)
 
     def event(self, kind: str, **data: Any) -> bytes:
@@ -180,7 +182,8 @@ class ResponsesFace:
             yield event("response.function_call_arguments.done", item_id=item["id"],
                         output_index=index, arguments=item["arguments"])
             yield event("response.output_item.done", output_index=index, item=item)
-        output = [shell.message(clean), *shell.calls(calls)]
+        output: list[ResponsesMessage | ResponsesCall] = [shell.message(clean),
+                                                          *shell.calls(calls)]
         yield event("response.completed", response=shell.response("completed", output, usage))
 
     def error(self, exc: LociError) -> bytes:

@@ -9,8 +9,7 @@ import contextlib
 import json
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator, Mapping
 
 #: Events a stream's thread may make ahead of what the client was sent: enough to fill
 #: a write, few enough that a client that leaves stops the turn soon after.
@@ -88,7 +87,7 @@ class _Pipe:
             self.room.notify()
 
 
-def sse(data: dict[str, Any] | str) -> bytes:
+def sse(data: Mapping[str, object] | str) -> bytes:
     """One Server-Sent Event carrying ``data`` (JSON unless it is a string)."""
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     return f"data: {text}\n\n".encode()

@@ -7,20 +7,21 @@ its request into an :class:`~loci.Asked` and encodes the answer behind the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, Protocol
+from collections.abc import Iterator, Mapping
+from typing import Protocol
 
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError as SchemaError
 
 from loci import Asked, Exchange, Loci, LociError, Relay, Upstream, Usage, ValidationError
 from loci.apis.turn import Completion, Delta
+from loci.apis.wire import JSONObject
 from loci.server.proxy_requests import ChatParams, first_problem
 from loci.server.proxy_stream import batched
 from loci.server.proxy_upstream import OWN_FIELDS
 
 
-def chat_params(params: dict[str, Any]) -> dict[str, Any]:
+def chat_params(params: JSONObject) -> JSONObject:
     """The parameters another face's request means, checked as Chat Completions checks
     them (its own fields never among them): a translation the chat shape refuses is the
     client's error."""
@@ -38,7 +39,8 @@ class Face(Protocol):
     #: The face's name in the usage ledger ("chat", "messages", "responses").
     name: str
 
-    def answer(self, clean: str, answer: Completion, spent: Usage) -> dict[str, Any]: ...
+    def answer(self, clean: str, answer: Completion, spent: Usage) -> Mapping[str, object]:
+        ...
 
     def events(self, turn: Exchange, relay: Relay, deltas: Iterator[Delta]
                ) -> Iterator[bytes]: ...
@@ -47,7 +49,7 @@ class Face(Protocol):
 
 
 def serve(loci: Loci, session: str, asked: Asked, face: Face, *, stream: bool
-          ) -> dict[str, Any] | StreamingResponse:
+          ) -> Mapping[str, object] | StreamingResponse:
     """Every face's route: the upstream (none: a 503 before anything is recorded), the
     turn, then the answer recorded and encoded, or the stream relayed."""
     upstream = loci.runtime.upstream()  # the runtime's, kept for every call
