@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(SERVE_STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[fast]"
+	$(BIN)/python -m pip install --quiet -e ".[fast,mcp]"
 	touch $(SERVE_STAMP)
 
 $(STAMP): $(BIN)/python pyproject.toml

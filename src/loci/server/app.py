@@ -6,13 +6,14 @@ from __future__ import annotations
 import gc
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 import anyio
 from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from loci import LociError, Settings, Store, __version__, load_settings
 from loci.server import errors
@@ -28,7 +29,6 @@ from loci.server.dashboard import mount_dashboard, mount_docs
 from loci.server.deps import document_auth
 from loci.server.guard import Guard
 from loci.server.hub import Hub
-from loci.server.mcp import build_mcp, http_app
 from loci.server.proxy import router as proxy_router
 from loci.server.proxy_compact import router as compact_router
 from loci.server.proxy_messages import router as messages_router
@@ -36,6 +36,9 @@ from loci.server.proxy_responses import router as responses_router
 from loci.timeutil import Clock, utc_now
 
 log = logging.getLogger(__name__)
+#: What ``/mcp`` and ``loci mcp`` say when the ``mcp`` extra is not installed.
+MCP_MISSING = ('MCP needs the mcp extra (the mcp package is not installed): '
+               'pip install "loci-context[mcp]"')
 #: Seconds between two runs of the ``[retention]`` settings.
 RETENTION_INTERVAL = 24 * 3600
 #: FastAPI's OpenTelemetry hooks, off: Loci sends nothing anywhere, even where the
@@ -55,12 +58,33 @@ async def daily_retention(hub: Hub) -> None:
         await anyio.sleep(RETENTION_INTERVAL)
 
 
+def _mcp(hub: Hub) -> tuple[ASGIApp, AbstractAsyncContextManager[Any]]:
+    """The ``/mcp`` endpoint and the lifespan its session manager needs; without the
+    ``mcp`` extra, an endpoint that says how to install it."""
+    try:
+        from loci.server.mcp import build_mcp, http_app
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("mcp"):
+            raise
+        return McpMissing(), nullcontext()
+    endpoint, sdk_app = http_app(build_mcp(hub), hub)
+    return endpoint, sdk_app.router.lifespan_context(sdk_app)
+
+
+class McpMissing:
+    """``/mcp`` without the extra: 501 and how to install it, whatever the method (an
+    ASGI app; a function would be routed as GET only)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await errors.send_error(send, 501, "not_implemented", MCP_MISSING)
+
+
 def create_app(settings: Settings | None = None, *, store: Store | None = None,
                clock: Clock = utc_now, serving: bool = False) -> FastAPI:
     """The server application over ``store`` (default: the one in ``settings``).
     ``serving``: this process exists to run it (``loci serve``), see ``settle_gc``."""
     hub = Hub(settings or load_settings(), store=store, clock=clock)
-    mcp_endpoint, mcp_app = http_app(build_mcp(hub), hub)
+    mcp_endpoint, mcp_lifespan = _mcp(hub)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -70,8 +94,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
                 hub.runtime.indexer.recover()
         # The MCP session manager's task group lives as long as the app; the runtime,
         # with the proxy's upstream clients, until the hub closes it.
-        async with mcp_app.router.lifespan_context(mcp_app), \
-                anyio.create_task_group() as tasks:
+        async with mcp_lifespan, anyio.create_task_group() as tasks:
             if hub.settings.retention.days > 0:
                 tasks.start_soon(daily_retention, hub)
             if hub.settings.server.consolidate_idle > 0:

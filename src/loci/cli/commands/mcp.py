@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from loci import Scope, load_settings
+from loci import ConfigError, Scope, load_settings
 from loci.cli.app import cli, global_option
 
 
@@ -27,7 +27,13 @@ def mcp(store: str | None, user: str | None, agent: str | None,
     import anyio
 
     from loci.server.hub import Hub, Principal
-    from loci.server.mcp import build_mcp
+    try:
+        from loci.server.mcp import build_mcp
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("mcp"):
+            raise
+        from loci.server.app import MCP_MISSING
+        raise ConfigError(MCP_MISSING) from exc
 
     settings = load_settings(store=global_option("store", store),
                              user=global_option("user", user),
