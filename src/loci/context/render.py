@@ -52,34 +52,25 @@ def events_to_turn(events: Sequence[Event], *, answer_open: bool = True) -> list
             if answer_open:
                 messages += _unanswered(open_calls)
             open_calls.clear()
-        if event.type == "tool_call":
-            call = ToolCall(event.tool_call_id or f"call_{event.id}", event.tool_name or "",
-                            _arguments(event))
+        message, call = _piece(event)
+        if call is not None:
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant" and last.calls:
                 messages[-1] = Message("assistant", (*last.parts, call))
                 open_calls[call.id] = None
             else:
-                text = (Text(event.content),) if event.content else ()
-                messages.append(Message("assistant", (*_blocks(event), *text, call)))
+                messages.append(message)
                 open_calls = {call.id: None}
-        elif event.type == "tool_result":
-            content = event.content if event.masked is None else event.masked
-            if event.tool_call_id is not None and event.tool_call_id in open_calls:
-                result = ToolResult(event.tool_call_id, (Text(content),) if content else ())
-                messages.append(Message("tool", (result,)))
-                del open_calls[event.tool_call_id]
-            else:
-                if answer_open:
-                    messages += _unanswered(open_calls)
-                open_calls = {}
-                name = f" of {event.tool_name}" if event.tool_name else ""
-                messages.append(Message("user", (Text(f"[tool result{name}, call "
-                                                      f"{event.tool_call_id or '?'}]\n"
-                                                      f"{content}"),)))
+        elif event.type != "tool_result":
+            messages.append(message)
+        elif event.tool_call_id is not None and event.tool_call_id in open_calls:
+            messages.append(message)
+            del open_calls[event.tool_call_id]
         else:
-            text = (Text(event.content),) if event.content else ()
-            messages.append(Message(_role(event.role), (*_blocks(event), *text)))
+            if answer_open:
+                messages += _unanswered(open_calls)
+            open_calls = {}
+            messages.append(_stray_result(event))
     return (messages + _unanswered(open_calls)) if answer_open else messages
 
 
@@ -95,22 +86,47 @@ def _unanswered(open_calls: dict[str, None]) -> list[Message]:
     return answers
 
 
-#: A call's arguments as canonical JSON by the id of its event, which the entry holds
-#: (so the id stays its own): a session's events are the same objects from one compile
-#: to the next (``LiveEvents``), and encoding their arguments again was most of the work.
-_ARGUMENTS: dict[int, tuple[Event, str]] = {}
-_ARGUMENTS_HELD = 20_000
+#: Each event's message (and call) by the id of the event, which the entry holds (so
+#: the id stays its own): a session's events are the same objects from one compile to
+#: the next (``LiveEvents``), and building their messages again was most of the work.
+_PIECES: dict[int, tuple[Event, Message, ToolCall | None]] = {}
+_PIECES_HELD = 20_000
 
 
-def _arguments(event: Event) -> str:
-    held = _ARGUMENTS.get(id(event))
+def _piece(event: Event) -> tuple[Message, ToolCall | None]:
+    """The message ``event`` makes on its own (a call's opens an assistant message; a
+    result's answers its call), and its call if it is one."""
+    held = _PIECES.get(id(event))
     if held is not None and held[0] is event:
-        return held[1]
-    if len(_ARGUMENTS) >= _ARGUMENTS_HELD:
-        _ARGUMENTS.clear()
-    text = canonical_json(event.args) if event.args else "{}"
-    _ARGUMENTS[id(event)] = (event, text)
-    return text
+        return held[1], held[2]
+    call = None
+    if event.type == "tool_call":
+        call = ToolCall(event.tool_call_id or f"call_{event.id}", event.tool_name or "",
+                        canonical_json(event.args) if event.args else "{}")
+        text = (Text(event.content),) if event.content else ()
+        message = Message("assistant", (*_blocks(event), *text, call))
+    elif event.type == "tool_result":
+        content = _result_text(event)
+        message = Message("tool", (ToolResult(event.tool_call_id or "",
+                                              (Text(content),) if content else ()),))
+    else:
+        text = (Text(event.content),) if event.content else ()
+        message = Message(_role(event.role), (*_blocks(event), *text))
+    if len(_PIECES) >= _PIECES_HELD:
+        _PIECES.clear()
+    _PIECES[id(event)] = (event, message, call)
+    return message, call
+
+
+def _result_text(event: Event) -> str:
+    return event.content if event.masked is None else event.masked
+
+
+def _stray_result(event: Event) -> Message:
+    """A result that answers no open call, shown as the user's text."""
+    name = f" of {event.tool_name}" if event.tool_name else ""
+    return Message("user", (Text(f"[tool result{name}, call {event.tool_call_id or '?'}]\n"
+                                 f"{_result_text(event)}"),))
 
 
 def _role(role: str) -> Role:
