@@ -54,6 +54,12 @@ KEPT = [
     ("Last week, I smoked a beef brisket for 4 hours, and the hickory chips added an "
      "incredible depth of flavor.", "Last week, the user smoked a beef brisket for 4 hours, "
      "and the hickory chips added an incredible depth of flavor."),
+    # A later "we", "our", "us" is a group the user is in.
+    ("I'm planning to invite my manager Rachel to join us, so we'll be a group of 5 "
+     "engineers and a manager.", "The user is planning to invite their manager Rachel to "
+     "join them, so they'll be a group of 5 engineers and a manager."),
+    ("I usually buy a 24-pack, which lasts us around 2 months.",
+     "The user usually buys a 24-pack, which lasts them around 2 months."),
     ("I'm a bit concerned about odors.", None),
     ("Remember to be yourself, be present, and show genuine interest in their life.", None),
     # The offenders: the conversation, filler, a pasted news line, a command.

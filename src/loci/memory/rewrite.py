@@ -5,11 +5,12 @@ weekend"; "My dog is called Biscuit" → "The user's dog is called Biscuit"; wit
 speaker's name, "Caroline's dog …". The sentence's subject is its opening "I" or "my",
 after a short phrase if one comes first ("Last week, the user …"); later pronouns become
 "they"/"their" with the verb agreeing ("I was" → "they were", never "they was"), and so
-does a verb joined to the first ("lives in Lisbon and deploys"). A sentence is rewritten
+does a verb joined to the first ("lives in Lisbon and deploys"); a later "we", "our",
+"us" (a group the person is in) becomes "they", "their", "them". A sentence is rewritten
 only when every change is one the rules are sure of: an opening verb they cannot
-conjugate ("I wases" is no word), a "we" or an "our", quoted speech (a quoted title is
-kept as it is) or a joined word that may be a verb or a noun returns None, and the
-caller keeps the person's words, attributed.
+conjugate ("I wases" is no word), an opening "we", quoted speech (a quoted title is kept
+as it is) or a joined word that may be a verb or a noun returns None, and the caller
+keeps the person's words, attributed.
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ _LATER = (
     (r"\bmine\b", "theirs"),
     (r"\bmy\b", "their"),
     (r"\bme\b", "them"),
+    # "We" after the subject is a group the person is in: "they" too, the verb plural.
+    (r"\b[Ww]e\b", "they"),
+    (r"\bourselves\b", "themselves"),
+    (r"\bours\b", "theirs"),
+    (r"\b[Oo]ur\b", "their"),
+    (r"\bus\b", "them"),
 )
 _LATER_RX = tuple((re.compile(p, re.IGNORECASE if p.startswith(r"\bm") else 0), r)
                   for p, r in _LATER)
@@ -68,8 +75,6 @@ _AFTER_VERB = frozenset(
 _COORDINATED = re.compile(r"\b(?P<joint>and|or|but)\s+(?P<verb>[a-z]+)\b(?P<next>\s+[a-z]+)?")
 _OPENING = re.compile(r"^(?:I(?P<contraction>'m|'ve|'d|'ll)|I|my|My)\b\s*")
 _WORD = re.compile(r"[A-Za-z']+")
-#: What the rules cannot rewrite: a first-person plural.
-_UNSURE = re.compile(r"\b(?:we|we're|we've|we'll|our|ours|us)\b", re.IGNORECASE)
 #: A quotation: a title ("The Great Gatsby") stays as it is; quoted speech, whose
 #: pronouns are the quoted person's, cannot be rewritten.
 _QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
@@ -91,7 +96,7 @@ def third_person(sentence: str, subject: str = "The user") -> str | None:
         rest = third_person(text[lead.end():], subject)
         return rest and f"{lead['lead']}, {_lowered(rest, subject)}"
     opening = _OPENING.match(text)
-    if opening is None or _UNSURE.search(text) or not _quotes_keep(text):
+    if opening is None or not _quotes_keep(text):
         return None
     rest = text[opening.end():]
     if opening.group().lower().startswith("my"):
