@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
@@ -58,17 +58,18 @@ async def daily_retention(hub: Hub) -> None:
         await anyio.sleep(RETENTION_INTERVAL)
 
 
-def _mcp(hub: Hub) -> tuple[ASGIApp, AbstractAsyncContextManager[Any]]:
-    """The ``/mcp`` endpoint and the lifespan its session manager needs; without the
-    ``mcp`` extra, an endpoint that says how to install it."""
+def _mcp(hub: Hub) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[Any]]]:
+    """The ``/mcp`` endpoint and the lifespan its session manager needs (made anew for
+    each run of the app's); without the ``mcp`` extra, an endpoint that says how to
+    install it."""
     try:
         from loci.server.mcp import build_mcp, http_app
     except ModuleNotFoundError as exc:
         if not (exc.name or "").startswith("mcp"):
             raise
-        return McpMissing(), nullcontext()
+        return McpMissing(), nullcontext
     endpoint, sdk_app = http_app(build_mcp(hub), hub)
-    return endpoint, sdk_app.router.lifespan_context(sdk_app)
+    return endpoint, lambda: sdk_app.router.lifespan_context(sdk_app)
 
 
 class McpMissing:
@@ -94,7 +95,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
                 hub.runtime.indexer.recover()
         # The MCP session manager's task group lives as long as the app; the runtime,
         # with the proxy's upstream clients, until the hub closes it.
-        async with mcp_lifespan, anyio.create_task_group() as tasks:
+        async with mcp_lifespan(), anyio.create_task_group() as tasks:
             if hub.settings.retention.days > 0:
                 tasks.start_soon(daily_retention, hub)
             if hub.settings.server.consolidate_idle > 0:
