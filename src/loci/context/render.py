@@ -11,7 +11,9 @@ first in the assistant turn, each only its own provider's.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from loci.apis import chat
@@ -86,18 +88,18 @@ def _unanswered(open_calls: dict[str, None]) -> list[Message]:
     return answers
 
 
-#: Each event's message (and call) by the id of the event, which the entry holds (so
-#: the id stays its own): a session's events are the same objects from one compile to
-#: the next (``LiveEvents``), and building their messages again was most of the work.
-_PIECES: dict[int, tuple[Event, Message, ToolCall | None]] = {}
-_PIECES_HELD = 20_000
+#: Each event's message (and call) by the id of the event, for as long as the event
+#: lives (a weak reference forgets the entry with it): a session's events are the same
+#: objects from one compile to the next (``LiveEvents``), and building their messages
+#: again was most of a compile's own work.
+_PIECES: dict[int, tuple[weakref.ref[Event], Message, ToolCall | None]] = {}
 
 
 def _piece(event: Event) -> tuple[Message, ToolCall | None]:
     """The message ``event`` makes on its own (a call's opens an assistant message; a
     result's answers its call), and its call if it is one."""
     held = _PIECES.get(id(event))
-    if held is not None and held[0] is event:
+    if held is not None and held[0]() is event:
         return held[1], held[2]
     call = None
     if event.type == "tool_call":
@@ -112,10 +114,15 @@ def _piece(event: Event) -> tuple[Message, ToolCall | None]:
     else:
         text = (Text(event.content),) if event.content else ()
         message = Message(_role(event.role), (*_blocks(event), *text))
-    if len(_PIECES) >= _PIECES_HELD:
-        _PIECES.clear()
-    _PIECES[id(event)] = (event, message, call)
+    _PIECES[id(event)] = (weakref.ref(event, partial(_forget, id(event))), message, call)
     return message, call
+
+
+def _forget(key: int, dead: weakref.ref[Event]) -> None:
+    """An event's entry, once the event is gone (and not yet replaced by another's)."""
+    held = _PIECES.get(key)
+    if held is not None and held[0] is dead:
+        del _PIECES[key]
 
 
 def _result_text(event: Event) -> str:
