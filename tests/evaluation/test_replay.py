@@ -11,6 +11,7 @@ from loci import Loci
 from loci.apis.anthropic import chat_messages as from_anthropic
 from loci.cli.app import main
 from loci.evaluation import evaluate, replay
+from loci.evaluation.replay import task_at
 from tests.importers.conftest import CHAT_LIST, MESSAGES_LIST, load
 
 SESSION = "anthropic/cc-3af9b1a7"
@@ -63,3 +64,18 @@ def test_bad_eval_arguments(home: Path, capsys: pytest.CaptureFixture[str],
     run(capsys, "add", "s", "user", "hi")
     code, _, err = run(capsys, "eval", *args)
     assert code == 2 and message in err
+
+
+def test_the_task_at_a_point_is_the_request_the_agent_works_on() -> None:
+    """A session of several requests (as a Claude Code session is): at each point the
+    task is the newest user message before it, the first one before any came."""
+    messages = [
+        {"role": "user", "content": "sync your repo"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "done"},
+        {"role": "user", "content": [{"type": "text", "text": "now summarize the sessions"}]},
+        {"role": "assistant", "content": "Here they are."},
+    ]
+    assert [task_at(messages, i) for i in range(len(messages) + 1)] == [
+        "sync your repo"] * 4 + ["now summarize the sessions"] * 2

@@ -1,7 +1,7 @@
 """What a compiled context holds of an agent's trail, replayed step by step.
 
 A session (chat-completions messages) is replayed through the public API as its agent
-loop ran: the task as the user message, every call and result as events, a compile
+loop ran: each request as the user message, every call and result as events, a compile
 before every model call (offline defaults, the bundled embedder, a scratch store). At
 chosen points of the session (fractions of its messages, at the next model call) the
 context compiled for "Continue the task." is asked which artifacts of the trail so far
@@ -22,7 +22,7 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -182,8 +182,7 @@ def replay(sessions: Sequence[tuple[str, Messages]], window: int, home: Path,
     compile_ms: list[float] = []
     broken = empty = contexts = 0
     for name, messages in sessions:
-        task = next((str(m["content"]) for m in messages if m["role"] == "user"), None)
-        if task is None:
+        if not any(_request(m) for m in messages):
             raise ValidationError(f"session {name!r} has no user message: nothing to replay")
         clock = {"now": datetime(2026, 1, 1, tzinfo=UTC)}
         base.clock = lambda clock=clock: clock["now"]  # type: ignore[misc]
@@ -196,7 +195,8 @@ def replay(sessions: Sequence[tuple[str, Messages]], window: int, home: Path,
         for index in range(len(messages) + 1):
             clock["now"] += timedelta(seconds=5)
             for cut in points.get(index, ()):
-                measure(session, trail, index, task, run, cut, last=cut == max(cuts))
+                measure(session, trail, index, task_at(messages, index), run, cut,
+                        last=cut == max(cuts))
             if index < len(messages):
                 session.step(index)
         compile_ms += session.compile_ms
@@ -227,6 +227,23 @@ def _report(run: _Run, window: int, cuts: Sequence[float], compile_ms: list[floa
                   else 0.0, contexts=counts["contexts"],
                   empty_histories=counts["empty"], broken_pairs=counts["broken"])
     return report
+
+
+def task_at(messages: Messages, index: int) -> str:
+    """The request the agent works on at ``index``: the newest user message before it
+    (a session may hold several requests, each opening a loop), or the first one."""
+    requests = [text for m in messages[:index] if (text := _request(m))]
+    return requests[-1] if requests else next(t for m in messages if (t := _request(m)))
+
+
+def _request(message: Mapping[str, Any]) -> str:
+    """A user message's text ("" for any other message)."""
+    if message["role"] != "user":
+        return ""
+    content = message["content"]
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
 
 
 def session_messages(loci: Loci, session: str) -> Messages:
