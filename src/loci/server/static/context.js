@@ -1,7 +1,7 @@
 // The context inspector: compile the context a
 // session's next call would get and show every layer's tokens against its budget.
 
-import {$, api, el, empty, fmt, seg} from './lib.js';
+import {$, api, el, empty, fmt, pickSessions, seg} from './lib.js';
 
 const SECTIONS = ['static', 'dynamic', 'history', 'retrieved', 'message'];
 const WARN_AT = 0.8;
@@ -116,11 +116,7 @@ async function compile() {
 
 /** #context/<session> preselects that session (the sessions view links here). */
 export async function showContext([wanted]) {
-  const select = $('#context-session');
-  const current = wanted ?? select.value;
-  const sessions = await api('/api/sessions');
-  select.replaceChildren(...sessions.map((s) => el('option', {value: s.id}, s.id)));
-  if (sessions.some((s) => s.id === current)) select.value = current;
+  const sessions = await pickSessions($('#context-session'), wanted);
   if (!sessions.length) {
     $('#context-result').replaceChildren(empty('No sessions yet: append events to compile a context.'));
   }

@@ -4,7 +4,7 @@
 // point of the session against the recency tail, as a line chart, and the classes at
 // the last point as a table.
 
-import {$, ApiError, api, el, empty, fmt, seg, svg} from './lib.js';
+import {$, ApiError, api, el, empty, fmt, pickSessions, seg, svg} from './lib.js';
 
 const LABELS = {loci: 'Loci', tail_at_loci_tokens: 'recency tail at Loci\'s tokens',
   tail_at_history_budget: 'recency tail at the history budget', whole: 'whole transcript'};
@@ -123,11 +123,7 @@ async function run() {
 /** #eval/<session> preselects that session (the sessions view links here); the replay
  * runs when asked, not on arrival: it takes a while. */
 export async function showEval([wanted]) {
-  const select = $('#eval-session');
-  const current = wanted ?? select.value;
-  const sessions = await api('/api/sessions');
-  select.replaceChildren(...sessions.map((s) => el('option', {value: s.id}, s.id)));
-  if (sessions.some((s) => s.id === current)) select.value = current;
+  const sessions = await pickSessions($('#eval-session'), wanted);
   $('#eval-run').disabled = busy || !sessions.length;
   if (!sessions.length) {
     $('#eval-result').replaceChildren(empty('No sessions yet. Import an agent\'s log ' +

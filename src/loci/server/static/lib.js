@@ -132,3 +132,13 @@ export async function api(path, {method = 'GET', query, body} = {}) {
 
 /** A path segment for the API: ids and keys may hold any character. */
 export const seg = encodeURIComponent;
+
+/** Fill a session picker with the stored sessions, keeping ``wanted`` (or the current
+ * choice) selected when it is still there; the sessions, for the caller's empty state. */
+export async function pickSessions(select, wanted) {
+  const current = wanted ?? select.value;
+  const sessions = await api('/api/sessions');
+  select.replaceChildren(...sessions.map((s) => el('option', {value: s.id}, s.id)));
+  if (sessions.some((s) => s.id === current)) select.value = current;
+  return sessions;
+}
