@@ -24,7 +24,9 @@ of the answer (``loci.search.relevance.calibrated_floor``).
 Baselines in the same run, same questions, same token count as Loci's context:
 **recency** (the last N tokens of the dated ``role: text`` transcript), **bm25** (the
 history's turns ranked by BM25 for the question, the best first until N tokens) and
-**full** (the whole history).
+**full** (the whole history). A reference, not a baseline: **sessions**, the sessions
+that hold the evidence, in full (what a perfect choice of sessions shows, at any size;
+"full" also counts answer words that other sessions happen to use).
 
     python benchmarks/longmemeval.py [--data ../shared/data/longmemeval/longmemeval_s_dev.jsonl.gz]
         [--windows 8000,16000] [--limit 0] [--per-type 0] [--types multi-session,...]
@@ -260,6 +262,8 @@ def run(rows: list[dict[str, Any]], windows: list[int], home: Path, embedder: st
                 "recency": tail(lines, used, counter.count),
                 "bm25": bm25_cut(turns, ranker, row["question"], used, counter.count),
                 "full": "\n".join(lines),
+                "sessions": "\n".join(transcript([s for s in sessions
+                                                  if any(t.evidence for t in s)])),
             }
             for name, text in contexts.items():
                 words = content_words(text)
@@ -305,7 +309,7 @@ def print_report(report: dict[str, Any]) -> None:
           f"than the history), search recall@10: turns {report['turn_recall_at_10']}, "
           f"sessions {report['session_recall_at_10']}; compile p50 "
           f"{report['compile_p50_ms']} ms")
-    names = ("loci", "recency", "bm25", "full")
+    names = ("loci", "recency", "bm25", "full", "sessions")
     for metric in ("answer", "evidence"):
         print(f"{metric:>26} " + " ".join(f"{n:>8}" for n in names))
         for key in (*TYPES, "all"):
@@ -318,7 +322,9 @@ def print_report(report: dict[str, Any]) -> None:
     held = report["memory_quality"]
     print(f"memories: {held['memories']} from {held['turns']} turns ({held['per_100_turns']} "
           f"per 100 turns), {held['near_duplicates']} near-duplicates, offenders "
-          f"{held['offenders']} {held['offender_examples']}")
+          f"{held['offenders']} {held['offenders_examples']}; profile: "
+          f"{held['profile_lines']} lines, offenders {held['profile_offenders']} "
+          f"{held['profile_offenders_examples']}")
     if "calibrated_floor" in report:
         print(f"calibrated floor: {report['calibrated_floor']} (keeps 95% of "
               f"{report['calibration_hits']} answer-holding hits)")

@@ -4,11 +4,13 @@ A check shared by the dev-set benchmarks (``longmemeval.py`` calls ``quality``);
 alone, it replays the LoCoMo conversations and the real Claude Code sessions through the
 library (each session ended, as an application would), then reports, per data set:
 
-- **offenders**: stored memories that are a question, a greeting or thanks, harness
-  markup, a pasted document or a command line, each listed (tested here by patterns of
-  this file, not by the extraction rules under test);
-- **near-duplicates**: memories whose embedding (the configured embedder) has a cosine of
-  0.9 or more with an earlier one;
+- **offenders**: stored memories that are a question, a request to the assistant, a
+  greeting or thanks, harness markup, a pasted document or a command line, each listed
+  (tested here by patterns of this file, not by the extraction rules under test); the
+  same for the lines of the user's profile (``/profile/``), which every context shows;
+- **near-duplicates**: memories whose embedding (the configured embedder, each text
+  embedded alone, as the store embeds a memory when it saves it) has a cosine of 0.9 or
+  more with an earlier one;
 - **memories per 100 turns** of the history.
 
     python benchmarks/memory_quality.py [--locomo ../shared/data/locomo/locomo_dev.json]
@@ -46,6 +48,9 @@ SHOWN = 120
 _ATTRIBUTION = re.compile(r"^[A-Z][\w .'-]{0,40}:\s+")
 _QUESTION = re.compile(r"\?\s*$|^(?:what|why|how|when|where|who|which|can|could|would|do|does"
                        r"|did|is|are|will)\b[^.!]*$", re.IGNORECASE)
+_REQUEST = re.compile(r"^(?:please\s+)?(?:(?:can|could|would|will)\s+you\b|(?:give|tell|show"
+                      r"|help|find|send|make|write|list|suggest|recommend)\s+(?:me|them|us)\b)",
+                      re.IGNORECASE)
 _GREETING = re.compile(r"^(?:hi|hey|hello|thanks|thank you|good (?:morning|afternoon|evening)"
                        r"|bye|goodbye|ok(?:ay)?|cool|great|awesome|wow)\b[\s\w,!.']{0,40}$",
                        re.IGNORECASE)
@@ -71,44 +76,63 @@ def offence(text: str) -> str | None:
         return "pasted"
     if _QUESTION.search(said):
         return "question"
+    if _REQUEST.match(said):
+        return "request"
     if _GREETING.match(said):
         return "greeting"
     return None
 
 
 def near_duplicates(loci: Loci, texts: Sequence[str]) -> int:
-    """Memories with an earlier one at cosine >= ``NEAR_DUPLICATE`` (extra copies)."""
+    """Memories with an earlier one at cosine >= ``NEAR_DUPLICATE`` (extra copies). Each
+    text is embedded alone: the bundled model's int8 build scales its activations per
+    batch, which moves a cosine by up to 0.02 from what the store saw."""
     if loci.indexer is None or len(texts) < 2:
         return 0
-    vectors = np.asarray(loci.indexer.embedder.embed(list(texts)), dtype=np.float32)
+    embed = loci.indexer.embedder.embed
+    vectors = np.asarray([embed([text])[0] for text in texts], dtype=np.float32)
     cosines = vectors @ vectors.T
     return sum(bool((cosines[i, :i] >= NEAR_DUPLICATE).any()) for i in range(1, len(texts)))
 
 
+def profile_lines(loci: Loci) -> list[str]:
+    """The bullet lines of the user's profile documents, but a person's relationship."""
+    return [line[2:] for document in loci.knowledge.ls("/profile/")
+            for line in document.content.splitlines()
+            if line.startswith("- ") and not line.startswith("- Relationship:")]
+
+
 def quality(loci: Loci, turns: int) -> dict[str, Any]:
-    """The memory of ``loci`` (one scope's active memories) after ``turns`` turns."""
+    """The memory of ``loci`` (one scope's active memories and profile) after ``turns``
+    turns."""
     texts = [m.content for m in loci.memories()]
-    offenders: dict[str, list[str]] = {}
+    profile = profile_lines(loci)
+    return {"memories": len(texts), "turns": turns, "offenders": offenders(texts),
+            "near_duplicates": near_duplicates(loci, texts),
+            "profile_lines": len(profile), "profile_offenders": offenders(profile)}
+
+
+def offenders(texts: Sequence[str]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
     for text in texts:
         kind = offence(text)
         if kind is not None:
-            offenders.setdefault(kind, []).append(text[:SHOWN])
-    return {"memories": len(texts), "turns": turns,
-            "offenders": offenders, "near_duplicates": near_duplicates(loci, texts)}
+            found.setdefault(kind, []).append(text[:SHOWN])
+    return found
 
 
 def merged(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Several scopes' reports as one: sums, offenders together, per 100 turns."""
-    total = {"memories": sum(r["memories"] for r in reports),
-             "turns": sum(r["turns"] for r in reports),
-             "near_duplicates": sum(r["near_duplicates"] for r in reports)}
-    offenders: dict[str, list[str]] = {}
-    for report in reports:
-        for kind, texts in report["offenders"].items():
-            offenders.setdefault(kind, []).extend(texts)
+    total = {key: sum(r[key] for r in reports)
+             for key in ("memories", "turns", "near_duplicates", "profile_lines")}
     total["per_100_turns"] = round(100 * total["memories"] / max(total["turns"], 1), 1)
-    total["offenders"] = {k: len(v) for k, v in offenders.items()}
-    total["offender_examples"] = {k: v[:3] for k, v in offenders.items()}
+    for key in ("offenders", "profile_offenders"):
+        found: dict[str, list[str]] = {}
+        for report in reports:
+            for kind, texts in report[key].items():
+                found.setdefault(kind, []).extend(texts)
+        total[key] = {k: len(v) for k, v in found.items()}
+        total[f"{key}_examples"] = {k: v[:3] for k, v in found.items()}
     return total
 
 
@@ -165,14 +189,16 @@ def replay(loci: Loci, session: str, message: dict[str, Any]) -> None:
 
 
 def print_report(name: str, report: dict[str, Any]) -> None:
-    offenders = sum(report["offenders"].values())
+    found = sum(report["offenders"].values())
     print(f"\n== {name}: {report['memories']} memories from {report['turns']} turns "
           f"({report['per_100_turns']} per 100 turns), {report['near_duplicates']} "
-          f"near-duplicates (cosine >= {NEAR_DUPLICATE}), {offenders} offenders "
-          f"{report['offenders']}")
-    for kind, examples in report["offender_examples"].items():
-        for text in examples:
-            print(f"   {kind:>9}: {text}")
+          f"near-duplicates (cosine >= {NEAR_DUPLICATE}), {found} offenders "
+          f"{report['offenders']}; profile: {report['profile_lines']} lines, offenders "
+          f"{report['profile_offenders']}")
+    for key in ("offenders_examples", "profile_offenders_examples"):
+        for kind, examples in report[key].items():
+            for text in examples:
+                print(f"   {kind:>9}: {text}")
 
 
 def main(argv: list[str] | None = None) -> int:

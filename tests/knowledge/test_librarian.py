@@ -9,7 +9,7 @@ import pytest
 
 from loci import Loci, ProviderError
 from loci.knowledge.extraction import LIBRARIAN_PROMPT
-from loci.knowledge.librarian import third_person
+from loci.knowledge.librarian import profile_line
 from loci.memory.decide import DECISION_PROMPT
 from loci.testing import ScriptedChatModel
 from tests.conftest import FakeClock
@@ -171,6 +171,34 @@ def test_a_failing_chat_model_falls_back_to_rules(loci: Loci) -> None:
     assert "Please never use emojis" in loci.knowledge.get("/profile/preferences.md").content
 
 
+def test_the_profile_keeps_what_the_memories_would(loci: Loci) -> None:
+    """Turns of LongMemEval_S histories whose sentences once reached the profile as
+    requests, reactions to the assistant, a broken rewrite ("recentlies") and a car
+    taken for a person; the profile (shown in every context) now takes the user's
+    statements by the memory's rule and only a rewrite the rules are sure of."""
+    for text in [
+        "Give me a list of 10 whacky nicknames for my friend Amanda Van West in the theme "
+        "of 1920s gangster names.",
+        "I'm trying to plan a hike with some friends this weekend and we were wondering if "
+        "you could recommend some trails near my city.",
+        "I like the outdoor games idea, maybe we can do a giant Jenga game or something "
+        "similar.",
+        "I recently attended a workshop on the topic and I'm trying to learn more about it.",
+        "I've got a few vehicles to keep track of - my 2018 Toyota Corolla, my wife's 2015 "
+        "Honda Civic, and my old 2007 Yamaha FZ6 motorcycle.",
+    ]:
+        loci.add("trip", "user", text)
+    loci.end_session("trip")
+    lines = [line for document in loci.knowledge.ls("/profile/")
+             for line in document.content.splitlines() if line.startswith("- ")]
+    assert "- The user is trying to plan a hike with some friends this weekend." in lines
+    assert ("- The user recently attended a workshop on the topic and they're trying to "
+            "learn more about it.") in lines
+    assert not [line for line in lines if "nicknames" in line or "Jenga" in line
+                or "you" in line or "recentlies" in line]
+    assert not [d.path for d in loci.knowledge.ls("/profile/people/")]
+
+
 @pytest.mark.parametrize(("said", "filed"), [
     ("I prefer tea over coffee.", "The user prefers tea over coffee."),
     ("I really like my bike.", "The user really likes their bike."),
@@ -186,4 +214,4 @@ def test_a_failing_chat_model_falls_back_to_rules(loci: Loci) -> None:
     ("Please keep answers short.", "Please keep answers short."),
 ])
 def test_third_person(said: str, filed: str) -> None:
-    assert third_person(said) == filed
+    assert profile_line(said) == filed

@@ -145,6 +145,10 @@ def test_an_extracted_fact_is_dated_when_it_was_said(loci: Loci) -> None:
      "Wednesdays, and the train is way more reliable than the bus.", None),
     ("I have a dog named Max who is 10 years old.", ("sticky", "possession")),
     ("I own a 2015 Honda Civic.", ("sticky", "possession")),
+    # An appointment is had on a day, not for good (a knowledge-update history: "every two
+    # weeks" then became "every week", and the sticky older one never expired).
+    ("I have a therapy session with Dr. Smith coming up soon - it's every two weeks, so "
+     "I'm looking forward to discussing my progress.", ("project_context", "statement")),
     # What the user remembers of their own past is theirs to be asked about.
     ("I still remember the happy high school experiences such as being part of the "
      "debate team and taking advanced placement courses in economics.",

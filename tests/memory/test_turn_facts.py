@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from loci import Loci
-from loci.knowledge.librarian import third_person as third_person_profile
+from loci.knowledge.librarian import profile_line
 from loci.memory.decide import DECISION_PROMPT
 from loci.memory.extract import RuleExtractor
 from loci.memory.rewrite import third_person
@@ -71,6 +71,23 @@ KEPT = [
     ("cd /usr/bin", None),
     ("I'll ask my friend to check out these resources, thanks.", None),
     ("The user really likes these recipe ideas.", None),
+    # LongMemEval_S again: a request to the assistant is no fact, even with "my friend";
+    # a reaction to what the assistant offered neither; a request after a plan goes
+    # ("we were wondering", "I need some recipe ideas"); "will help me" is no request.
+    ("Give me a list of 10 whacky nicknames for my friend Amanda Van West in the theme of "
+     "1920s gangster names.", None),
+    ("Can you show me some waterproof phone cases, I'm planning to use my phone more "
+     "outdoors and want to make sure it's protected from water and dust.", None),
+    ("I like the outdoor games idea, maybe we can do a giant Jenga game or something "
+     "similar.", None),
+    ("I'm trying to plan a hike with some friends this weekend and we were wondering if you "
+     "could recommend some trails near my city.",
+     "The user is trying to plan a hike with some friends this weekend."),
+    ("I'm planning a BBQ this weekend and I need some recipe ideas that feature fresh "
+     "tomatoes.", "The user is planning a BBQ this weekend."),
+    ("I'm confident that my background in Python and scikit-learn will help me with the "
+     "programming aspects of the course.", "The user is confident that their background in "
+     "Python and scikit-learn will help them with the programming aspects of the course."),
     # LoCoMo (the user's side of conv-26).
     ("I went to a LGBTQ support group yesterday and it was so powerful.",
      "The user went to a LGBTQ support group yesterday and it was so powerful."),
@@ -128,7 +145,7 @@ def test_no_broken_rewrite_in_a_real_history(loci: Loci) -> None:
     assert facts and not any(" they was" in f or "wases" in f for f in facts)
     assert "The user was at their sister's wedding last month and they were so happy." in facts
     # The profile's rewrite (the librarian) of the other quote.
-    assert third_person_profile("I was also thinking of sending a small gift.") == (
+    assert profile_line("I was also thinking of sending a small gift.") == (
         "The user was also thinking of sending a small gift.")
 
 

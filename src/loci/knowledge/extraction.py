@@ -6,9 +6,12 @@ Two ways, one result type:
 
 - :func:`rule_findings`, offline: every sentence of the user's and the assistant's
   messages is scored by :mod:`loci.text.salience` (cue phrases pick decisions, action
-  items and insights; specific content raises the score), and the user's own sentences
-  are matched against profile patterns (people by relation, goals, identity,
-  preferences). Importance is the salience score scaled to [0, 1].
+  items and insights; specific content raises the score), and what the user says of
+  themselves is matched against profile patterns (people by relation, goals, identity,
+  preferences). What counts as such a statement is the memory's rule
+  (:func:`loci.memory.facts.statement_of`: no questions, requests, greetings, talk
+  about the conversation or pasted documents), so the profile and the memories keep
+  the same kind of sentence. Importance is the salience score scaled to [0, 1].
 - :func:`llm_findings`: a chat model lists items as ``kind | importance | text`` lines.
 
 Neither reads what Loci injected (see :func:`loci.memory.extract.readable_lines`).
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 
 from loci.llm.base import ChatModel
 from loci.memory.extract import readable_lines
+from loci.memory.facts import said_sentences, statement_of
 from loci.models import Event
 from loci.text import salience as sal
 
@@ -38,7 +42,8 @@ _NAME = r"[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?(?:\s+[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?
 _PERSON = (
     re.compile(rf"\b[Mm]y\s+(?P<rel>(?i:{_RELATIONS}))(?:,)?\s+(?P<name>{_NAME})"),
     re.compile(rf"\b(?P<name>{_NAME}),?\s+(?:is|was)\s+my\s+(?P<rel>(?i:{_RELATIONS}))\b"),
-    re.compile(rf"\b(?P<name>{_NAME}),\s+my\s+(?P<rel>(?i:{_RELATIONS}))\b"),
+    # "Sam, my brother," names him; "my 2018 Toyota Corolla, my wife's car" does not.
+    re.compile(rf"\b(?P<name>{_NAME}),\s+my\s+(?P<rel>(?i:{_RELATIONS}))\b(?!')"),
 )
 _NOT_NAMES = frozenset(
     "I The A An It This That We You He She They My Our Your Hi Hello Hey Thanks Sure "
@@ -84,10 +89,12 @@ class Finding:
 
 def rule_findings(events: Sequence[Event]) -> list[Finding]:
     """Findings by sentence patterns and salience; no model."""
-    said = [(e, sal.split_sentences(text)) for e in events if (text := readable_lines(e))]
-    names = sal.known_names(s for _, sentences in said for s in sentences)
+    said = [(e, sal.split_sentences(text.replace("’", "'")),
+             frozenset(said_sentences(text)) if e.role == "user" else frozenset())
+            for e in events if (text := readable_lines(e))]
+    names = sal.known_names(s for _, sentences, _ in said for s in sentences)
     found: list[Finding] = []
-    for event, sentences in said:
+    for event, sentences, own in said:
         for raw in sentences:
             sentence = sal.strip_discourse(raw.strip())
             if len(sentence) < 8 or sentence.endswith("?"):
@@ -96,26 +103,30 @@ def rule_findings(events: Sequence[Event]) -> list[Finding]:
             if scored.section is None:
                 continue
             importance = round(min(max(scored.score / FULL_SCORE, 0.05), 1.0), 2)
-            finding = _classify(sentence, event, scored, importance)
+            # Of a pasted document, only its edges may say something of the user.
+            statement = statement_of(sentence) if raw in own else None
+            finding = _classify(sentence, statement, event, scored, importance)
             if finding is not None:
                 found.append(finding)
     return unique(found)
 
 
-def _classify(sentence: str, event: Event, scored: sal.Scored, importance: float
-              ) -> Finding | None:
-    if event.role == "user":
+def _classify(sentence: str, statement: str | None, event: Event, scored: sal.Scored,
+              importance: float) -> Finding | None:
+    """A profile finding of the user's ``statement`` about themselves, if any, or else a
+    decision, action item or insight of the ``sentence``."""
+    if statement is not None:
         for pattern in _PERSON:
-            match = pattern.search(sentence)
+            match = pattern.search(statement)
             if match and match.group("name").split()[0] not in _NOT_NAMES:
-                return Finding("person", sentence, max(importance, 0.5), event.id,
+                return Finding("person", statement, max(importance, 0.5), event.id,
                                match.group("name"), match.group("rel").lower())
-        if _GOAL.search(sentence):
-            return Finding("goal", sentence, max(importance, 0.5), event.id)
-        if any(p.search(sentence) for p in _IDENTITY):
-            return Finding("identity", sentence, max(importance, 0.6), event.id)
-        if _PREFERENCE.search(sentence):
-            return Finding("preference", sentence, max(importance, 0.5), event.id)
+        if _GOAL.search(statement):
+            return Finding("goal", statement, max(importance, 0.5), event.id)
+        if any(p.search(statement) for p in _IDENTITY):
+            return Finding("identity", statement, max(importance, 0.6), event.id)
+        if _PREFERENCE.search(statement):
+            return Finding("preference", statement, max(importance, 0.5), event.id)
     kind = _SECTION_KIND.get(scored.section or "")
     if kind is None or scored.score < sal.MIN_SCORE:
         return None

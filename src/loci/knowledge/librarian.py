@@ -7,7 +7,8 @@ session ends it files what matters into the knowledge base.
 2. ``/conversations/YYYY-MM-<slug>.md`` gets a readable record with one section per
    kind; ending the same session again writes the next version of the same document.
 3. The user's own statements update ``/profile/preferences.md``, ``goals.md``,
-   ``identity.md`` and ``people/<name>.md``: new lines are appended in the third person,
+   ``identity.md`` and ``people/<name>.md``: new lines are appended in the third person
+   (only those a rewrite is sure of: the profile is shown in every context),
    existing lines are never dropped, and a line that says what one already says (70%
    word overlap) is not added again.
 4. The session is consolidated into typed memories (``Loci.extract_memories``).
@@ -16,7 +17,6 @@ session ends it files what matters into the knowledge base.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,7 +32,8 @@ from loci.knowledge.paths import slugify
 from loci.knowledge.service import KnowledgeBase
 from loci.llm.base import ChatModel
 from loci.memory.dedup import DUPLICATE_OVERLAP, word_overlap
-from loci.memory.rewrite import conjugate, later_pronouns
+from loci.memory.facts import in_first_person
+from loci.memory.rewrite import third_person
 from loci.memory.service import SaveResult
 from loci.models import Event
 from loci.text import salience as sal
@@ -123,13 +124,16 @@ class Librarian:
             if f.importance < MIN_PROFILE_IMPORTANCE:
                 continue
             if f.kind == "person" and f.person:
+                if (line := profile_line(f.text)) is None:
+                    continue
                 target = f"/profile/people/{slugify(f.person)}.md"
                 lines = wanted.setdefault(target, (f.person, []))[1]
                 if f.relation:
                     lines.append(f"Relationship: {f.relation}")
-                lines.append(third_person(f.text))
-            elif (doc := SECTIONS[f.kind][1]) is not None:
-                wanted.setdefault(doc, (PROFILE_TITLES[doc], []))[1].append(third_person(f.text))
+                lines.append(line)
+            elif (doc := SECTIONS[f.kind][1]) is not None and (
+                    line := profile_line(f.text)) is not None:
+                wanted.setdefault(doc, (PROFILE_TITLES[doc], []))[1].append(line)
         changed = {}
         for path, (heading, lines) in wanted.items():
             added = self._append_lines(path, heading, lines)
@@ -206,37 +210,9 @@ def _keyword_title(events: Sequence[Event]) -> str:
     return " ".join(top).capitalize()
 
 
-_ADVERBS = (r"really|strongly|usually|generally|always|never|also|often|mostly|rarely"
-            r"|sometimes|absolutely|totally|definitely|just|still|mainly|actually")
-_STARTS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, re.IGNORECASE), replacement) for pattern, replacement in (
-        (r"^my name is\b", "The user's name is"),
-        (r"^call me\b", "The user goes by"),
-        (r"^i(?:'m| am)\b", "The user is"),
-        (r"^i(?:'ve| have)\b", "The user has"),
-        (r"^i'd\b", "The user would"),
-        (r"^i(?:'ll| will)\b", "The user will"),
-        (rf"^i\s+((?:(?:{_ADVERBS})\s+)?)(?:don'?t|do not)\b", r"The user \1doesn't"),
-        (r"^my\b", "The user's"),
-    )
-)
-_FIRST_VERB = re.compile(rf"^i\s+((?:(?:{_ADVERBS})\s+)?)([a-z]+)\b", re.IGNORECASE)
-
-
-def third_person(sentence: str) -> str:
-    """A user's first-person sentence as a statement about "the user" (later pronouns
-    agree: "I was" becomes "they were"); a sentence whose opening verb the rules cannot
-    conjugate keeps the user's words, attributed."""
-    text = sentence.strip()
-    for pattern, replacement in _STARTS:
-        if pattern.match(text):
-            text = pattern.sub(replacement, text, count=1)
-            break
-    else:
-        verb = _FIRST_VERB.match(text)
-        if verb is not None:
-            conjugated = conjugate(verb.group(2))
-            if conjugated is None:
-                return f"The user said: {text}"
-            text = f"The user {verb.group(1)}{conjugated}{text[verb.end():]}"
-    return later_pronouns(text)
+def profile_line(text: str) -> str | None:
+    """A finding's text as a line of the user's profile: a first-person statement in
+    the third person, or None when no rewrite is sure (their memories keep their words,
+    attributed; the profile, shown in every context, only clean lines); a text with no
+    one in it ("Please keep answers short", a chat model's "The user …") as it is."""
+    return third_person(text) if in_first_person(text) else text

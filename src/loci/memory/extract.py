@@ -42,6 +42,11 @@ _RELATIVES = (r"my\s+(?:wife|husband|partner|son|daughter|kids?|children|dog|cat
               r"|brother|siblings?|grand\w+|aunt|uncle|cousin|(?:best\s+)?friends?|girlfriend"
               r"|boyfriend|fianc[eé]e?)")
 
+#: What one has on a day, not for good: "I have a therapy session", "a job interview".
+_APPOINTMENTS = (r"(?:session|class|lesson|call|date|exam|test|party|trip|event|conference"
+                 r"|flight|reservation|presentation|interview|appointment|meeting|deadline"
+                 r"|game|match|concert|show|wedding|surgery|check-?up)s?\b")
+
 #: (memory type, pattern) in priority order; the first match types a sentence.
 USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
     (memory_type, name, re.compile(pattern, re.IGNORECASE))
@@ -62,11 +67,13 @@ USER_RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
                                r"(?:an?\b|the\b|my\b|in\b|at\b|for\b|called\b|named\b"
                                r"|\d|(?-i:[A-Z]))"),
         # What the user has lasts; what they got or bought is an event (below), and "I
-        # have a few questions", "a lot of them", "a meeting at 9" are not possessions.
+        # have a few questions", "a lot of them", "a therapy session coming up" are not
+        # possessions.
         ("sticky", "possession", r"\bi\s+(?:have|own|adopted)\s+(?!a\s+(?:lot|few|bit|couple"
-                                 r"|question|meeting|feeling|hard|great|good|chance|total"
-                                 r"|busy|long|tendency|habit)\b|an\s+(?:idea|appointment"
-                                 r"|interview)\b)(?:a|an|my|two|three|\d+)\s"
+                                 r"|question|feeling|hard|great|good|chance|total"
+                                 r"|busy|long|tendency|habit)\b|an\s+idea\b"
+                                 rf"|an?\s+(?:[\w-]+\s+)?{_APPOINTMENTS})"
+                                 r"(?:a|an|my|two|three|\d+)\s"
                                  # An animal got or bought is one the user has.
                                  r"|\bi\s+(?:just\s+)?(?:got|bought)\s+(?:a|an|my|two|three"
                                  r"|\d+)\s+(?:\w+\s+)?(?:cat|dog|pupp(?:y|ies)|kittens?"

@@ -47,10 +47,11 @@ _LEAD_IN = re.compile(
     re.IGNORECASE)
 #: A request to the assistant that follows a statement: cut there.
 _REQUEST_TAIL = re.compile(
-    r"(?<=\S)\s*[,;]?\s*(?:\b(?:and|but|so)\s+)?(?:\bi\s+(?:was|am|'m)\s+wondering\b|\bi'?d\s+(?:like"
-    r"|love)\s+(?:you|some|your|to\s+(?:get|know|ask|find|learn|see))\b|\b(?:can|could"
-    r"|would|will)\s+you\b|\bplease\b|\bi\s+(?:need|want)\s+(?:your|some)?\s*(?:help"
-    r"|advice|suggestions|recommendations|ideas|tips)\b|\bhelp me\b|\bany (?:tips"
+    r"(?<=\S)\s*[,;]?\s*(?:\b(?:and|but|so)\s+)?(?:\b(?:i|we)\s+(?:was|were|am|are|'m|'re)"
+    r"\s+wondering\b|\bi'?d\s+(?:like|love)\s+(?:you|some|your|to\s+(?:get|know|ask|find"
+    r"|learn|see))\b|\b(?:can|could|would|will)\s+you\b|\bplease\b|\b(?:i|we)\s+(?:need"
+    r"|want|could use)\s+(?:your\s+|some\s+|a\s+few\s+)?(?:[\w-]+\s+){0,2}?(?:help|advice"
+    r"|suggestions|recommendations|ideas|tips|inspiration)\b|\bany (?:tips"
     r"|suggestions|ideas|advice|recommendations)\b|\bwhat (?:do|would) you\b"
     r"|\bdo you (?:have|know)\b|\band\s+(?:need|want)\s+(?:your\s+|some\s+)?(?:help|advice"
     r"|suggestions|recommendations|ideas|tips)\b).*$", re.IGNORECASE)
@@ -63,8 +64,11 @@ _CLAUSE = re.compile(r"\s+[-–—]+\s+|[,;]\s+(?=(?:and|but|so|which|because|es
 _CHATTER = re.compile(
     r"\b(?:thanks|thank)\b|^(?:this|that|these|those|it|it's"
     r"|that's|here's|here is|there's|let me|let's|lets)\b"
-    r"|\b(?:the|this|that|these|those) (?:\w+ )?(?:ideas?|sound|suggestions?|recommendations?"
-    r"|tips|options|resources|list|steps|section)\b"
+    # What the assistant offered: "the idea", "the outdoor games idea", "these tips".
+    r"|\b(?:the|this|that|these|those) (?:[\w'\"-]+ ){0,4}(?:ideas?|suggestions?"
+    r"|recommendations?|tips)\b"
+    r"|\b(?:the|this|that|these|those) (?:\w+ )?(?:sound|options|resources|list|steps"
+    r"|section)\b"
     r"|\b(?:(?:a |the )?(?:better|good|clear|great|solid) (?:idea|understanding|sense|picture"
     r"|foundation|starting point)|get started|dive (?:in|into|deeper)|back to"
     r"|i'm looking for|i'm trying to (?:figure|decide|understand|find)"
@@ -73,11 +77,21 @@ _CHATTER = re.compile(
     r"|recommendations)"
     r"|i have (?:a|one|another|some) (?:question|follow-up|idea))\b", re.IGNORECASE)
 _BRACKETED = re.compile(r"^\s*[\[<{(]")
+#: A request to the assistant ("Give me a list of …", "Can you show me …"): what the
+#: speaker wants done now, not a fact about them.
+_ASK = re.compile(r"^(?:please\s+)?(?:(?:can|could|would|will)\s+you\b|(?:give|tell|show"
+                  r"|list|create|generate|suggest|recommend|find|explain|describe|help"
+                  r"|provide|draft|summari[sz]e|compose|design|translate|rewrite|calculate"
+                  r"|brainstorm|outline|compare|write|pretend|imagine|act as)\b)",
+                  re.IGNORECASE)
 #: An instruction on how to work with the speaker: a fact about them without an "I".
 _INSTRUCTION = re.compile(r"^(?:please\s+)?(?:remember|don'?t forget|note that|always|never"
                           r"|keep|make sure|use|answer|reply|respond|call me)\b",
                           re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
+#: A word a sentence cannot end with: what is left of one cut in the middle.
+_DANGLING = re.compile(r"\b(?:to|will|would|can|could|should|and|or|but|the|a|an|of|with"
+                       r"|that|for|also|is|are|was|were|be|their|my|our|as|if)$", re.IGNORECASE)
 #: Topic → words of a fact that put it under the topic.
 TOPICS: dict[str, re.Pattern[str]] = {
     topic: re.compile(rf"\b(?:{words})\b", re.IGNORECASE) for topic, words in (
@@ -115,8 +129,10 @@ def statement_of(sentence: str) -> str | None:
     if not text or _BRACKETED.match(text) or text.endswith("?") or sal.is_command(text):
         return None
     text = _LEAD_IN.sub("", text)
+    if _ASK.match(text):
+        return None
     text = _before_second_person(_REQUEST_TAIL.sub("", text)).strip(" ,;:-")
-    if not MIN_FACT_CHARS <= len(text) <= MAX_FACT_CHARS:
+    if not MIN_FACT_CHARS <= len(text) <= MAX_FACT_CHARS or _DANGLING.search(text):
         return None
     if sal.is_filler(text):
         return None
@@ -126,6 +142,11 @@ def statement_of(sentence: str) -> str | None:
     if text[0].islower():
         text = text[0].upper() + text[1:]
     return text if text.endswith((".", "!")) else text + "."
+
+
+def in_first_person(text: str) -> bool:
+    """Whether ``text`` speaks of its speaker ("I", "my", "we", "our" …)."""
+    return _FIRST_PERSON.search(text) is not None
 
 
 def _before_second_person(text: str) -> str:

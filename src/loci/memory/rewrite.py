@@ -1,7 +1,8 @@
 """A person's first-person sentence as a statement about them, or None.
 
 "I'm planning to go shopping this weekend" → "The user is planning to go shopping this
-weekend"; "My dog is called Biscuit" → "The user's dog is called Biscuit"; with a
+weekend"; "My dog is called Biscuit" → "The user's dog is called Biscuit"; "Call me Mo"
+→ "The user goes by Mo"; with a
 speaker's name, "Caroline's dog …". The sentence's subject is its opening "I" or "my",
 after a short phrase if one comes first ("Last week, the user …"); later pronouns become
 "they"/"their" with the verb agreeing ("I was" → "they were", never "they was"), and so
@@ -73,6 +74,7 @@ _AFTER_VERB = frozenset(
     "a an the my his her their our this that these those it them him me us you in on at "
     "to for with from by about into over every each some all as out up off around".split())
 _COORDINATED = re.compile(r"\b(?P<joint>and|or|but)\s+(?P<verb>[a-z]+)\b(?P<next>\s+[a-z]+)?")
+_CALL_ME = re.compile(r"^(?:please\s+)?call me\s+(?=\S)", re.IGNORECASE)
 _OPENING = re.compile(r"^(?:I(?P<contraction>'m|'ve|'d|'ll)|I|my|My)\b\s*")
 _WORD = re.compile(r"[A-Za-z']+")
 #: A quotation: a title ("The Great Gatsby") stays as it is; quoted speech, whose
@@ -89,6 +91,9 @@ def third_person(sentence: str, subject: str = "The user") -> str | None:
     """``sentence`` (a person's first-person statement) about ``subject``, or None if
     the rules cannot make it grammatical."""
     text = sentence.strip().rstrip(".!…").strip()
+    if (call := _CALL_ME.match(text)) is not None:
+        name = text[call.end():]
+        return None if _PERSON.search(name) else f"{subject} goes by {name}."
     lead = _LEAD.match(text)
     if lead is not None:
         if _PERSON.search(lead["lead"]):
