@@ -54,6 +54,12 @@ _GOAL = re.compile(
     r"|objective|aim|mission)\b|\bi(?:'m| am)\s+(?:trying|working|aiming|hoping|planning)"
     r"\s+to\b|\bi\s+want\s+to\s+(?:ship|launch|finish|build|get|reach|learn|become|run"
     r"|grow|raise|hire|write|save|lose|move)\b", re.IGNORECASE)
+#: A plan for a day near ("this weekend", "tomorrow", "soon") is no lasting goal: it is a
+#: memory, which expires; the profile is shown in every context for good.
+_SOON = re.compile(r"\b(?:today|tonight|tomorrow|soon|right now|later today|(?:this|next)"
+                   r"\s+(?:morning|afternoon|evening|weekend|week)|in the (?:morning|afternoon"
+                   r"|evening)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))"
+                   r"\b", re.IGNORECASE)
 _IDENTITY = (
     re.compile(r"\b(?:my name is|call me)\s+[A-Z][\w'-]+"),
     re.compile(r"\b[Ii](?:'m| am)\s+(?:an?|the)\s+(?!(?:bit|little|lot|few|tad|big fan|huge fan"
@@ -121,7 +127,7 @@ def _classify(sentence: str, statement: str | None, event: Event, scored: sal.Sc
             if match and match.group("name").split()[0] not in _NOT_NAMES:
                 return Finding("person", statement, max(importance, 0.5), event.id,
                                match.group("name"), match.group("rel").lower())
-        if _GOAL.search(statement):
+        if _GOAL.search(statement) and not _SOON.search(statement):
             return Finding("goal", statement, max(importance, 0.5), event.id)
         if any(p.search(statement) for p in _IDENTITY):
             return Finding("identity", statement, max(importance, 0.6), event.id)
