@@ -85,6 +85,11 @@ KEPT = [
      "The user is trying to plan a hike with some friends this weekend."),
     ("I'm planning a BBQ this weekend and I need some recipe ideas that feature fresh "
      "tomatoes.", "The user is planning a BBQ this weekend."),
+    # A cut before a request that leaves half a sentence keeps nothing.
+    ("I'll start looking for tax professionals and attorneys in my area and ask around for "
+     "any recommendations.", None),
+    ("I also have a few art prints and a sculpture that I'd like to know how to care for.",
+     None),
     ("I'm confident that my background in Python and scikit-learn will help me with the "
      "programming aspects of the course.", "The user is confident that their background in "
      "Python and scikit-learn will help them with the programming aspects of the course."),

@@ -89,7 +89,7 @@ _INSTRUCTION = re.compile(r"^(?:please\s+)?(?:remember|don'?t forget|note that|a
                           r"|keep|make sure|use|answer|reply|respond|call me)\b",
                           re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
-#: A word a sentence cannot end with: what is left of one cut in the middle.
+#: A word a sentence cut before a request cannot end with ("… separately will").
 _DANGLING = re.compile(r"\b(?:to|will|would|can|could|should|and|or|but|the|a|an|of|with"
                        r"|that|for|also|is|are|was|were|be|their|my|our|as|if)$", re.IGNORECASE)
 #: Topic → words of a fact that put it under the topic.
@@ -131,8 +131,10 @@ def statement_of(sentence: str) -> str | None:
     text = _LEAD_IN.sub("", text)
     if _ASK.match(text):
         return None
+    said = text
     text = _before_second_person(_REQUEST_TAIL.sub("", text)).strip(" ,;:-")
-    if not MIN_FACT_CHARS <= len(text) <= MAX_FACT_CHARS or _DANGLING.search(text):
+    if not MIN_FACT_CHARS <= len(text) <= MAX_FACT_CHARS or (
+            text != said and _DANGLING.search(text)):
         return None
     if sal.is_filler(text):
         return None
