@@ -231,6 +231,26 @@ def test_profile_documents_and_people(loci: Loci, clock: FakeClock) -> None:
     assert len(people_line) <= len("- Rui: ") + 200
 
 
+def test_a_long_profile_keeps_its_newest_entries(loci: Loci, clock: FakeClock) -> None:
+    """A profile the librarian appended to for months is over the layer's budget: each
+    document keeps its newest entries (it was dropped whole), in its own order."""
+    goals = "# Goals\n\n" + "\n".join(f"- Goal {i}: ship the reporting module of project "
+                                       f"number {i} with its tests." for i in range(400))
+    for path, text in (("/profile/goals.md", goals),
+                       ("/profile/identity.md", "Maya, engineer.\nLives in Lisbon."),
+                       ("/profile/people/rui.md", "- Rui builds apps")):
+        loci.store.put_document(loci.scope, Document(path, text, (), 1, clock.now, clock.now))
+    compiled = loci.compile(None, "hi")
+    layer = next(r for r in compiled.layers if r.name == "profile")
+    assert layer.dropped and layer.used <= layer.budget
+    lines = compiled.dynamic.splitlines()
+    assert lines.index("## Identity") + 1 == lines.index("Maya, engineer.")
+    kept = [int(line.split()[2][:-1]) for line in lines if line.startswith("- Goal ")]
+    assert kept[-1] == 399 and 0 not in kept and kept == sorted(kept) and len(kept) > 20
+    assert lines.index("## Goals") < lines.index("## People")
+    assert "- Rui: Rui builds apps" in lines
+
+
 def test_focus_and_reflexion(loci: Loci) -> None:
     loci.set_focus("s", Focus("Fix the build", (Criterion("CI green", 2),), ("no force push",),
                               "failing"))

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from itertools import zip_longest
 from types import MappingProxyType
 
 from loci.context.focus import STATE_PREFIX, Focus
@@ -194,23 +195,42 @@ def daily_log(ctx: BuildContext) -> list[Item]:
 
 
 def profile(ctx: BuildContext) -> list[Item]:
-    """The user's profile: identity, preferences, goals in full; people as
-    one-line summaries."""
+    """The user's profile: identity, preferences, goals and other documents under their
+    headings, people as one-line summaries. Each entry of a document (a bullet with what
+    follows it) is an item, offered newest first, one document after the other: a
+    profile over the layer's budget loses its oldest entries, never a whole document
+    (the librarian appends, and a long history makes every document long)."""
     documents = ctx.store.list_documents(ctx.scope, "/profile/")
     order = {"/profile/identity.md": 0, "/profile/preferences.md": 1, "/profile/goals.md": 2}
     people = [d for d in documents if d.path.startswith("/profile/people/")]
     others = sorted((d for d in documents if d not in people),
                     key=lambda d: (order.get(d.path, 9), d.path))
-    items = [Item(d.path, f"## {_title(d)}\n{_body(d)}") for d in others]
-    if people:
-        lines = [f"- {_heading(d) or _title(d)}: "
-                 f"{' '.join(_BULLET.sub('', _body(d)).split())[:200]}" for d in people]
-        items.append(Item("/profile/people/", "## People\n" + "\n".join(lines)))
-    return items
+    columns = [[Item(f"{d.path}#{i}", entry, f"## {_title(d)}", (rank, i))
+                for i, entry in enumerate(_entries(_body(d)))]
+               for rank, d in enumerate(others)]
+    columns.append([
+        Item(d.path, f"- {_heading(d) or _title(d)}: "
+                     f"{' '.join(_BULLET.sub('', _body(d)).split())[:200]}",
+             "## People", (len(others), i)) for i, d in enumerate(people)])
+    newest_first = [list(reversed(column)) for column in columns]
+    return [item for rank in zip_longest(*newest_first) for item in rank if item is not None]
+
+
+def _entries(body: str) -> list[str]:
+    """``body`` in entries that join back into it: each top-level bullet with the lines
+    that follow it; the lines before the first bullet, if any, are one entry too."""
+    entries: list[str] = []
+    for line in body.splitlines():
+        if not entries or _TOP_BULLET.match(line):
+            entries.append(line)
+        else:
+            entries[-1] += "\n" + line
+    return entries
 
 
 _HEADING = re.compile(r"\A\s*#{1,6}[ \t]+([^\n]*?)[ \t#]*(?:\n|\Z)")
 _BULLET = re.compile(r"^\s*[-*+]\s+", re.MULTILINE)
+_TOP_BULLET = re.compile(r"^[-*+]\s")
 
 
 def _title(document: Document) -> str:
