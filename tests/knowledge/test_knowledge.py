@@ -167,9 +167,11 @@ def test_profile_documents_are_in_context_under_their_budget(loci: Loci) -> None
     compiled = loci.compile(None, "hello")
     report = next(layer for layer in compiled.layers if layer.name == "profile")
     assert 0 < report.used <= report.budget
-    assert report.included == ["/profile/identity.md", "/profile/preferences.md",
-                               "/profile/people/"]
-    assert [item for item, _ in report.dropped] == ["/profile/goals.md"]
+    # Entries are offered newest first, a document after the other; one that is too long
+    # alone (a paragraph, not a list) is what is left out.
+    assert report.included == ["/profile/identity.md#0", "/profile/preferences.md#1",
+                               "/profile/people/sarah-chen.md", "/profile/preferences.md#0"]
+    assert [item for item, _ in report.dropped] == ["/profile/goals.md#0"]
     dynamic = compiled.dynamic
     assert "## Identity\nMaya, backend engineer in Lisbon." in dynamic
     assert "# About me" not in dynamic  # the layer writes its own heading
