@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from loci.memory.dedup import DUPLICATE_OVERLAP, anchors, restates, word_overlap, word_set
+from loci.memory.facts import is_request
 from loci.memory.timeline import gives_new_value
 from loci.memory.types import ttl_days
 from loci.models import Memory
@@ -49,12 +50,8 @@ _PREFERENCE = re.compile(
     r"\b(?:i|the user|they|he|she|we)\s+(?:really\s+|also\s+|usually\s+|still\s+)?"
     r"(?:prefers?|likes?|loves?|enjoys?|hates?|dislikes?)\b|\bfavou?rite\b", re.I)
 #: Words a person uses to the assistant about the conversation ("your suggestions", "I
-#: want you to ..."), and the verbs a request to it starts with.
+#: want you to ...").
 _ADDRESSES = re.compile(r"\b(?:you|your|yours)\b", re.I)
-_REQUEST = re.compile(
-    r"^(?:please\s+)?(?:give|tell|write|make|create|list|show|explain|suggest|recommend"
-    r"|provide|generate|describe|summari[sz]e|translate|rewrite|draft|help|include|add"
-    r"|compare)\b", re.I)
 #: Where an extracted memory comes from (a memory an agent wrote on purpose is never
 #: called a pasted document).
 _FROM_CONVERSATION = ("event:", "session:", "extraction")
@@ -188,7 +185,7 @@ def junk_reason(memory: Memory) -> str | None:
     if len(body) > PASTED_CHARS or body.count("\n") >= PASTED_LINES or body.startswith(
             ("#", "```")):
         return "a pasted document"
-    if (_ADDRESSES.search(body) or _REQUEST.match(body)) and not specificity(body, set()):
+    if (_ADDRESSES.search(body) or is_request(body)) and not specificity(body, set()):
         return "said to the assistant, with nothing specific"
     return None
 

@@ -82,8 +82,8 @@ _BRACKETED = re.compile(r"^\s*[\[<{(]")
 _ASK = re.compile(r"^(?:please\s+)?(?:(?:can|could|would|will)\s+you\b|(?:give|tell|show"
                   r"|list|create|generate|suggest|recommend|find|explain|describe|help"
                   r"|provide|draft|summari[sz]e|compose|design|translate|rewrite|calculate"
-                  r"|brainstorm|outline|compare|write|pretend|imagine|act as)\b)",
-                  re.IGNORECASE)
+                  r"|brainstorm|outline|compare|write|pretend|imagine|act as|include|add"
+                  r"|make(?!\s+sure))\b)", re.IGNORECASE)
 #: An instruction on how to work with the speaker: a fact about them without an "I".
 _INSTRUCTION = re.compile(r"^(?:please\s+)?(?:remember|don'?t forget|note that|always|never"
                           r"|keep|make sure|use|answer|reply|respond|call me)\b",
@@ -144,6 +144,11 @@ def statement_of(sentence: str) -> str | None:
     if text[0].islower():
         text = text[0].upper() + text[1:]
     return text if text.endswith((".", "!")) else text + "."
+
+
+def is_request(text: str) -> bool:
+    """Whether ``text`` asks the assistant for something ("Give me …", "Can you …")."""
+    return _ASK.match(text) is not None
 
 
 def in_first_person(text: str) -> bool:
