@@ -205,14 +205,13 @@ def profile(ctx: BuildContext) -> list[Item]:
     people = [d for d in documents if d.path.startswith("/profile/people/")]
     others = sorted((d for d in documents if d not in people),
                     key=lambda d: (order.get(d.path, 9), d.path))
-    columns = [[Item(f"{d.path}#{i}", entry, f"## {_title(d)}", (rank, i))
-                for i, entry in enumerate(_entries(_body(d)))]
-               for rank, d in enumerate(others)]
-    columns.append([
+    newest_first = [[Item(f"{d.path}#{i}", entry, f"## {_title(d)}", (rank, i))
+                     for i, entry in enumerate(_entries(_body(d)))][::-1]
+                    for rank, d in enumerate(others)]
+    newest_first.append([
         Item(d.path, f"- {_heading(d) or _title(d)}: "
                      f"{' '.join(_BULLET.sub('', _body(d)).split())[:200]}",
              "## People", (len(others), i)) for i, d in enumerate(people)])
-    newest_first = [list(reversed(column)) for column in columns]
     return [item for rank in zip_longest(*newest_first) for item in rank if item is not None]
 
 
