@@ -173,10 +173,11 @@ def test_a_failing_chat_model_falls_back_to_rules(loci: Loci) -> None:
 
 def test_the_profile_keeps_what_the_memories_would(loci: Loci) -> None:
     """Turns of LongMemEval_S histories whose sentences once reached the profile as
-    requests, reactions to the assistant, a broken rewrite ("recentlies") and a car
-    taken for a person; the profile (shown in every context) now takes the user's
-    statements by the memory's rule and only a rewrite the rules are sure of. A plan
-    for this weekend is a memory (it expires), not a goal for good."""
+    requests, reactions to the assistant, a broken rewrite ("recentlies"), a car and a
+    possessive taken for a person, a hobby taken for a job; the profile (shown in every
+    context) now takes the user's statements by the memory's rule and only a rewrite the
+    rules are sure of. A plan for this weekend is a memory (it expires), not a goal for
+    good."""
     for text in [
         "Give me a list of 10 whacky nicknames for my friend Amanda Van West in the theme "
         "of 1920s gangster names.",
@@ -187,6 +188,10 @@ def test_the_profile_keeps_what_the_memories_would(loci: Loci) -> None:
         "I recently attended a workshop on the topic and I'm trying to learn more about it.",
         "I've got a few vehicles to keep track of - my 2018 Toyota Corolla, my wife's 2015 "
         "Honda Civic, and my old 2007 Yamaha FZ6 motorcycle.",
+        "I'm planning a surprise party for my brother Michael's basketball team to "
+        "celebrate the end of the semester.",
+        "I've been listening to a few while I work on my sculptures, but I'm running out "
+        "of new episodes.",
     ]:
         loci.add("trip", "user", text)
     loci.end_session("trip")
@@ -198,7 +203,10 @@ def test_the_profile_keeps_what_the_memories_would(loci: Loci) -> None:
             "learn more about it.") in lines
     assert not [line for line in lines if "nicknames" in line or "Jenga" in line
                 or "you" in line or "recentlies" in line]
-    assert not [d.path for d in loci.knowledge.ls("/profile/people/")]
+    # A possessive is no part of a name, and working on sculptures is no job.
+    assert [d.path for d in loci.knowledge.ls("/profile/people/")] == [
+        "/profile/people/michael.md"]
+    assert loci.knowledge.find("/profile/identity.md") is None
 
 
 @pytest.mark.parametrize(("said", "filed"), [

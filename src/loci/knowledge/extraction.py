@@ -38,7 +38,8 @@ _RELATIONS = (r"wife|husband|partner|girlfriend|boyfriend|son|daughter|mom|mothe
               r"|brother|sister|friend|best friend|co-?founder|boss|manager|colleague"
               r"|co-?worker|teammate|mentor|client|investor|assistant|doctor|landlord"
               r"|neighbou?r|report|lead|designer|engineer|cto|ceo")
-_NAME = r"[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?(?:\s+[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?)?"
+#: A name, not its possessive ("my brother Michael's team" is about Michael).
+_NAME = r"[A-Z][a-z]+(?:[-'](?!s\b)[A-Z]?[a-z]+)?(?:\s+[A-Z][a-z]+(?:[-'](?!s\b)[A-Z]?[a-z]+)?)?"
 _PERSON = (
     re.compile(rf"\b[Mm]y\s+(?P<rel>(?i:{_RELATIONS}))(?:,)?\s+(?P<name>{_NAME})"),
     re.compile(rf"\b(?P<name>{_NAME}),?\s+(?:is|was)\s+my\s+(?P<rel>(?i:{_RELATIONS}))\b"),
@@ -65,7 +66,9 @@ _IDENTITY = (
     re.compile(r"\b[Ii](?:'m| am)\s+(?:an?|the)\s+(?!(?:bit|little|lot|few|tad|big fan|huge fan"
                r"|fan|while|moment|second)\b)\w+"),
     re.compile(r"\b[Ii](?:'m| am)\s+(?-i:[A-Z])[a-z]+[,.]"),
-    re.compile(r"\b[Ii]\s+(?:live|work|am based|'m based|grew up|was born)\s+(?:in|at|for|on)\b"),
+    # Where one lives or works; "I work on my sculptures" is no job.
+    re.compile(r"\b[Ii]\s+(?:(?:live|work|am based|'m based)\s+(?:in|at|for|as)|grew up\s+(?:in|on)"
+               r"|was born\s+(?:in|on|at))\b"),
     re.compile(r"\b[Ii](?:'m| am)\s+from\s+[A-Z]"),
     re.compile(r"\bmy\s+(?:pronouns|job|role|title|background|timezone|time zone)\b",
                re.IGNORECASE),

@@ -75,6 +75,8 @@ _AFTER_VERB = frozenset(
     "to for with from by about into over every each some all as out up off around".split())
 _COORDINATED = re.compile(r"\b(?P<joint>and|or|but)\s+(?P<verb>[a-z]+)\b(?P<next>\s+[a-z]+)?")
 _CALL_ME = re.compile(r"^(?:please\s+)?call me\s+(?=\S)", re.IGNORECASE)
+#: "I … and don't" shares the opening "I": "The user is a beginner and doesn't …".
+_JOINED_DONT = re.compile(r"\b(and|but|or)\s+(?:don't|dont)\b")
 _OPENING = re.compile(r"^(?:I(?P<contraction>'m|'ve|'d|'ll)|I|my|My)\b\s*")
 _WORD = re.compile(r"[A-Za-z']+")
 #: A quotation: a title ("The Great Gatsby") stays as it is; quoted speech, whose
@@ -110,7 +112,8 @@ def third_person(sentence: str, subject: str = "The user") -> str | None:
         verb_phrase = _subject_verb(opening.group("contraction"), rest)
         if verb_phrase is None:
             return None
-        head, rest = f"{subject} {verb_phrase[0]}", verb_phrase[1]
+        head, rest = f"{subject} {verb_phrase[0]}", _JOINED_DONT.sub(r"\1 doesn't",
+                                                                    verb_phrase[1])
         if verb_phrase[2]:
             agreed = _coordinated_verbs(rest)
             if agreed is None:
