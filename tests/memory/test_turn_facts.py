@@ -158,6 +158,26 @@ def test_no_broken_rewrite_in_a_real_history(loci: Loci) -> None:
         "The user was also thinking of sending a small gift.")
 
 
+def test_one_fact_typed_twice_is_one_memory(loci: Loci) -> None:
+    """Two turns of a LongMemEval_S history state one fact that two rules type
+    differently (a possession, never expiring; a statement, 30 days): one memory is
+    kept, under the type that lives longer. A type an agent chose is kept apart."""
+    loci.add("s", "user", "I'm looking to explore some online courses in data science. I "
+             "have a background in finance, having completed my Bachelor's degree in "
+             "Business Administration from the University of Michigan in 2015, with a major "
+             "in Finance and minor in Economics.")
+    loci.add("s", "user", "I am considering enrolling in the Data Science Specialization. As "
+             "someone with a background in finance, I completed my Bachelor's degree in "
+             "Business Administration from the University of Michigan in 2015, with a major "
+             "in Finance and minor in Economics.")
+    assert loci.wait_extracted(10)
+    (fact,) = [m for m in loci.memories() if "Michigan" in m.content]
+    assert fact.type == "sticky" and fact.content.startswith("As someone with a background")
+    assert len(loci.memory_history(fact.id)) == 1
+    loci.remember("The user has a background in finance.", type="project_context")
+    assert len([m for m in loci.memories() if "background in finance" in m.content]) == 2
+
+
 def test_every_write_is_extracted_in_the_background(loci: Loci) -> None:
     event = loci.add("s", "user", "Hi! My dog is called Biscuit. What should I feed him?")
     assert loci.wait_extracted(10)

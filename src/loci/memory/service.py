@@ -5,9 +5,12 @@ overlap, plus vector neighbours when embeddings are on). The same words confirm 
 stored fact (its time to live counts again from now); other words for the same value
 update it in place, the old words kept in its history; a new value of the same subject
 (``timeline.gives_new_value``) is a memory of its own that supersedes the old one,
-which is kept, linked to it and restorable (``memory.timeline``). A memory is dated
-when its source said it. Everything written is mirrored to markdown when a mirror is
-set.
+which is kept, linked to it and restorable (``memory.timeline``). A fact typed by an
+agent is compared with facts of its type; one extracted from a conversation with facts
+of every type (two rules may type one fact differently: "I have a background in
+finance" and "As someone with a background in finance, I …"), and the one memory kept
+takes the type that lives longer. A memory is dated when its source said it.
+Everything written is mirrored to markdown when a mirror is set.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from loci.memory.extract import Extractor
 from loci.memory.mirror import Mirror
 from loci.memory.tags import parse_reply, without_memories
 from loci.memory.timeline import gives_new_value
-from loci.memory.types import expiry_for, new_memory_id
+from loci.memory.types import expiry_for, new_memory_id, ttl_days
 from loci.models import Event, Memory, MemoryVersion, Scope, StateItem
 from loci.search.query import query_terms
 from loci.store.base import SearchFilters, Store, Vectors
@@ -74,14 +77,19 @@ class MemoryService:
     def save(
         self, content: str, type: str = "project_context", tags: Sequence[str] = (),
         source: str | None = None, *, dedupe: bool = True, said_at: datetime | None = None,
+        any_type: bool = False,
     ) -> SaveResult:
         """Save a fact (see the module's docstring). ``said_at``: when its source said it
-        (a new memory is dated then; its expiry counts from now, when it was confirmed)."""
+        (a new memory is dated then; its expiry counts from now, when it was confirmed);
+        ``any_type``: the same fact stored under another type is the same fact."""
         content, memory_type, tags = _validate(content, type, tags)
         now = self.clock()
         said = min(said_at, now) if said_at is not None else now
         vectors = self.indexer.vectors_for([content]) if self.indexer else None
-        match = self._duplicate(content, memory_type, vectors) if dedupe else None
+        match = (self._duplicate(content, None if any_type else memory_type, vectors)
+                 if dedupe else None)
+        if match is not None and not gives_new_value(content, match.memory.content):
+            memory_type = self._longer_lived(memory_type, match.memory.type)
         expires = expiry_for(memory_type, now, self.ttls)
         if match is None or (match.kind == "changed" and gives_new_value(
                 content, match.memory.content)):
@@ -104,9 +112,10 @@ class MemoryService:
             return SaveResult(memory, "superseded", ended)
         old = match.memory
         merged = tuple(dict.fromkeys((*old.tags, *tags)))
-        fresh = replace(old, content=content, tags=merged, updated_at=now, expires_at=expires,
-                        created_at=min(old.created_at, said), confirmed_at=now)
-        if match.kind == "same":
+        fresh = replace(old, content=content, type=memory_type, tags=merged, updated_at=now,
+                        expires_at=expires, created_at=min(old.created_at, said),
+                        confirmed_at=now)
+        if match.kind == "same" and old.type == memory_type:
             self.store.put_memory(self.scope, fresh)
             action = "refreshed"
         else:
@@ -261,19 +270,27 @@ class MemoryService:
             source = f"event:{c.event_id}" if c.event_id is not None else "extraction"
             if save:
                 results.append(self.save(c.content, c.type, (c.rule, *c.topics), source,
-                                         said_at=said.get(c.event_id or -1)))
+                                         said_at=said.get(c.event_id or -1), any_type=True))
             else:
                 now = self.clock()
                 draft = Memory("(unsaved)", c.type, c.content, (c.rule,), now, now, None, source)
                 results.append(SaveResult(draft, "proposed"))
         return results
 
+    def _longer_lived(self, a: str, b: str) -> str:
+        """Of two memory types, the one whose facts live longer (``b`` on a tie)."""
+        days = [ttl_days(t, self.ttls) for t in (a, b)]
+        if days[1] is None:
+            return b
+        return a if days[0] is None or days[0] > days[1] else b
+
     def _duplicate(
-        self, content: str, memory_type: str, vectors: Vectors | None
+        self, content: str, memory_type: str | None, vectors: Vectors | None
     ) -> Match | None:
-        # An expired fact is a candidate too: said again, it is confirmed (its expiry
-        # counts from now), and a new value of it ends it as superseded, not as expired.
-        filters = SearchFilters(types=(memory_type,))
+        """The stored fact ``content`` repeats, among facts of ``memory_type`` (None:
+        of any type). An expired fact is a candidate too: said again, it is confirmed
+        (its expiry counts from now), and a new value of it ends it as superseded."""
+        filters = SearchFilters(types=(memory_type,) if memory_type else ())
         # A fact sharing more than 70% of the words shares the rarest ones; the longest
         # words are a cheap stand-in for the rarest, and few terms keep the query fast.
         rare = sorted(query_terms(content), key=len, reverse=True)[:DEDUP_QUERY_TERMS]
