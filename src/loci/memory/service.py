@@ -88,11 +88,11 @@ class MemoryService:
         vectors = self.indexer.vectors_for([content]) if self.indexer else None
         match = (self._duplicate(content, None if any_type else memory_type, vectors)
                  if dedupe else None)
-        if match is not None and not gives_new_value(content, match.memory.content):
+        new_value = match is not None and gives_new_value(content, match.memory.content)
+        if match is not None and not new_value:
             memory_type = self._longer_lived(memory_type, match.memory.type)
         expires = expiry_for(memory_type, now, self.ttls)
-        if match is None or (match.kind == "changed" and gives_new_value(
-                content, match.memory.content)):
+        if match is None or (match.kind == "changed" and new_value):
             marker = self.mirror.claim() if self.mirror else None
             held: dict[str, Any] = {"mirrors": [marker.id]} if marker else {}
             if self.home != self.scope:
