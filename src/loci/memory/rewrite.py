@@ -2,16 +2,16 @@
 
 "I'm planning to go shopping this weekend" → "The user is planning to go shopping this
 weekend"; "My dog is called Biscuit" → "The user's dog is called Biscuit"; "Call me Mo"
-→ "The user goes by Mo"; with a
-speaker's name, "Caroline's dog …". The sentence's subject is its opening "I" or "my",
-after a short phrase if one comes first ("Last week, the user …"); later pronouns become
-"they"/"their" with the verb agreeing ("I was" → "they were", never "they was"), and so
-does a verb joined to the first ("lives in Lisbon and deploys"); a later "we", "our",
-"us" (a group the person is in) becomes "they", "their", "them". A sentence is rewritten
-only when every change is one the rules are sure of: an opening verb they cannot
-conjugate ("I wases" is no word), an opening "we", quoted speech (a quoted title is kept
-as it is) or a joined word that may be a verb or a noun returns None, and the caller
-keeps the person's words, attributed.
+→ "The user goes by Mo"; with a speaker's name, "Caroline's dog …". The sentence's
+subject is its opening "I" or "my", after a short phrase if one comes first ("Last week,
+the user …"); later pronouns become "they"/"their" with the verb agreeing ("I was" →
+"they were", never "they was"), and so does a verb joined to the first ("lives in Lisbon
+and deploys", "is a beginner and doesn't"); a later "we", "our", "us" (a group the
+person is in) becomes "they", "their", "them". A sentence is rewritten only when every
+change is one the rules are sure of: an opening verb they cannot conjugate ("I wases" is
+no word), an opening "we", quoted speech (a quoted title is kept as it is) or a joined
+word that may be a verb or a noun returns None, and the caller keeps the person's words,
+attributed.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ _AFTER_VERB = frozenset(
     "a an the my his her their our this that these those it them him me us you in on at "
     "to for with from by about into over every each some all as out up off around".split())
 _COORDINATED = re.compile(r"\b(?P<joint>and|or|but)\s+(?P<verb>[a-z]+)\b(?P<next>\s+[a-z]+)?")
-_CALL_ME = re.compile(r"^(?:please\s+)?call me\s+(?=\S)", re.IGNORECASE)
+#: "Call me Mo": a name follows ("call me anytime" is no name).
+_CALL_ME = re.compile(r"^(?:please\s+)?call me\s+(?=(?-i:[A-Z]))", re.IGNORECASE)
 #: "I … and don't" shares the opening "I": "The user is a beginner and doesn't …".
 _JOINED_DONT = re.compile(r"\b(and|but|or)\s+(?:don't|dont)\b")
 _OPENING = re.compile(r"^(?:I(?P<contraction>'m|'ve|'d|'ll)|I|my|My)\b\s*")
