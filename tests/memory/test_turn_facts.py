@@ -137,6 +137,8 @@ def test_rules_keep_facts_not_sentences(loci: Loci, said: str, kept: str | None)
     ("I'm a beginner and don't want to feel overwhelmed.",
      "The user is a beginner and doesn't want to feel overwhelmed."),
     ("My dogs are old and don't run much.", "The user's dogs are old and don't run much."),
+    ("Call me Mo.", "The user goes by Mo."),
+    ("Call me anytime.", None),  # no name follows
 ])
 def test_third_person_agrees_or_gives_up(said: str, rewritten: str | None) -> None:
     assert third_person(said) == rewritten
