@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from loci.llm.base import ChatModel
 from loci.memory.extract import readable_lines
-from loci.memory.facts import said_sentences, statement_of
+from loci.memory.facts import about_writer, sentences_of, statement_of
 from loci.models import Event
 from loci.text import salience as sal
 
@@ -98,12 +98,11 @@ class Finding:
 
 def rule_findings(events: Sequence[Event]) -> list[Finding]:
     """Findings by sentence patterns and salience; no model."""
-    said = [(e, sal.split_sentences(text.replace("’", "'")),
-             frozenset(said_sentences(text)) if e.role == "user" else frozenset())
-            for e in events if (text := readable_lines(e))]
-    names = sal.known_names(s for _, sentences, _ in said for s in sentences)
+    said = [(e, text, sentences_of(text)) for e in events if (text := readable_lines(e))]
+    names = sal.known_names(s for _, _, sentences in said for s in sentences)
     found: list[Finding] = []
-    for event, sentences, own in said:
+    for event, text, sentences in said:
+        own = frozenset(about_writer(text, sentences) if event.role == "user" else ())
         for raw in sentences:
             sentence = sal.strip_discourse(raw.strip())
             if len(sentence) < 8 or sentence.endswith("?"):

@@ -115,10 +115,20 @@ TOPICS: dict[str, re.Pattern[str]] = {
 
 def said_sentences(text: str) -> list[str]:
     """The sentences of a turn that may hold facts about its writer (see the module)."""
-    sentences = sal.split_sentences(text.replace("’", "'"))
+    return about_writer(text, sentences_of(text))
+
+
+def sentences_of(text: str) -> list[str]:
+    """A turn's sentences, its typographic apostrophes made plain."""
+    return sal.split_sentences(text.replace("’", "'"))
+
+
+def about_writer(text: str, sentences: list[str]) -> list[str]:
+    """Of the ``sentences`` of ``text``, those that may be about its writer: all, or of
+    a pasted document only the opening and closing ones."""
     if len(text) > PASTED_CHARS and len(sentences) > 2 * PASTED_EDGE:
-        about_writer = sum(bool(_FIRST_PERSON.search(s)) for s in sentences)
-        if about_writer < PASTED_SHARE * len(sentences):
+        mine = sum(bool(_FIRST_PERSON.search(s)) for s in sentences)
+        if mine < PASTED_SHARE * len(sentences):
             return sentences[:PASTED_EDGE] + sentences[-PASTED_EDGE:]
     return sentences
 
@@ -129,7 +139,7 @@ def statement_of(sentence: str) -> str | None:
     if not text or _BRACKETED.match(text) or text.endswith("?") or sal.is_command(text):
         return None
     text = _LEAD_IN.sub("", text)
-    if _ASK.match(text):
+    if is_request(text):
         return None
     said = text
     text = _before_second_person(_REQUEST_TAIL.sub("", text)).strip(" ,;:-")
