@@ -17,7 +17,7 @@ from loci.checks import OPERATOR, check_name
 from loci.cli.app import main
 from loci.errors import ValidationError
 
-REFUSED = [OPERATOR, ".", "..", "a/b", "../maya", "a\\b", "/"]
+REFUSED = [OPERATOR, ".", "..", "a/b", "../maya", "a\\b", "/", "maya\n"]
 #: Sessions may be "/"-separated parts ("team/alpha"), but no part may be a path step.
 SESSIONS_REFUSED = [OPERATOR, ".", "..", "../maya", "a\\b", "/", "a//b", "team/..", "a/"]
 

@@ -22,10 +22,15 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from loci.errors import ValidationError
 from loci.models import SHARED_AGENT
+from loci.timeutil import check_time
+
+if TYPE_CHECKING:
+    from loci.store.values import SearchFilters
 
 #: Levels of nesting a stored JSON value may have.
 MAX_DEPTH = 64
@@ -34,17 +39,23 @@ MAX_VALUES = 100_000
 #: Characters of one tag, and tags of one memory or document.
 MAX_TAG_CHARS = 64
 MAX_TAGS = 50
+#: Characters one page of a memory or a document may hold.
+MAX_PAGE = 100_000
 #: The smallest context window a call may ask for.
 MIN_WINDOW = 512
 #: Bytes of UTF-8 a name may take (file systems allow 255 per path component).
 MAX_NAME_BYTES = 200
 _INT64 = 2 ** 63
-_NAME = re.compile(r"^[^\x00-\x1f\x7f]+$")
+_NAME = re.compile(r"[^\x00-\x1f\x7f]+")
 #: The tenant of an operator key: any user, named by the request. No name may be it.
 OPERATOR = "*"
 #: Names that can never be a user's, agent's or session's: the operator's, the shared
 #: memories' agent, and those a file path reads as a directory.
 RESERVED_NAMES = frozenset({OPERATOR, SHARED_AGENT, ".", ".."})
+#: State keys Loci keeps for itself: a session's focus, how far its turns were saved to
+#: memory, the context edits its provider applies, the pending consolidation. No client
+#: writes them (a malformed one would break what reads it).
+INTERNAL_STATE = ("focus:", "flushed:", "provider_edits:", "consolidation:")
 
 
 def check_text(field: str, value: Any) -> str:
@@ -76,10 +87,31 @@ def check_label(kind: str, value: Any) -> str:
             size = len(value.encode("utf-8"))
         except UnicodeEncodeError:
             size = 0
-        if 0 < size <= MAX_NAME_BYTES and _NAME.match(value) and value.strip():
+        if 0 < size <= MAX_NAME_BYTES and _NAME.fullmatch(value) and value.strip():
             return value
     raise ValidationError(f"invalid {kind} {value!r}: use 1-{MAX_NAME_BYTES} bytes of "
                           "printable text")
+
+
+def check_state_key(key: Any) -> str:
+    """A state key a client may write: a label (``check_label``) outside
+    ``INTERNAL_STATE``."""
+    check_label("state key", key)
+    if key.startswith(INTERNAL_STATE):
+        raise ValidationError(f"state key {key!r} is reserved: keys starting with "
+                              f"{', '.join(INTERNAL_STATE)} are Loci's own")
+    return str(key)
+
+
+def check_filters(filters: SearchFilters) -> SearchFilters:
+    """Search filters whose texts UTF-8 can encode and whose times lie in range."""
+    texts = [*filters.types, *filters.tags, *filters.sessions]
+    texts += [t for t in (filters.session, filters.path_prefix) if t is not None]
+    for text in texts:
+        check_text("a search filter", text)
+    since, until = (None if t is None else check_time(name, t) for name, t in (
+        ("since", filters.since), ("until", filters.until)))
+    return replace(filters, since=since, until=until)
 
 
 #: A memory type name: a snake_case word.
@@ -178,6 +210,15 @@ def clean_tags(tags: Iterable[object]) -> tuple[str, ...]:
     if len(cleaned) > MAX_TAGS:
         raise ValidationError(f"at most {MAX_TAGS} tags")
     return tuple(cleaned)
+
+
+def check_page(offset: int, limit: int) -> tuple[int, int]:
+    """A page of a text to read: from ``offset``, ``limit`` characters (``MAX_PAGE``
+    at most)."""
+    if not 0 <= offset < _INT64 or not 0 < limit <= MAX_PAGE:
+        raise ValidationError(f"offset must be a whole number >= 0 and limit in "
+                              f"1..{MAX_PAGE:,}")
+    return offset, limit
 
 
 def check_window(window: int | None) -> int | None:

@@ -16,8 +16,10 @@ from typing import Any, ClassVar, Protocol
 
 from loci.apis import client
 from loci.checks import (
+    check_filters,
     check_label,
     check_name,
+    check_state_key,
     check_stored_name,
     check_text,
     check_type,
@@ -327,7 +329,8 @@ class ScopeView:
             raise ValidationError("limit must be between 1 and 1000")
         self.runtime.extraction.catch_up()  # the facts of every turn written so far
         return search_items(self.retriever, self.memory_scopes, check_text("query", query),
-                            kinds, limit, filters or SearchFilters(), past, self.clock())
+                            kinds, limit, check_filters(filters or SearchFilters()), past,
+                            self.clock())
 
     def memory_search(
         self, query: str, limit: int = 5, filters: SearchFilters | None = None,
@@ -377,7 +380,7 @@ class ScopeView:
     # -- state --------------------------------------------------------------------
     def state_set(self, key: str, value: str) -> StateItem:
         value = check_text("state value", value if isinstance(value, str) else str(value))
-        return self.store.set_state(self.scope, check_label("key", key), value, self.clock())
+        return self.store.set_state(self.scope, check_state_key(key), value, self.clock())
 
     def state_get(self, key: str) -> StateItem:
         item = self.store.get_state(self.scope, check_text("key", key))
@@ -421,7 +424,7 @@ class ScopeView:
         first if its policy says so; a ``window`` here sizes this call's view only
         (``context.assembly``); ``guest``: the proxy's (no built-in persona);
         ``provider_edits``: what the provider edits (``CompactionService.note_edits``)."""
-        window = self._checked(message, window)
+        window = self._checked(message, window, model)
         decision = Decision.NONE
         if session is not None:
             check_name("session", session)
@@ -433,9 +436,12 @@ class ScopeView:
         return self._compile(session, message, model, window,
                              flush=decision is Decision.FLUSH, guest=guest)
 
-    def _checked(self, message: str | None, window: int | None) -> int | None:
+    def _checked(self, message: str | None, window: int | None, model: str | None
+                 ) -> int | None:
         if message is not None:
             check_text("message", message)
+        if model is not None:
+            check_label("model", model)
         return check_window(window)
 
     def compile_unless_compacting(
@@ -446,7 +452,7 @@ class ScopeView:
         compaction a compile only reads and computes (the server runs it on its event
         loop); compacting writes and may wait on an LLM."""
         check_name("session", session)
-        window = self._checked(message, window)
+        window = self._checked(message, window, model)
         decision = Decision.NONE if window is not None else self._compaction.decide(
             session, model=model, before_compile=True)
         if decision in COMPACTING:
@@ -471,6 +477,8 @@ class ScopeView:
         summarize and archive the oldest span (nothing is deleted); ``window`` sizes
         what stays live (default: the model's)."""
         self.session(session)
+        if model is not None:
+            check_label("model", model)
         return self._compaction.compact(session, model=model, strategy=strategy,
                                        instructions=instructions, dry_run=dry_run,
                                        window=check_window(window))

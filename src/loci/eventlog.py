@@ -119,12 +119,14 @@ def parse_jsonl(
             if not isinstance(record, dict):
                 raise ValidationError("expected a JSON object")
             events.append(_from_record(record, counter, default_timestamp))
-        except json.JSONDecodeError as exc:
-            raise ValidationError(f"line {number}: malformed JSON: {exc.msg}") from exc
-        except RecursionError:
-            raise ValidationError(f"line {number}: JSON nested too deeply") from None
         except ValidationError as exc:
             raise ValidationError(f"line {number}: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"line {number}: malformed JSON: {exc.msg}") from exc
+        except ValueError as exc:  # a number of over 4,300 digits
+            raise ValidationError(f"line {number}: unreadable JSON: {exc}") from None
+        except RecursionError:
+            raise ValidationError(f"line {number}: JSON nested too deeply") from None
     return events
 
 

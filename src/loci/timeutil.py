@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, date, datetime
+from typing import Any
 
 from loci.errors import ValidationError
 
 Clock = Callable[[], datetime]
+#: The instants a timestamp or a filter may name: those Python's datetime holds, less a
+#: day at each end, so that a day added or taken off (a period, a tick) cannot overflow.
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+LATEST = datetime(9999, 12, 30, tzinfo=UTC)
 
 
 def utc_now() -> datetime:
@@ -24,12 +29,23 @@ def parse_timestamp(text: str) -> datetime:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except (ValueError, AttributeError) as exc:
         raise ValidationError(f"not an ISO 8601 timestamp: {text!r}") from exc
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
+    return check_time("timestamp", value)
+
+
+def check_time(field: str, value: Any) -> datetime:
+    """``value`` as an aware UTC datetime (naive means UTC) between ``EARLIEST`` and
+    ``LATEST``, else a ``ValidationError``."""
+    if not isinstance(value, datetime):
+        raise ValidationError(f"{field} must be a date and time, not {type(value).__name__}")
+    utc: datetime | None
     try:
-        return value.astimezone(UTC)
-    except OverflowError:
-        raise ValidationError(f"timestamp out of range once in UTC: {text!r}") from None
+        utc = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        utc = None
+    if utc is None or not EARLIEST <= utc <= LATEST:
+        raise ValidationError(f"{field} is out of range: use a time between "
+                              f"{EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d} (UTC)")
+    return utc
 
 
 def format_timestamp(value: datetime) -> str:

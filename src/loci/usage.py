@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from loci.apis.wire import read_usage
-from loci.checks import check_label, check_name, check_stored_name
+from loci.apis.wire import check_usage, read_usage
+from loci.checks import check_label, check_name, check_stored_name, check_text
 from loci.context.compiled import CompiledContext
 from loci.context.compiler import memo_counter
 from loci.errors import ValidationError
@@ -120,14 +120,16 @@ class UsageLedger:
             raise ValidationError("latency_ms must be a duration in milliseconds")
         # The client's system text recurs on every call: counted once.
         counter = memo_counter(token_counter(model, self.settings.tokenizer))
-        base = sum(counter.count_message("system", text) for text in client_text)
+        base = sum(counter.count_message("system", check_text("client_text", text))
+                   for text in client_text)
         layers: dict[str, int] = {}
         if context is not None:
             layers = {layer.name: layer.used for layer in context.layers if layer.used}
             if context.message is not None:  # not in the log yet
                 base += counter.count_message("user", context.message)
-        call = NewUsage(session=session, model=model, face=face, usage=read_usage(usage),
-                        at=self._now(), latency_ms=latency_ms,
+        call = NewUsage(session=session, model=model, face=face,
+                        usage=read_usage(check_usage(usage)), at=self._now(),
+                        latency_ms=latency_ms,
                         context_tokens=context.total_tokens if context else 0,
                         layers=layers, prefix_hash=context.prefix_hash if context else "",
                         base_tokens=base)

@@ -114,3 +114,18 @@ def test_a_file_that_holds_no_messages_is_refused(tmp_path: Path) -> None:
     path.write_text('{"model": "gpt-5"}')
     with pytest.raises(ValidationError, match="expected a list"):
         read_log("openai", path)
+
+
+def test_numbers_past_what_python_reads_are_a_clear_error(tmp_path: Path) -> None:
+    """A number of over 4,300 digits is no JSON Python reads (a ValueError, not a
+    JSONDecodeError); a time past the year 9999 is no time."""
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"messages": [{"role": "user", "content": "x", "n": ' + "1" * 5_000
+                    + "}]}")
+    with pytest.raises(ValidationError, match="neither JSON nor JSONL"):
+        read_log("openai", huge)
+    far = tmp_path / "far.json"
+    far.write_text(json.dumps({"messages": [{"role": "user", "content": "x",
+                                             "created_at": 1e20}]}))
+    [session] = read_log("openai", far)
+    assert [(e["content"], "timestamp" in e) for e in session.events] == [("x", False)]

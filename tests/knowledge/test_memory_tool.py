@@ -142,3 +142,14 @@ def test_a_tool_runner_uses_loci_as_its_memory(loci: Loci, upstream: Upstream) -
     assert "     1\tzero\n     2\tone\n     3\t2" in str(results[3]["content"])
     assert results[6]["content"] == "Successfully deleted /memories/c.md"
     assert [d.path for d in loci.knowledge.ls("/memories/")] == ["/memories/b.md"]
+
+
+def test_a_directory_is_not_moved_into_itself(loci: Loci) -> None:
+    """The reference fails here with the file system's OSError; ours says why and
+    leaves the files where they were."""
+    tool = LociMemoryTool(loci)
+    tool.call({"command": "create", "path": "/memories/x/a.md", "file_text": "kept"})
+    with pytest.raises(ToolError, match="into itself"):
+        tool.call({"command": "rename", "old_path": "/memories/x",
+                   "new_path": "/memories/x/sub"})
+    assert [d.path for d in loci.knowledge.ls("/memories/")] == ["/memories/x/a.md"]

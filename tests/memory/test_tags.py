@@ -84,6 +84,9 @@ def test_examples() -> None:
         "[MEMORY:Not A Type!] x [/MEMORY]",
         "[MEMORY:sticky]   [/MEMORY]",
         "[STATE:k] mismatched [/MEMORY]",
+        # Loci's own keys: a reply could otherwise break what reads them.
+        "[STATE:consolidation:pending] garbage [/STATE]",
+        "[STATE:focus:s] {} [/STATE]",
     ],
 )
 def test_left_as_text(text: str) -> None:

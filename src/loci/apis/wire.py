@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from loci.errors import ValidationError
 from loci.models import Usage
 
 if TYPE_CHECKING:  # read-only containers: a list of objects is a JSON value too
@@ -39,14 +40,38 @@ def message_text(content: Any) -> str:
     return str(content)
 
 
+#: More tokens than one call has: a count past it is none (and sums of such would
+#: overflow the store's 64-bit integers).
+MAX_CALL_TOKENS = 10**12
+
+
 def usage_int(usage: Any, *keys: str) -> int:
-    """The first integer found under ``keys`` in a usage object, else 0."""
+    """The first token count found under ``keys`` in a usage object, else 0."""
     if isinstance(usage, dict):
         for key in keys:
             value = usage.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
+            if isinstance(value, int) and is_count(value):
                 return value
     return 0
+
+
+def is_count(value: Any) -> bool:
+    """Whether ``value`` is a token count a call can have."""
+    return isinstance(value, int) and not isinstance(value, bool) and (
+        0 <= value <= MAX_CALL_TOKENS)
+
+
+def check_usage(value: Any) -> Any:
+    """``value`` (a provider's usage object) if every whole number in it, and in its
+    ``*_details``, is a token count a call can have, else a ``ValidationError``."""
+    data = as_dict(value)
+    for key, item in [*data.items(), *((f"{k}.{d}", v) for k, details in data.items()
+                                       if isinstance(details, dict)
+                                       for d, v in details.items())]:
+        if isinstance(item, int) and not isinstance(item, bool) and not is_count(item):
+            raise ValidationError(f"usage {key} must be a token count from 0 to "
+                                  f"{MAX_CALL_TOKENS:,}, not {item}")
+    return value
 
 
 def read_usage(value: Any) -> Usage:

@@ -15,6 +15,7 @@ from functools import lru_cache
 from itertools import zip_longest
 from types import MappingProxyType
 
+from loci.checks import INTERNAL_STATE
 from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
@@ -40,8 +41,6 @@ NAMED_IDENTITY = "You are {agent}, a helpful assistant with a long-term memory."
 RECENT_MEMORIES = 100
 #: How many of them a new session shows, whatever it is asked (``memories``).
 NEW_SESSION_MEMORIES = 10
-#: State keys Loci keeps for itself (focus, flush marks), not shown as state.
-INTERNAL_STATE = (STATE_PREFIX, "flushed:", "provider_edits:", "consolidation:")
 _FAILURE = re.compile(r"^\s*(error|traceback|exception|fatal|failed)\b", re.IGNORECASE)
 
 

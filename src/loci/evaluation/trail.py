@@ -98,7 +98,7 @@ def _structured(trail: Trail, tool: str, args: dict[str, Any], index: int) -> No
 def arguments(call: dict[str, Any]) -> dict[str, Any]:
     try:
         value = json.loads(call["function"].get("arguments") or "{}")
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -84,7 +84,7 @@ def jsonl_records(path: Path, unreadable: list[int] | None = None
             continue
         try:
             record = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # ValueError: also a 5,000-digit number
             if unreadable is not None:
                 unreadable.append(number)
             continue
@@ -105,12 +105,11 @@ def load_json(path: Path) -> Any:
     text = read_text(path)
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         try:
             return [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise ValidationError(f"{path}: neither JSON nor JSONL: {exc.msg} "
-                                  f"(line {exc.lineno})") from exc
+        except (ValueError, RecursionError) as exc:
+            raise ValidationError(f"{path}: neither JSON nor JSONL: {exc}") from None
 
 
 def stamp(value: Any) -> datetime | None:
@@ -121,7 +120,10 @@ def stamp(value: Any) -> datetime | None:
         except (ValueError, ValidationError):
             return None
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return datetime.fromtimestamp(value, tz=UTC)
+        try:
+            return datetime.fromtimestamp(value, tz=UTC)
+        except (OverflowError, OSError, ValueError):  # past what a datetime holds
+            return None
     return None
 
 
@@ -133,7 +135,7 @@ def arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, str):
         try:
             value = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             return {"input": raw}
         return value if isinstance(value, dict) else {"input": value}
     return {} if raw is None else {"input": raw}

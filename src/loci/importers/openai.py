@@ -128,7 +128,7 @@ def _output(item: Mapping[str, Any], when: datetime | None, metadata: dict[str, 
     if isinstance(output, str):
         try:  # older Codex outputs: {"output": ..., "metadata": {"exit_code": ...}}
             parsed = json.loads(output)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             parsed = None
         if isinstance(parsed, Mapping) and "output" in parsed:
             output = parsed

@@ -146,6 +146,8 @@ class MemoryFiles:
         if self._file(new) is not None or self._below(new):
             raise MemoryToolError(f"The destination {new} already exists")
         single = self._file(old)
+        if single is None and new.startswith(old.rstrip("/") + "/"):
+            raise MemoryToolError(f"Cannot move the directory {old} into itself ({new})")
         moving = [single] if single is not None else self._below(old)
         if not moving:
             raise MemoryToolError(f"The path {old} does not exist")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from loci.checks import control_character
+from loci.checks import check_text, control_character
 from loci.errors import ValidationError
 
 MAX_PATH_CHARS = 1024
@@ -36,6 +36,7 @@ _SLUG_GAP = re.compile(r"[\s_-]+")
 
 def _segments(path: str, what: str) -> list[str]:
     """The checked segments of an absolute path (without the leading slash)."""
+    check_text(what, path)
     shown = repr(path if len(path) <= 80 else path[:77] + "...")
     if not path.startswith("/"):
         raise ValidationError(f"invalid {what} {shown}: paths are absolute, e.g. {EXAMPLE}")

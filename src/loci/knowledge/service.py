@@ -170,8 +170,8 @@ class KnowledgeBase:
             raise ValidationError(f"v{version} is the current version of {path}: write a "
                                   "new version first, then redact this one")
         when = format_timestamp(self.clock())
-        if not self.store.redact_document_version(self.scope, current.path, version,
-                                                  {REDACTED: when}):
+        if not 0 < version < current.version or not self.store.redact_document_version(
+                self.scope, current.path, version, {REDACTED: when}):
             raise NotFoundError(f"{path} has no earlier version {version} (see its history)")
         return next(v for v in self.history(path) if v.version == version)
 

@@ -7,11 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from loci.errors import ValidationError
+from loci.checks import check_page
 from loci.knowledge.text import best_passage, summarize, title_of
 from loci.models import Document, SearchHit
-
-MAX_PAGE = 100_000
 
 
 @dataclass(frozen=True)
@@ -52,8 +50,7 @@ def to_summary(hit: SearchHit, document: Document, query: str) -> DocumentSummar
 
 
 def page(document: Document, offset: int, limit: int) -> DocumentPage:
-    if offset < 0 or not 0 < limit <= MAX_PAGE:
-        raise ValidationError(f"offset must be >= 0 and limit in 1..{MAX_PAGE:,}")
+    offset, limit = check_page(offset, limit)
     text = document.content
     end = offset + limit
     return DocumentPage(

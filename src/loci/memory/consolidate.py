@@ -38,6 +38,12 @@ from loci.text.transcript import without_harness
 from loci.timeutil import format_timestamp, parse_timestamp
 
 KINDS = ("merge", "supersede", "retire", "retype")
+
+
+def names_fit(kind: str, count: int) -> bool:
+    """Whether a change of ``kind`` may name ``count`` memories."""
+    return {"merge": count >= 2, "supersede": count == 2, "retire": count == 1,
+            "retype": count == 1}.get(kind, False)
 #: Words of a memory that pair it with others to compare (its longest ones): two
 #: statements of one fact share their rarest words.
 BLOCKING_WORDS = 4
@@ -76,9 +82,14 @@ class ProposedChange:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProposedChange:
-        return cls(str(data["kind"]), tuple(data["ids"]), str(data["reason"]),
-                   tuple(data.get("texts") or ()), data.get("type"),
-                   tuple(data.get("seen") or ()))
+        """The change as ``to_dict`` wrote it; ``ValueError`` if it is not one."""
+        made = cls(str(data["kind"]), tuple(map(str, data["ids"])), str(data["reason"]),
+                   tuple(map(str, data.get("texts") or ())), data.get("type"),
+                   tuple(map(str, data.get("seen") or ())))
+        if len(made.seen) != len(made.ids) or not names_fit(made.kind, len(made.ids)) or (
+                made.kind == "retype" and not isinstance(made.type, str)):
+            raise ValueError(f"not a {made.kind} change: {dict(data)!r:.200}")
+        return made
 
     def describe(self) -> list[str]:
         """The change as lines of a diff a person reads."""

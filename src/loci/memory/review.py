@@ -27,6 +27,7 @@ from loci.memory.consolidate import (
     ProposedChange,
     change,
     fingerprint,
+    names_fit,
     proposal_id,
     propose_by_rules,
 )
@@ -76,8 +77,15 @@ class Consolidator:
         return proposal
 
     def pending(self) -> Proposal | None:
+        """The pending proposal; None if there is none, or none that reads as one (an
+        older version's, a damaged one: the next ``propose`` replaces it)."""
         item = self.service.store.get_state(self.service.scope, PENDING)
-        return Proposal.from_dict(json.loads(item.value)) if item else None
+        if item is None:
+            return None
+        try:
+            return Proposal.from_dict(json.loads(item.value))
+        except (LociError, ValueError, KeyError, TypeError, AttributeError):
+            return None
 
     def apply(self, proposal_id: str) -> Consolidation:
         """Apply the pending proposal ``proposal_id``; refused (``ConflictError``) when a
@@ -139,9 +147,7 @@ def _one_change(item: Any, memories: dict[str, Memory]) -> ProposedChange | None
     if not isinstance(ids, list) or not all(isinstance(i, str) and i in memories for i in ids):
         return None
     kind, named = str(item["kind"]), [memories[i] for i in dict.fromkeys(ids)]
-    wanted = {"merge": len(named) >= 2, "supersede": len(named) == 2,
-              "retire": len(named) == 1, "retype": len(named) == 1}
-    if not wanted[kind]:
+    if not names_fit(kind, len(named)):
         return None
     reason = str(item.get("reason") or kind)[:200]
     if kind != "retype":

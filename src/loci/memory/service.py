@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from loci.checks import check_label, check_text, check_type, clean_tags
+from loci.checks import check_state_key, check_text, check_type, clean_tags
 from loci.errors import NotFoundError, ValidationError
 from loci.indexing import Indexer
 from loci.memory.dedup import Match, find_duplicate
@@ -255,7 +255,7 @@ class MemoryService:
         parsed = parse_reply(text)
         saved = [self.save(tag.body, tag.key, source=source) for tag in parsed.memories]
         now = self.clock()
-        states = [self.store.set_state(self.home, check_label("key", tag.key),
+        states = [self.store.set_state(self.home, check_state_key(tag.key),
                                        check_text("state value", tag.body), now)
                   for tag in parsed.states]
         return ReplyResult(parsed.clean, saved, states)

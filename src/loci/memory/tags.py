@@ -12,8 +12,9 @@ are what gets saved. Rules:
 - an opening tag with no closing tag of its kind is ordinary text (nothing half-saved);
 - nothing inside fenced code blocks (``` or ~~~) or inline code spans is parsed, so
   replies that *explain* the syntax are left alone;
-- the memory type must be a snake_case word and the state key 1-200 printable
-  characters; otherwise the tag is left as text. Types that are neither built in nor
+- the memory type must be a snake_case word and the state key one a client may write
+  (``checks.check_state_key``: 1-200 bytes of printable text, not one of Loci's own);
+  otherwise the tag is left as text. Types that are neither built in nor
   configured are saved with the default TTL (see ``memory.types``);
 - removing a tag also removes the whitespace it leaves behind (a line that held only
   tags disappears; two spaces around an inline tag become one).
@@ -23,6 +24,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from loci.checks import check_state_key
+from loci.errors import ValidationError
 
 _OPEN = re.compile(
     r"\[\s*(?P<kind>memory|state)\s*:\s*(?P<key>[^\]\n]{1,200}?)\s*\]", re.IGNORECASE
@@ -34,7 +38,6 @@ _CLOSE = {
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})", re.MULTILINE)
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 _TYPE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-_KEY = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,11 @@ def without_memories(text: str, bodies: set[str]) -> str:
 def _valid_key(kind: str, key: str) -> bool:
     if kind == "memory":
         return bool(_TYPE.match(key.lower()))
-    return bool(_KEY.match(key))
+    try:
+        check_state_key(key)
+    except ValidationError:
+        return False
+    return True
 
 
 def _protected_spans(text: str) -> list[tuple[int, int]]:

@@ -6,13 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from loci.errors import ValidationError
+from loci.checks import check_page
 from loci.memory.markdown import render
 from loci.memory.timeline import hit_standing
 from loci.models import Memory, SearchHit
 
 SUMMARY_CHARS = 200
-MAX_PAGE = 100_000
 
 
 @dataclass(frozen=True)
@@ -60,8 +59,7 @@ def to_summary(hit: SearchHit, now: datetime) -> MemorySummary:
 
 
 def page(memory: Memory, offset: int, limit: int) -> MemoryPage:
-    if offset < 0 or not 0 < limit <= MAX_PAGE:
-        raise ValidationError(f"offset must be >= 0 and limit in 1..{MAX_PAGE:,}")
+    offset, limit = check_page(offset, limit)
     text = render(memory)
     end = offset + limit
     return MemoryPage(

@@ -75,8 +75,16 @@ class Guard:
         if origin is not None:
             text = origin.decode("latin-1").lower().rstrip("/")
             return text in self.allowed_origins or (
-                text != "null" and urlsplit(text).netloc == host)
+                text != "null" and _netloc(text) == host)
         return headers.get(b"sec-fetch-site") != b"cross-site"
+
+
+def _netloc(url: str) -> str | None:
+    """The host and port of ``url``; None if it does not parse (``http://[::1``)."""
+    try:
+        return urlsplit(url).netloc
+    except ValueError:
+        return None
 
 
 def is_loopback(host: str) -> bool:
