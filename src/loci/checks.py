@@ -221,6 +221,17 @@ def check_page(offset: int, limit: int) -> tuple[int, int]:
     return offset, limit
 
 
+def check_call(message: str | None, window: int | None, model: str | None
+               ) -> int | None:
+    """What a compile is asked for (each optional): its message, a per-call window and
+    the model's name; the window."""
+    if message is not None:
+        check_text("message", message)
+    if model is not None:
+        check_label("model", model)
+    return check_window(window)
+
+
 def check_window(window: int | None) -> int | None:
     """A per-call context window: a whole number of tokens, at least ``MIN_WINDOW``."""
     if window is not None and (isinstance(window, bool) or not isinstance(window, int)

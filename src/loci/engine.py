@@ -16,14 +16,13 @@ from typing import Any, ClassVar, Protocol
 
 from loci.apis import client
 from loci.checks import (
+    check_call,
     check_filters,
-    check_label,
     check_name,
     check_state_key,
     check_stored_name,
     check_text,
     check_type,
-    check_window,
 )
 from loci.compaction.compactor import STRATEGIES, CompactionResult
 from loci.compaction.policy import COMPACTING, Decision
@@ -35,7 +34,13 @@ from loci.context.history import LiveEvents
 from loci.context.workspace import Workspace
 from loci.erasure import SessionEraser, SessionErasure
 from loci.errors import NotFoundError, ValidationError
-from loci.eventlog import check_fields, check_message, dump_jsonl, new_event, parse_jsonl
+from loci.eventlog import (
+    check_fields,
+    check_message,
+    dump_jsonl,
+    new_event,
+    parse_jsonl,
+)
 from loci.importers import FORMATS, ImportReport, import_log
 from loci.indexing import Indexer
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, Librarian, SessionKnowledge
@@ -64,7 +69,7 @@ from loci.models import (
 from loci.retriever import Retriever
 from loci.search.relevance import MIN_RELEVANCE
 from loci.settings import Settings
-from loci.store import SearchFilters, Store
+from loci.store import NO_FILTERS, SearchFilters, Store
 from loci.timeutil import Clock
 from loci.tokens import TokenCounter, token_counter
 from loci.turns import Turn, answer_turn, take_in
@@ -184,8 +189,8 @@ class ScopeView:
     def sessions(self) -> list[SessionInfo]:
         return self.store.list_sessions(self.scope)
 
-    def import_jsonl(self, lines: Iterable[str], session: str) -> list[Event]:
-        """Import a JSONL event log into ``session``; a bad line stores nothing."""
+    def import_jsonl(self, lines: str | Iterable[str], session: str) -> list[Event]:
+        """Import a JSONL log (its text or lines) into ``session``; a bad line stores none."""
         check_name("session", session)
         return self._append(session, parse_jsonl(lines, self.counter, self.clock()))
 
@@ -292,8 +297,7 @@ class ScopeView:
         """Append an assistant reply, its tags saved and stripped (the raw reply kept)."""
         check_name("session", session)
         result = self.apply_reply(text, source=f"session:{session}")
-        if result.clean != text:
-            metadata = {**metadata, "raw": text}
+        metadata = {**metadata, "raw": text} if result.clean != text else metadata
         event = self.add(session, "assistant", result.clean, **metadata)
         self._compaction.maybe_compact(session)
         return event, result
@@ -325,11 +329,9 @@ class ScopeView:
         [0, 1]. Memories that no longer hold are found too: ranked below those that do
         (``timeline.weighed_by_standing``) unless the query asks about the past
         (``past`` None: it decides; True: as they rank), left out if ``past`` is False."""
-        if not 1 <= limit <= 1000:
-            raise ValidationError("limit must be between 1 and 1000")
         self.runtime.extraction.catch_up()  # the facts of every turn written so far
         return search_items(self.retriever, self.memory_scopes, check_text("query", query),
-                            kinds, limit, check_filters(filters or SearchFilters()), past,
+                            kinds, limit, check_filters(filters or NO_FILTERS), past,
                             self.clock())
 
     def memory_search(
@@ -424,7 +426,7 @@ class ScopeView:
         first if its policy says so; a ``window`` here sizes this call's view only
         (``context.assembly``); ``guest``: the proxy's (no built-in persona);
         ``provider_edits``: what the provider edits (``CompactionService.note_edits``)."""
-        window = self._checked(message, window, model)
+        window = check_call(message, window, model)
         decision = Decision.NONE
         if session is not None:
             check_name("session", session)
@@ -436,14 +438,6 @@ class ScopeView:
         return self._compile(session, message, model, window,
                              flush=decision is Decision.FLUSH, guest=guest)
 
-    def _checked(self, message: str | None, window: int | None, model: str | None
-                 ) -> int | None:
-        if message is not None:
-            check_text("message", message)
-        if model is not None:
-            check_label("model", model)
-        return check_window(window)
-
     def compile_unless_compacting(
         self, session: str, message: str | None = None, *, model: str | None = None,
         window: int | None = None,
@@ -452,7 +446,7 @@ class ScopeView:
         compaction a compile only reads and computes (the server runs it on its event
         loop); compacting writes and may wait on an LLM."""
         check_name("session", session)
-        window = self._checked(message, window, model)
+        window = check_call(message, window, model)
         decision = Decision.NONE if window is not None else self._compaction.decide(
             session, model=model, before_compile=True)
         if decision in COMPACTING:
@@ -477,11 +471,9 @@ class ScopeView:
         summarize and archive the oldest span (nothing is deleted); ``window`` sizes
         what stays live (default: the model's)."""
         self.session(session)
-        if model is not None:
-            check_label("model", model)
         return self._compaction.compact(session, model=model, strategy=strategy,
                                        instructions=instructions, dry_run=dry_run,
-                                       window=check_window(window))
+                                       window=check_call(None, window, model))
 
     def compactions(self, session: str) -> list[Compaction]:
         self.session(session)
@@ -490,12 +482,12 @@ class ScopeView:
     def history_budget(self, model: str | None = None, window: int | None = None) -> int:
         """The tokens a compile gives history (summary included) for ``model``, or for a
         ``window`` given per call; compaction keeps live history within it."""
-        return self._compaction.history_budget(model, check_window(window))
+        return self._compaction.history_budget(model, check_call(None, window, model))
 
     def maybe_compact(self, session: str, *, model: str | None = None
                       ) -> CompactionResult | None:
         """Compact if the policy's thresholds say so (also checks idle sessions)."""
-        return self._compaction.maybe_compact(session, model=model)[1]
+        return self._compaction.maybe_compact(check_name("session", session), model=model)[1]
 
     def _consolidate(self, events: Sequence[Event]) -> list[SaveResult]:
         if self.settings.memory_extraction:  # each turn's facts were saved as it came

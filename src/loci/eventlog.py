@@ -106,12 +106,21 @@ def event_tokens(
     return tokens
 
 
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSONL text: split at ``\n`` only. ``str.splitlines`` also splits
+    at U+2028, U+2029 and U+0085, which JSON writers (ours, Node's ``JSON.stringify``)
+    leave raw inside strings: a line cut there is no JSON."""
+    return text.split("\n")
+
+
 def parse_jsonl(
-    lines: Iterable[str], counter: TokenCounter, default_timestamp: datetime
+    lines: str | Iterable[str], counter: TokenCounter, default_timestamp: datetime
 ) -> list[NewEvent]:
-    """Parse a whole JSONL session; any bad line raises before anything is returned."""
+    """Parse a whole JSONL session (its text or its lines); any bad line raises before
+    anything is returned."""
     events = []
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(jsonl_lines(lines) if isinstance(lines, str) else lines,
+                                  start=1):
         if not line.strip():
             continue
         try:

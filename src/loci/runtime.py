@@ -15,7 +15,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
-from loci.checks import check_name, check_stored_name
+from loci.checks import check_name, check_stored_name, check_text
 from loci.compaction.service import chat_model_from
 from loci.context.history import LiveEvents
 from loci.embeddings import IN_PROCESS, make_embedder
@@ -36,7 +36,7 @@ from loci.memory.live import TurnExtraction
 from loci.models import SHARED_AGENT, ApiKey, Scope
 from loci.portability import export_user, import_user
 from loci.retriever import Retriever
-from loci.settings import RETENTION_ACTIONS, Settings, load_settings
+from loci.settings import MAX_RETENTION_DAYS, RETENTION_ACTIONS, Settings, load_settings
 from loci.store import Store, open_store
 from loci.timeutil import Clock, utc_now
 from loci.upstreams import Upstream, Upstreams
@@ -130,7 +130,7 @@ class Runtime:
         user a request names (``keys.OPERATOR``): its record, and the key itself
         (shown once)."""
         tenant = OPERATOR if user is None else check_name("user", user)
-        return create_key(self.store, tenant, self.clock(), label)
+        return create_key(self.store, tenant, self.clock(), check_text("label", label))
 
     def api_keys(self, user: str | None = None) -> list[ApiKey]:
         """Key records (never the keys), of one user or of all. The operator is no
@@ -146,11 +146,11 @@ class Runtime:
 
     def revoke_key(self, key_id: str) -> str:
         """Revoke a key, named by its id or as a whole; returns its id."""
-        return revoke_key(self.store, key_id)
+        return revoke_key(self.store, check_text("key id", key_id))
 
     def agents(self, user: str) -> list[str]:
         """The agents that hold anything of ``user``, by name."""
-        return sorted(s.agent for s in scopes_of(self.store, user))
+        return sorted(s.agent for s in scopes_of(self.store, check_stored_name("user", user)))
 
     def erase_user(self, user: str) -> UserErasure:
         """Erase everything of ``user``, every agent of theirs: events, memories with their
@@ -171,9 +171,9 @@ class Runtime:
         policy = self.settings.retention
         days = policy.days if days is None else days
         action = action or policy.action
-        if action not in RETENTION_ACTIONS or days < 0:
-            raise ValidationError("retention needs days >= 0 and an action in "
-                                  f"{RETENTION_ACTIONS}")
+        if action not in RETENTION_ACTIONS or not 0 <= days <= MAX_RETENTION_DAYS:
+            raise ValidationError(f"retention needs days from 0 to {MAX_RETENTION_DAYS:,} "
+                                  f"and an action in {RETENTION_ACTIONS}")
         cutoff = self.clock() - timedelta(days=days)
         if days == 0:
             return RetentionReport(action, cutoff, 0, 0)

@@ -24,6 +24,8 @@ SETTINGS_FILE = "loci.toml"
 _TABLE_FIELDS = ("models", "memory_types", "prices")
 FUSION_METHODS = ("weighted", "rrf")
 RETENTION_ACTIONS = ("erase", "archive")
+#: The longest retention, in days (a thousand years: the cutoff stays a date).
+MAX_RETENTION_DAYS = 365_000
 #: Whose memories an agent keeps: its own ("agent") or its user's, shared by all their
 #: agents ("user"); ``loci.memory.scopes``.
 MEMORY_SCOPES = ("agent", "user")
@@ -147,6 +149,9 @@ class RetentionSettings:
         if self.action not in RETENTION_ACTIONS:
             raise ConfigError(f"[retention] action must be one of "
                               f"{', '.join(RETENTION_ACTIONS)} (got {self.action!r})")
+        if not 0 <= self.days <= MAX_RETENTION_DAYS:
+            raise ConfigError(f"[retention] days must be from 0 to {MAX_RETENTION_DAYS:,} "
+                              f"(got {self.days!r})")
 
 
 @dataclass(frozen=True)
@@ -371,7 +376,7 @@ def _settings_files(home: Path, workspace: Path) -> list[Path]:
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read settings: {exc}") from exc
     flat: dict[str, Any] = {}
     for key, value in data.items():

@@ -167,3 +167,21 @@ def test_lines_the_redaction_cut_are_counted_and_every_call_is_answered(loci: Lo
         assert sorted(following) == sorted(c["id"] for c in message["tool_calls"])
         calls += len(following)
     assert calls == report.sessions[0].tool_calls
+
+
+def test_line_and_paragraph_separators_inside_strings_keep_their_lines(
+        loci: Loci, tmp_path: Path) -> None:
+    """Node's ``JSON.stringify`` (Claude Code's writer) leaves U+2028, U+2029 and U+0085
+    raw inside strings; a line is only ever ended by ``\\n``."""
+    texts = ["one\u2028two", "three\u2029four", "five\u0085six"]
+    records = [{"type": "user", "uuid": f"u{n}", "sessionId": "sep", "cwd": "/w",
+                "timestamp": f"2026-01-01T00:00:0{n}Z",
+                "message": {"role": "user", "content": text}}
+               for n, text in enumerate(texts)]
+    log = tmp_path / "sep.jsonl"
+    log.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n",
+                   encoding="utf-8")
+    report = loci.import_log("claude-code", str(log))
+    [count] = report.sessions
+    assert count.unreadable == 0 and count.added == 3
+    assert [e.content for e in loci.events(count.session)] == texts

@@ -129,3 +129,19 @@ def test_numbers_past_what_python_reads_are_a_clear_error(tmp_path: Path) -> Non
                                              "created_at": 1e20}]}))
     [session] = read_log("openai", far)
     assert [(e["content"], "timestamp" in e) for e in session.events] == [("x", False)]
+
+
+def test_another_log_of_the_same_file_name_is_refused_not_merged(
+        loci: Loci, tmp_path: Path) -> None:
+    """Two folders' ``chat.json`` name one session; the second one's first messages
+    would be skipped as already there. Refused whole, it goes in with ``session``."""
+    for folder, texts in (("a", ["hello", "from a"]), ("b", ["hi", "from b", "more"])):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "chat.json").write_text(json.dumps(
+            [{"role": "user", "content": text} for text in texts]))
+    loci.import_log("openai", str(tmp_path / "a" / "chat.json"))
+    with pytest.raises(ValidationError, match="another log"):
+        loci.import_log("openai", str(tmp_path / "b" / "chat.json"))
+    assert [e.content for e in loci.events("openai/chat")] == ["hello", "from a"]
+    loci.import_log("openai", str(tmp_path / "b" / "chat.json"), session="openai/chat-b")
+    assert [e.content for e in loci.events("openai/chat-b")] == ["hi", "from b", "more"]

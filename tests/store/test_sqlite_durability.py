@@ -13,8 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from loci import Memory, Scope, open_store
+from loci import Loci, Memory, Scope, StoreError, open_store
 from loci.store.base import NO_FILTERS
 from loci.store.sqlite import SQLiteStore
 from loci.store.sqlite.schema import MIGRATIONS
@@ -158,3 +159,20 @@ def test_reads_go_on_while_a_write_transaction_is_open(tmp_path: Path) -> None:
         writer.join(30)
     assert search()[0] == ["m1"]
     store.close()
+
+
+def test_a_file_that_refuses_a_write_is_a_store_error(tmp_path: Path) -> None:
+    """Locked past the busy timeout (or read-only, or a full disk): a ``StoreError``
+    naming the cause, nothing half-written, and the next write goes through."""
+    db = tmp_path / "locked.db"
+    with Loci.open(store=f"sqlite:///{db}", home=str(tmp_path)) as loci:
+        loci.add("s", "user", "first")
+        loci.store._db.execute("PRAGMA busy_timeout = 50")  # type: ignore[attr-defined]
+        other = sqlite3.connect(db, isolation_level=None)
+        other.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(StoreError, match="locked"):
+            loci.add("s", "user", "second")
+        other.execute("ROLLBACK")
+        other.close()
+        loci.add("s", "user", "third")
+        assert [e.content for e in loci.events("s")] == ["first", "third"]

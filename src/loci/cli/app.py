@@ -121,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         click.echo(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
         return 2
+    except UnicodeDecodeError as exc:  # a file given (or a loci.toml) that is not UTF-8
+        click.echo(f"error: a file is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                   err=True)
+        return 2
     except KeyboardInterrupt:
         return 130
     return 0

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from loci.checks import check_text
 from loci.errors import ValidationError
 from loci.models import Scope
 from loci.store import Store
@@ -78,5 +79,8 @@ def save_focus(store: Store, scope: Scope, session: str, focus: Focus | None,
     """Keep ``focus`` as the session's state (None: clear it)."""
     if focus is None:
         store.delete_state(scope, STATE_PREFIX + session)
-    else:
-        store.set_state(scope, STATE_PREFIX + session, focus.to_json(), now)
+        return
+    for text in (focus.goal, focus.status, *focus.constraints,
+                 *(criterion.text for criterion in focus.criteria)):
+        check_text("focus", text)
+    store.set_state(scope, STATE_PREFIX + session, focus.to_json(), now)

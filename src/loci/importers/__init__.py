@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loci.checks import check_name
 from loci.errors import ValidationError
@@ -56,17 +56,13 @@ def read_log(format: str, path: str | Path, session: str | None = None
 def import_log(loci: ScopeView, format: str, path: str | Path, session: str | None = None
                ) -> ImportReport:
     """Append each session's new events (those whose ``import_id`` the session does not
-    hold yet) in one batch per session, in log order."""
+    hold yet) in one batch per session, in log order. A session holding other events
+    under the same ids (another log of the same file name) is refused before anything
+    is written: skipping them would lose the new log's."""
+    sessions = read_log(format, path, session)
+    planned = [(imported, _new_events(loci, imported)) for imported in sessions]
     counts = []
-    for imported in read_log(format, path, session):
-        held = {e.metadata.get(IMPORT_ID) for e in
-                loci.store.list_events(loci.scope, imported.name)}
-        new = []
-        for fields in imported.events:
-            key = fields["metadata"][IMPORT_ID]
-            if key not in held:
-                held.add(key)
-                new.append(fields)
+    for imported, new in planned:
         if new:
             loci.add_events(imported.name, new)
         counts.append(ImportedCount(
@@ -76,3 +72,25 @@ def import_log(loci: ScopeView, format: str, path: str | Path, session: str | No
             tool_results=sum(e["type"] == "tool_result" for e in new),
             unreadable=imported.unreadable))
     return ImportReport(format=format, sessions=counts)
+
+
+def _new_events(loci: ScopeView, imported: ImportedSession) -> list[dict[str, Any]]:
+    """The events of ``imported`` its session does not hold yet; ``ValidationError`` if
+    it holds a different event under one of their ids."""
+    held = {e.metadata.get(IMPORT_ID): e for e in
+            loci.store.list_events(loci.scope, imported.name)}
+    new: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for fields in imported.events:
+        key = fields["metadata"][IMPORT_ID]
+        stored = held.get(key)
+        if stored is not None and (stored.type, stored.content) != (
+                fields["type"], fields.get("content") or ""):
+            raise ValidationError(
+                f"session {imported.name!r} already holds another log's events under the "
+                f"ids of {imported.source_id!r} (event {key!r} differs): import this one "
+                "into its own session (--session NAME)")
+        if stored is None and key not in seen:
+            seen.add(key)
+            new.append(fields)
+    return new

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from loci.errors import ValidationError
+from loci.eventlog import jsonl_lines
 from loci.timeutil import parse_timestamp
 
 #: The metadata key holding an imported event's stable id.
@@ -67,11 +69,18 @@ class ImportReport:
 
 
 def read_text(path: Path) -> str:
-    """A file's text; a ``.gz`` file is read through gzip."""
-    if path.suffix == ".gz":
-        with gzip.open(path, "rt", encoding="utf-8") as handle:
-            return handle.read()
-    return path.read_text(encoding="utf-8")
+    """A file's text; a ``.gz`` file is read through gzip. A file that is not UTF-8, or
+    a ``.gz`` cut short, is a ``ValidationError``."""
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                return handle.read()
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path} is not UTF-8 text ({exc.reason} at byte "
+                              f"{exc.start})") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise ValidationError(f"{path} is not a whole gzip file ({exc})") from None
 
 
 def jsonl_records(path: Path, unreadable: list[int] | None = None
@@ -79,7 +88,7 @@ def jsonl_records(path: Path, unreadable: list[int] | None = None
     """The JSON objects of a JSONL file with their line numbers; a line cut short (a log
     still being written, a redacted line) is passed over, never fatal, its number added
     to ``unreadable``."""
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(read_text(path)), start=1):
         if not line.strip():
             continue
         try:
@@ -107,7 +116,7 @@ def load_json(path: Path) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         try:
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
+            return [json.loads(line) for line in jsonl_lines(text) if line.strip()]
         except (ValueError, RecursionError) as exc:
             raise ValidationError(f"{path}: neither JSON nor JSONL: {exc}") from None
 

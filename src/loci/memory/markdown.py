@@ -69,6 +69,8 @@ def parse(text: str) -> MemoryFile:
     tags = front.get("tags") or []
     if isinstance(tags, str):
         tags = [t.strip() for t in tags.split(",")]
+    if not isinstance(tags, list):
+        raise ValidationError(f"tags must be a list or comma-separated text, not {tags!r}")
     updated = front.get("updatedAt")
     return MemoryFile(
         id=str(front["id"]) if front.get("id") else None,

@@ -18,11 +18,16 @@ from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
 
+from loci.errors import ValidationError
 from loci.memory.service import MemoryService
 from loci.memory.timeline import asks_about_past, weighed_by_standing
 from loci.models import SHARED_AGENT, Memory, Scope, SearchHit
 from loci.retriever import Retriever
 from loci.store.base import SearchFilters, Store
+from loci.store.values import KINDS
+
+#: Hits one search returns at most.
+MAX_SEARCH = 1000
 
 
 def memory_scopes(scope: Scope, setting: str) -> tuple[Scope, ...]:
@@ -62,6 +67,10 @@ def search_items(retriever: Retriever, scopes: tuple[Scope, ...], query: str,
     those that do (``timeline.weighed_by_standing``) unless the query asks about the
     past (``past`` None: it decides; True: as they rank), left out if ``past`` is
     False."""
+    if not 1 <= limit <= MAX_SEARCH:
+        raise ValidationError(f"limit must be between 1 and {MAX_SEARCH}")
+    if unknown := [kind for kind in kinds if kind not in KINDS]:
+        raise ValidationError(f"unknown kind(s) {unknown}: search {', '.join(KINDS)}")
     weigh = past is None and not asks_about_past(query, now)
     filters = replace(filters, now=now if past is False else None)
     wanted = min(limit * 2, 1000) if weigh else limit  # room for what the weights lift

@@ -122,7 +122,7 @@ async def import_session(loci: Engine, session: str, request: Request) -> dict[s
         body = (await request.body()).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValidationError(f"the JSONL body is not UTF-8: {exc}") from exc
-    return {"imported": len(loci.import_jsonl(body.splitlines(), session))}
+    return {"imported": len(loci.import_jsonl(body, session))}
 
 
 @router.post("/sessions/{session:path}/reply", response_model=None, status_code=201)

@@ -79,7 +79,7 @@ def _tour(loci: Loci, url: str) -> None:
     for item in sorted(demo_files.iterdir(), key=lambda p: p.name):
         if item.name.endswith(".jsonl"):
             session = item.name.removesuffix(".jsonl")
-            events = loci.import_jsonl(item.read_text(encoding="utf-8").splitlines(), session)
+            events = loci.import_jsonl(item.read_text(encoding="utf-8"), session)
             info = loci.session(session)
             click.echo(f"  {session}: {len(events)} events, {info.message_count} messages, "
                        f"{info.token_count} tokens")

@@ -14,6 +14,7 @@ whole, and only its vectors (written after) are written again.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 
@@ -79,6 +80,9 @@ def migrate(source_url: str, target_url: str) -> None:
     """Copy a whole store between backends, losslessly (every tenant and agent)."""
     if source_url == target_url:
         raise click.UsageError("--from and --to name the same store")
+    path = source_url.removeprefix("sqlite:///")
+    if path != source_url and path != ":memory:" and not Path(path).is_file():
+        raise click.UsageError(f"no SQLite store at {path} to copy from")  # not a new one
     source = open_store(source_url)
     try:
         target = open_store(target_url, migrating=True)

@@ -112,12 +112,12 @@ def import_(loci: Loci, path: str, log_format: str, session: str | None,
                        f"{unreadable})")
         return
     if path == "-":
-        lines = sys.stdin.read().splitlines()
+        text = sys.stdin.read()
         session = session or "stdin"
     else:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        text = Path(path).read_text(encoding="utf-8")
         session = session or Path(path).stem
-    events = loci.import_jsonl(lines, session)
+    events = loci.import_jsonl(text, session)
     if as_json:
         print_json({"session": session, "imported": len(events)})
     else:

@@ -23,6 +23,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from loci.errors import StoreError
 from loci.models import Scope
 from loci.store.indexed_vectors import IndexedVectors
 from loci.store.sqlite.rows import FULL_TEXT, KEY_MASK, SCOPE_SHIFT, tokens
@@ -146,9 +147,14 @@ class SQLiteBase(IndexedVectors):
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: committed on success, rolled back on any error."""
-        with self._lock, self._transaction(), self._reading(self._db):
-            yield self._db
+        """One write transaction: committed on success, rolled back on any error; a file
+        that refuses it (locked past the busy timeout, read-only, a full disk) is a
+        ``StoreError``."""
+        try:
+            with self._lock, self._transaction(), self._reading(self._db):
+                yield self._db
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"the SQLite store could not write: {exc}") from exc
         self._write_generation += 1
         self._merge_grown_indexes()
         if self._checkpointer is not None:
@@ -326,8 +332,11 @@ class SQLiteBase(IndexedVectors):
                 db.execute("COMMIT")
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._reading() as db:
-            return db.execute(sql, params).fetchall()
+        try:
+            with self._reading() as db:
+                return db.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"the SQLite store could not read: {exc}") from exc
 
 
 def _next_merge(merged: int) -> int:

@@ -1,0 +1,34 @@
+"""Well-typed but bad values through the library: a typed ``LociError`` naming the
+problem, never a raw Python exception (each case here raised one before)."""
+
+from __future__ import annotations
+
+import pytest
+
+from loci import ConfigError, Focus, Loci, ValidationError, load_settings
+
+
+def test_bad_values_are_validation_errors(loci: Loci) -> None:
+    loci.add("s", "user", "hello")
+    calls = [
+        lambda: loci.search("x", kinds=["memories"]),
+        lambda: loci.search("x", limit=0),
+        lambda: loci.runtime.create_key("u", "label\ud800"),
+        lambda: loci.runtime.revoke_key("k\ud800"),
+        lambda: loci.maybe_compact("s\ud800"),
+        lambda: loci.runtime.apply_retention(float("nan")),
+        lambda: loci.runtime.apply_retention(1e9),
+        lambda: loci.set_focus("s", Focus("g\ud800")),
+        lambda: loci.compile("s", "hi", model="m\ud800"),
+    ]
+    for number, call in enumerate(calls):
+        with pytest.raises(ValidationError):
+            call()
+        assert [e.content for e in loci.events("s")] == ["hello"], number
+    assert loci.compile("s", "hi").messages
+
+
+@pytest.mark.parametrize("days", ["nan", "-1", "1e9"])
+def test_retention_settings_past_a_date_are_refused(days: str) -> None:
+    with pytest.raises(ConfigError, match="retention"):
+        load_settings(env={"LOCI_RETENTION_DAYS": days})
