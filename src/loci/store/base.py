@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +38,7 @@ from loci.store.values import KINDS as KINDS
 from loci.store.values import NO_FILTERS as NO_FILTERS
 from loci.store.values import CompactionPlan as CompactionPlan
 from loci.store.values import NewCompaction as NewCompaction
+from loci.store.values import Renumber as Renumber
 from loci.store.values import ScopeData as ScopeData
 from loci.store.values import Scored as Scored
 from loci.store.values import SearchFilters as SearchFilters
@@ -62,6 +64,12 @@ class Store(ABC):
         (and, in memory, its reads), so a caller can tell whether a call would wait.
         None for a store whose calls wait on a server (PostgreSQL)."""
         return None
+
+    @abstractmethod
+    def saving(self, scope: Scope) -> AbstractContextManager[None]:
+        """Hold off the other deduplicated saves of ``scope``'s memories, in every
+        process, while one reads what is stored and writes: two processes saving one
+        fact would otherwise each find no duplicate and store it twice."""
 
     def reads_alongside(self) -> bool:
         """Whether reads on several threads run at once, none waiting for a lock that
@@ -375,11 +383,18 @@ class Store(ABC):
     def export_scope(self, scope: Scope) -> ScopeData:
         """Everything ``scope`` holds (see :class:`ScopeData`)."""
 
-    @abstractmethod
     def import_scope(self, data: ScopeData) -> None:
         """Write an exported scope into this store, keeping every id, flag, version and
-        vector. The store must not hold that scope yet (event and compaction ids are
-        global)."""
+        vector. The store must not hold that scope yet, nor rows with its ids (event,
+        compaction and usage ids are global): else a ``ConflictError``."""
+        self.import_scopes([data])
+
+    @abstractmethod
+    def import_scopes(self, scopes: Sequence[ScopeData], renumber: Renumber | None = None
+                      ) -> None:
+        """Write exported scopes in one transaction, their vectors after it: ids kept
+        while none is taken here, else (with ``renumber``, which rewrites the texts that
+        name events) moved past this store's highest (``store.transfer.placed``)."""
 
     def set_vectors_of(self, data: ScopeData) -> None:
         """Write again the vectors of a scope imported before (a resumed copy: the

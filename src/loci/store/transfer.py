@@ -1,18 +1,25 @@
-"""Whole-scope export and import (``loci migrate``), written once for both backends over
-a small :class:`Dialect`; each backend adds its vectors and its own bookkeeping."""
+"""Whole-scope export and import (``loci migrate``, ``loci user import``), written once for
+both backends over a small :class:`Dialect`; each backend adds its vectors and its own
+bookkeeping.
+
+Event, compaction and usage ids are global to a store, so an imported scope keeps its
+ids only while no other row holds them (a copy into an empty store, a user imported
+back where they were erased); otherwise they move past the store's highest id, every
+reference along (:func:`placed`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from itertools import groupby
 from typing import Any, Protocol
 
 from loci.checks import OPERATOR
+from loci.errors import ConflictError, ValidationError
 from loci.models import ApiKey, Event, Scope
 from loci.search import conversation
 from loci.store import usage
-from loci.store.base import ScopeData, Vectors
+from loci.store.base import Renumber, ScopeData, Vectors
 from loci.store.codec import to_micros
 from loci.store.rows import (
     API_KEY_COLUMNS,
@@ -30,6 +37,8 @@ Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 
 SCOPED_TABLES = ("events", "memories", "memory_versions", "state", "documents",
                  "document_versions", "compactions", "usage")
+#: The tables whose integer ids are global to a store, not per scope.
+NUMBERED = ("events", "compactions", "usage")
 
 
 def key_tables(tenant: str) -> tuple[str, ...]:
@@ -73,6 +82,8 @@ class Dialect:
     check: Callable[..., None] = lambda *texts: None
     #: A derived document column: (name, cast, value from the path), or None.
     document_key: tuple[str, str, Callable[[str], Any]] | None = None
+    #: The highest id a numbered row may have.
+    max_id: int = 2**63 - 1
 
     def values(self, *casts: str) -> str:
         """``VALUES (...)`` with one marker per column, each followed by its cast."""
@@ -126,6 +137,69 @@ def export_scope(
         usage=tuple(usage.select(query, d.mark, scope.tenant, scope.agent, None, None, None)),
         vectors=vectors,
     )
+
+
+def placed(query: Query, d: Dialect, scopes: Sequence[ScopeData],
+           renumber: Renumber | None) -> list[ScopeData]:
+    """``scopes`` as this store can take them, read inside the importing transaction: ids
+    kept while none of a table's is taken, else all of that table's moved by one step
+    past its highest id, so that their order and gaps stay (recall reads a turn's
+    neighbours as the ids next to it). Without ``renumber`` taken ids are refused."""
+    ids = {"events": [e.id for s in scopes for e in s.events],
+           "compactions": [c.id for s in scopes for c in s.compactions],
+           "usage": [u.id for s in scopes for u in s.usage]}
+    steps = {table: _step(query, d, table, ids[table]) for table in NUMBERED}
+    if not any(steps.values()):
+        return list(scopes)
+    if renumber is None:
+        raise ConflictError("this store holds rows with the ids of the scope imported "
+                            "(event ids are global): import it into an empty store")
+
+    def event(old: int) -> int:
+        return old + steps["events"] if old > 0 else old  # 0 names no event
+
+    return [_moved(renumber(s, event), steps, event) for s in scopes]
+
+
+def _step(query: Query, d: Dialect, table: str, ids: Sequence[int]) -> int:
+    """How far ``ids`` move in ``table``: 0 while none is taken."""
+    if not ids:
+        return 0
+    low, high = min(ids), max(ids)
+    if low < 1:
+        raise ValidationError(f"{table} ids must be positive, not {low}")
+    unique = sorted(set(ids))
+    taken = any(query(f"SELECT 1 FROM {table} WHERE id IN ({', '.join([d.mark] * len(part))})"
+                      " LIMIT 1", part) for part in _parts(unique))
+    step = (query(f"SELECT MAX(id) FROM {table}", ())[0][0] or 0) + 1 - low if taken else 0
+    if high + step > d.max_id:
+        raise ValidationError(f"{table} ids beyond {d.max_id} do not fit this store")
+    return int(step)
+
+
+def _parts(ids: list[int], size: int = 500) -> Iterator[list[int]]:
+    for start in range(0, len(ids), size):
+        yield ids[start:start + size]
+
+
+def _moved(data: ScopeData, steps: dict[str, int], event: Callable[[int], int]
+           ) -> ScopeData:
+    """``data`` with its numbered rows moved by ``steps`` and the columns that name an
+    event (a compaction's span and summary, a usage record's last event, an event's
+    vector) moved by ``event``."""
+    ids, vectors = data.vectors.get("event", ([], None))
+    return replace(
+        data,
+        events=tuple(replace(e, id=event(e.id)) for e in data.events),
+        compactions=tuple(replace(
+            c, id=c.id + steps["compactions"], first_event_id=event(c.first_event_id),
+            last_event_id=event(c.last_event_id),
+            summary_event_id=None if c.summary_event_id is None else event(c.summary_event_id))
+            for c in data.compactions),
+        usage=tuple(replace(u, id=u.id + steps["usage"], last_event=event(u.last_event))
+                    for u in data.usage),
+        vectors={**data.vectors, "event": ([str(event(int(i))) for i in ids], vectors)}
+        if vectors is not None else data.vectors)
 
 
 def import_events(db: Executor, d: Dialect, scope: Scope, events: Sequence[Event]) -> None:

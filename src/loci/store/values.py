@@ -3,6 +3,7 @@ a compaction's plan and record, a scope's whole data for a copy."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -113,3 +114,9 @@ class NewCompaction:
     tokens_before: int
     tokens_after: int
     created_at: datetime
+
+
+#: Rewrites what a scope's rows say of event ids in text the store does not read (a
+#: memory's source, a mask, a state value), given the new id of each old one; the
+#: domain that writes those texts knows them (``loci.portability``).
+Renumber = Callable[[ScopeData, Callable[[int], int]], ScopeData]

@@ -117,7 +117,7 @@ def user_export(loci: Loci, name: str, output: str) -> None:
 @scoped
 def user_import(loci: Loci, file: str) -> None:
     """Import an archive written by `loci user export` into a store that holds nothing
-    of that user (ids and versions are kept)."""
+    of that user (versions kept; ids too, unless other users' rows hold them)."""
     scopes = loci.runtime.import_user(Path(file).read_bytes())
     agents = ", ".join(s.agent for s in scopes)
     click.echo(f"imported user {scopes[0].tenant if scopes else '-'}: agents {agents or '-'}")

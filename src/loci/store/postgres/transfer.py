@@ -3,11 +3,16 @@ shared ``store.transfer`` in PostgreSQL's dialect, plus its vectors and sequence
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
+import psycopg
+
+from loci.errors import ValidationError
 from loci.models import ApiKey, Scope
 from loci.store import transfer
-from loci.store.base import ScopeData, Vectors
+from loci.store.base import Renumber, ScopeData, Vectors
 from loci.store.postgres.base import PostgresBase
 from loci.store.postgres.rows import (
     COMPACTION_COLUMNS,
@@ -57,15 +62,31 @@ class PostgresTransfer(PostgresBase):
         vectors = np.stack([np.asarray(r[1].to_numpy(), np.float32) for r in rows])
         return [str(r[0]) for r in rows], vectors
 
-    def import_scope(self, data: ScopeData) -> None:
+    def import_scopes(self, scopes: Sequence[ScopeData],
+                      renumber: Renumber | None = None) -> None:
+        """Import ``scopes`` in one transaction (``transfer.placed`` gives their rows
+        fresh ids where theirs are taken); their vectors after it."""
         with self._write() as cur:
-            transfer.import_events(cur, DIALECT, data.scope, data.events)
-            transfer.import_rows(cur, DIALECT, data)
+            # No insert may take an id between the check for free ids and the import:
+            # appends wait (reads go on) until it commits.
+            cur.execute(f"LOCK TABLE {', '.join(transfer.NUMBERED)} IN SHARE ROW EXCLUSIVE MODE")
+
+            def query(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+                return cur.execute(sql, params).fetchall()
+
+            scopes = transfer.placed(query, DIALECT, scopes, renumber)
+            try:
+                for data in scopes:
+                    transfer.import_events(cur, DIALECT, data.scope, data.events)
+                    transfer.import_rows(cur, DIALECT, data)
+            except psycopg.IntegrityError as exc:
+                # Rows that clash with each other or the store's (a memory id held twice)
+                raise ValidationError(f"the imported rows do not fit this store: {exc}"
+                                      ) from exc
             # Ids were given explicitly: move the sequences past them.
-            for table in ("events", "compactions", "usage"):
+            for table in transfer.NUMBERED:
                 cur.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                     f"GREATEST((SELECT MAX(id) FROM {table}), 1))")
-        for kind, (ids, vectors) in data.vectors.items():
-            if ids:
-                self.set_embeddings(data.scope, kind, ids, vectors)
+        for data in scopes:
+            self.set_vectors_of(data)

@@ -3,17 +3,22 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Sequence
+
 import numpy as np
 
+from loci.errors import ValidationError
 from loci.models import ApiKey, Scope
 from loci.store import transfer
-from loci.store.base import ScopeData, Vectors
+from loci.store.base import Renumber, ScopeData, Vectors
 from loci.store.codec import dump_json, dump_tags
 from loci.store.sqlite.base import SQLiteBase
 from loci.store.sqlite.rows import (
     COMPACTION_COLUMNS,
     DOCUMENT_COLUMNS,
     EVENT_COLUMNS,
+    KEY_MASK,
     KINDS,
     MEMORY_COLUMNS,
     index_events,
@@ -24,6 +29,7 @@ DIALECT = transfer.Dialect(
     compactions=COMPACTION_COLUMNS, seq="rowid", read_tags=str, read_json=str,
     bytewise=str,  # SQLite compares text byte by byte already
     tags=dump_tags, json=dump_json,
+    max_id=KEY_MASK,  # an event's full-text rowid holds its id in these bits
 )
 
 
@@ -54,12 +60,23 @@ class SQLiteTransfer(SQLiteBase):
         vectors = np.stack([np.frombuffer(r[1], np.float32) for r in rows])
         return [str(r[0]) for r in rows], vectors
 
-    def import_scope(self, data: ScopeData) -> None:
-        scope = data.scope
+    def import_scopes(self, scopes: Sequence[ScopeData],
+                      renumber: Renumber | None = None) -> None:
+        """Import ``scopes`` in one transaction (``transfer.placed`` gives their rows
+        fresh ids where theirs are taken); their vectors after it."""
         with self._write() as db:
-            transfer.import_events(db, DIALECT, scope, data.events)
-            index_events(db, scope, "e.tenant = ? AND e.agent = ?", (scope.tenant, scope.agent))
-            transfer.import_rows(db, DIALECT, data)
-        for kind, (ids, vectors) in data.vectors.items():
-            if ids:
-                self.set_embeddings(scope, kind, ids, vectors)
+            scopes = transfer.placed(lambda sql, params: db.execute(sql, params).fetchall(),
+                                     DIALECT, scopes, renumber)
+            try:
+                for data in scopes:
+                    scope = data.scope
+                    transfer.import_events(db, DIALECT, scope, data.events)
+                    index_events(db, scope, "e.tenant = ? AND e.agent = ?",
+                                 (scope.tenant, scope.agent))
+                    transfer.import_rows(db, DIALECT, data)
+            except (sqlite3.IntegrityError, OverflowError) as exc:
+                # Rows that clash with each other or the store's (a memory id held twice)
+                raise ValidationError(f"the imported rows do not fit this store: {exc}"
+                                      ) from exc
+        for data in scopes:
+            self.set_vectors_of(data)
