@@ -86,8 +86,17 @@ class MemoryService:
         now = self.clock()
         said = min(said_at, now) if said_at is not None else now
         vectors = self.indexer.vectors_for([content]) if self.indexer else None
-        match = (self._duplicate(content, None if any_type else memory_type, vectors)
-                 if dedupe else None)
+        with self.store.saving(self.scope):  # no other save between the read and the write
+            match = (self._duplicate(content, None if any_type else memory_type, vectors)
+                     if dedupe else None)
+            return self._kept(content, memory_type, tags, source, (said, now), vectors, match)
+
+    def _kept(self, content: str, memory_type: str, tags: tuple[str, ...], source: str | None,
+              times: tuple[datetime, datetime], vectors: Vectors | None, match: Match | None
+              ) -> SaveResult:
+        """Write a fact ``save`` checked (said and saved at ``times``): a new memory, or
+        ``match`` refreshed or superseded."""
+        said, now = times
         new_value = match is not None and gives_new_value(content, match.memory.content)
         if match is not None and not new_value:
             memory_type = self._longer_lived(memory_type, match.memory.type)

@@ -3,6 +3,7 @@ plain queries and error translation."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -43,6 +44,20 @@ class PostgresBase(IndexedVectors):
     #: (kind, lexeme) → (when read, postings per row or None): see
     #: ``PostgresKeywords._estimate_df``; cleared when this process analyzes.
     _df_shares: dict[tuple[str, str], tuple[float, float | None]]
+    #: Deduplicated saves of this process, one at a time (``saving``).
+    _saves: threading.Lock
+
+    @contextmanager
+    def saving(self, scope: Scope) -> Iterator[None]:
+        """An advisory lock on the scope, held on a connection of its own; this
+        process's threads queue before taking one, so waiting never holds the pool."""
+        key = f"saving\x1f{scope.tenant}\x1f{scope.agent}"
+        with self._saves, translated_errors("lock"), self._pool.connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
     @contextmanager
     def _write(self) -> Iterator[Cursor]:

@@ -64,6 +64,7 @@ class PostgresStore(PostgresEvents, PostgresMemories, PostgresKeywords, Postgres
             )
         self._bulk = 0
         self._df_shares = {}
+        self._saves = threading.Lock()
         self._open_indexes(threading.RLock(), vector_memory_mb)
         self._growth = Growth(self._analyzed_rows, self._refresh_statistics)
 

@@ -12,9 +12,11 @@ lock."""
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import hashlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -138,12 +140,34 @@ class SQLiteBase(IndexedVectors):
     _ann_dir: Path | None
     #: Checkpoints the write-ahead log off the writers' path (None in memory).
     _checkpointer: Checkpointer | None
+    #: Deduplicated saves, one at a time between processes by a lock on this file
+    #: (``saving``; None in memory).
+    _saves_file: Path | None
 
     def local_lock(self) -> threading.RLock:
         return self._lock
 
     def reads_alongside(self) -> bool:
         return self._readers is not None
+
+    @contextmanager
+    def saving(self, scope: Scope) -> Iterator[None]:
+        """This process's threads take turns under the writers' lock (which the turn
+        extraction's saves already hold: one order, no deadlock); processes take the
+        lock file's (one for the store: saves are short)."""
+        with self._lock:
+            if self._saves_file is None:  # in memory: this process is all there is
+                yield
+                return
+            try:
+                handle = os.open(self._saves_file, os.O_CREAT | os.O_RDWR, 0o600)
+            except OSError as exc:
+                raise StoreError(f"cannot lock {self._saves_file}: {exc}") from exc
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(handle)  # which releases the lock
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

@@ -107,6 +107,7 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
         self._fts_due = {}
         self._scope_bases = {}
         self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
+        self._saves_file = None if memory else Path(f"{path}.saves")
         self._checkpointer = None if path == ":memory:" else Checkpointer(
             path, on_idle=self._release_memory)
 
