@@ -100,15 +100,17 @@ class AnnIndex:
         """Bytes the graph holds (its vectors at half precision and its links)."""
         return int(self._index.memory_usage)
 
-    def upsert(self, keys: Sequence[int], vectors: Matrix, seq: int, threads: int = 2
-               ) -> None:
+    def upsert(self, keys: Sequence[int], vectors: Matrix, seq: int) -> None:
         if not len(keys):
             return
         key_array = np.asarray(keys, dtype=np.uint64)
         present = [k for k in keys if self._index.contains(k)]
         if present:
             self._index.remove(present)
-        self._index.add(key_array, vectors, threads=threads)
+        # One thread: with two, the library's workers were once seen spinning on each
+        # other (both at 100% CPU, the build never ending) in the proxy's fuzz test;
+        # builds run in the background, where a second core is worth no such risk.
+        self._index.add(key_array, vectors, threads=1)
         self.max_seq = max(self.max_seq, seq)
         self.dirty += len(keys)
 
@@ -300,8 +302,7 @@ class SegmentBuild:
                 if _EXITING.is_set() or self._stopping.is_set():
                     return
                 at = order[start : start + SEGMENT_CHUNK]
-                # One thread: the cores are wanted by the searches and writes meanwhile.
-                segment.upsert(ids[at].tolist(), rows[at], int(seqs[at].max()), threads=1)
+                segment.upsert(ids[at].tolist(), rows[at], int(seqs[at].max()))
             self.result = segment
         except BaseException as exc:  # the graphs stay as they were; exact covers the rest
             log.warning("building an HNSW segment failed: %s", exc)
