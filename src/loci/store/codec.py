@@ -34,7 +34,18 @@ def dump_json(value: Any) -> str | None:
 
 
 def load_json(text: str | None) -> Any:
-    return json.loads(text) if text else None
+    return json.loads(text, parse_int=_int) if text else None
+
+
+def _int(text: str) -> int | float:
+    """A JSON integer; past 64 bits, the float it was written as: PostgreSQL's jsonb
+    keeps numbers, not their spelling, and gives ``1e20`` back as an integer, which no
+    value Loci accepts can be (``checks.check_json``)."""
+    value = int(text)
+    return value if -_INT64 <= value < _INT64 else float(value)
+
+
+_INT64 = 2**63
 
 
 def dump_tags(tags: tuple[str, ...]) -> str:

@@ -36,7 +36,11 @@ def copy_store(
         if scope in copied:
             target.set_vectors_of(data)
         else:
-            target.import_scope(data)
+            try:
+                target.import_scope(data)
+            except ValidationError as exc:  # which user's data the target cannot take
+                raise ValidationError(f"user {scope.tenant!r}, agent {scope.agent!r}: "
+                                      f"{exc}") from exc
         counts["scopes"] += 1
         counts["events"] += len(data.events)
         counts["memories"] += len(data.memories)

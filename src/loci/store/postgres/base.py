@@ -27,6 +27,9 @@ def translated_errors(what: str) -> Iterator[None]:
     except psycopg.DataError as exc:
         # Values the database refuses (a NUL byte in a parameter, untranslatable text).
         raise ValidationError(f"PostgreSQL cannot store or compare this value: {exc}") from exc
+    except psycopg.errors.ProgramLimitExceeded as exc:
+        # A text whose distinct words take over 1 MB in its full-text index.
+        raise ValidationError(f"PostgreSQL cannot index this text: {exc}") from exc
     except psycopg.OperationalError as exc:
         raise StoreError(f"cannot reach PostgreSQL ({what}): {exc}") from exc
     except psycopg.Error as exc:

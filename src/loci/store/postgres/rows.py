@@ -64,17 +64,22 @@ def check_text(*values: str | None) -> None:
     """PostgreSQL cannot store NUL (U+0000) in text or jsonb. Loci refuses such input
     with a ValidationError before writing anything, rather than altering it silently."""
     for value in values:
-        if value is not None and ("\x00" in value or "\\u0000" in value):
-            raise ValidationError(
-                "text contains a NUL character (U+0000), which PostgreSQL cannot store; "
-                "remove it and retry"
-            )
+        if value is not None and "\x00" in value:
+            raise ValidationError(_NUL)
+
+
+#: A NUL in JSON text: ``\u0000`` after an even run of backslashes (``\\u0000`` is a
+#: backslash and "u0000", which any text may hold).
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+_NUL = ("text contains a NUL character (U+0000), which PostgreSQL cannot store; remove "
+        "it and retry")
 
 
 def json_value(value: Any) -> str | None:
     """Canonical JSON text for a jsonb column, checked for NUL."""
     text = dump_json(value)
-    check_text(text)
+    if text is not None and _JSON_NUL.search(text):
+        raise ValidationError(_NUL)
     return text
 
 
