@@ -236,3 +236,26 @@ def test_retention_erases_or_archives_old_sessions_of_every_user(home: Path) -> 
         assert any("lakes" in m.content for m in alice.memories())  # memories stay
     finally:
         runtime.close()
+
+
+def test_a_fact_another_session_stated_again_outlives_the_first(runtime: Runtime) -> None:
+    """Erasing the session a memory came from takes it only when no other session said
+    it again; else it stays, from the newest that did (found by an attack: `loci
+    session rm` had taken what session B still says)."""
+    loci = runtime.scope("alice", "helper")
+    loci.add("a", "user", "I have a dog named Biscuit.")
+    loci.add("a", "user", "I am allergic to peanuts.")
+    loci.wait_extracted(60)
+    before = {m.content: m for m in loci.memories()}
+    dog = next(m for text, m in before.items() if "Biscuit" in text)
+    allergy = next(m for text, m in before.items() if "peanuts" in text)
+    again = loci.add("b", "user", "I have a dog named Biscuit.")
+    loci.wait_extracted(60)
+    assert {m.id for m in loci.memories()} == {dog.id, allergy.id}  # refreshed, not new
+    erased = loci.erase_session("a")
+    assert erased.memories == (allergy.id,)
+    kept = loci.memory(dog.id)
+    assert kept.source == f"event:{again.id}" and kept.content == dog.content
+    assert [m.id for m in loci.memories()] == [dog.id]
+    assert loci.erase_session("b").memories == (dog.id,)  # now b's alone
+    assert loci.memories() == []

@@ -4,7 +4,9 @@ A session's derived items are the memories saved from it (a reply's tags carry
 ``session:<id>``, facts extracted from its events ``event:<id>``), its knowledge-base
 conversation document (``metadata.session``) and the artifacts its masked tool outputs
 became. The user's profile document merges facts of many sessions and is kept. Of the
-user's shared memories (``memory.scopes``), those the session's agent wrote are its.
+user's shared memories (``memory.scopes``), those the session's agent wrote are its. A
+memory another session stated again (``memory.service.CONFIRMED_FROM``) is no longer the
+erased session's alone: it stays, from that session.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from loci.errors import ValidationError
 from loci.knowledge import KnowledgeBase
 from loci.memory.mirror import Mirror
 from loci.memory.scopes import list_memories
-from loci.memory.service import AGENT, MemoryService
-from loci.models import Scope
+from loci.memory.service import AGENT, MemoryService, confirmations
+from loci.models import Memory, Scope
 from loci.store.base import Store
 
 
@@ -77,16 +79,31 @@ class SessionEraser:
         self.holding, self.knowledge, self.live = holding, knowledge, live
 
     def derived(self, session: str) -> tuple[list[str], list[str]]:
-        """Ids of the memories and paths of the documents derived from ``session``."""
+        """Ids of the memories and paths of the documents derived from ``session``
+        alone: a memory another session stated again stays (``_stated_elsewhere``)."""
         ids = [e.id for e in self.store.list_events(self.scope, session)]
-        sources = {f"session:{session}", *(f"event:{i}" for i in ids)}
-        memories = [m.id for m in list_memories(self.store, self.memory_scopes)
-                    if m.source in sources
-                    and m.metadata.get(AGENT, self.scope.agent) == self.scope.agent]
+        mine, sources = self._memories_of(session, ids)
+        memories = [m.id for m in mine if set(confirmations(m)) <= sources]
         artifacts = {artifact_path(session, i) for i in ids}
         documents = [d.path for d in self.store.list_documents(self.scope, "/")
                      if d.path in artifacts or d.metadata.get("session") == session]
         return memories, documents
+
+    def _memories_of(self, session: str, event_ids: list[int]
+                     ) -> tuple[list[Memory], set[str]]:
+        """The memories saved from ``session`` (by its agent), and its sources."""
+        sources = {f"session:{session}", *(f"event:{i}" for i in event_ids)}
+        return [m for m in list_memories(self.store, self.memory_scopes)
+                if m.source in sources
+                and m.metadata.get(AGENT, self.scope.agent) == self.scope.agent], sources
+
+    def _stated_elsewhere(self, session: str) -> None:
+        """The memories of ``session`` that another session stated again, now from it."""
+        mine, sources = self._memories_of(
+            session, [e.id for e in self.store.list_events(self.scope, session)])
+        for memory in mine:
+            if not set(confirmations(memory)) <= sources:
+                self.holding(memory.id).keep_from_others(memory.id, sources)
 
     def erase(self, session: str, *, keep_derived: bool = False,
               dry_run: bool = False) -> SessionErasure:
@@ -94,6 +111,8 @@ class SessionEraser:
         if dry_run:
             events = len(self.store.list_events(self.scope, session))
         else:
+            if not keep_derived:
+                self._stated_elsewhere(session)
             for memory_id in memories:
                 self.holding(memory_id).forget(memory_id)
             for path in documents:

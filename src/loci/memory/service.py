@@ -15,7 +15,7 @@ Everything written is mirrored to markdown when a mirror is set.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -39,6 +39,10 @@ MAX_MEMORY_CHARS = 100_000
 RETIRED = "retired"
 #: The metadata key of a shared memory: the agent whose session it came from.
 AGENT = "agent"
+#: The metadata key listing the other sources that stated a memory again, newest last:
+#: erasing the session a memory came from keeps it while another still says it.
+CONFIRMED_FROM = "confirmed_from"
+MAX_CONFIRMATIONS = 20
 #: How many keyword and vector neighbours are compared with a new fact.
 DEDUP_CANDIDATES = 10
 DEDUP_QUERY_TERMS = 4
@@ -123,7 +127,7 @@ class MemoryService:
         merged = tuple(dict.fromkeys((*old.tags, *tags)))
         fresh = replace(old, content=content, type=memory_type, tags=merged, updated_at=now,
                         expires_at=expires, created_at=min(old.created_at, said),
-                        confirmed_at=now)
+                        confirmed_at=now, metadata=_confirmed(old, source))
         if match.kind == "same" and old.type == memory_type:
             self.store.put_memory(self.scope, fresh)
             action = "refreshed"
@@ -194,6 +198,21 @@ class MemoryService:
         if self.mirror is not None:
             self.mirror.remove(memory_id)
         return self._redact(owner, source, texts) if redact_source else 0
+
+    def keep_from_others(self, memory_id: str, gone: Collection[str]) -> Memory | None:
+        """When the sources ``gone`` (a session and its events) are erased: the memory,
+        now from the newest other source that stated it again, or None if none did (it
+        goes with them)."""
+        memory = self.get(memory_id)
+        others = [s for s in confirmations(memory) if s not in gone]
+        if not others:
+            return None
+        metadata = {k: v for k, v in memory.metadata.items() if k != CONFIRMED_FROM}
+        kept = replace(memory, source=others[-1], metadata={
+            **metadata, **({CONFIRMED_FROM: others[:-1]} if others[:-1] else {})})
+        self.store.put_memory(self.scope, kept)
+        self._mirror(kept, memory)
+        return kept
 
     def owner(self, memory: Memory) -> Scope:
         """The scope of the agent whose events ``memory`` came from."""
@@ -331,6 +350,20 @@ def _ended(memory: Memory, successor: str, when: datetime) -> Memory:
     was = format_timestamp(memory.expires_at) if memory.expires_at else None
     return replace(memory, expires_at=until, superseded_by=successor, metadata={
         **memory.metadata, RETIRED: {"reason": f"superseded by {successor}", "expires_at": was}})
+
+
+def confirmations(memory: Memory) -> list[str]:
+    """The other sources that stated ``memory`` again, newest last."""
+    found = memory.metadata.get(CONFIRMED_FROM)
+    return [s for s in found if isinstance(s, str)] if isinstance(found, list) else []
+
+
+def _confirmed(memory: Memory, source: str | None) -> dict[str, Any]:
+    """``memory``'s metadata with ``source`` among the others that stated it again."""
+    if source is None or source == memory.source:
+        return memory.metadata
+    others = [s for s in confirmations(memory) if s != source]
+    return {**memory.metadata, CONFIRMED_FROM: [*others, source][-MAX_CONFIRMATIONS:]}
 
 
 def _validate(content: str, type: str, tags: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
