@@ -103,3 +103,16 @@ def test_front_matter_and_chunks() -> None:
     assert " ".join(" ".join(parts).split()) == " ".join(text.split())
     huge = "x" * 4000
     assert [len(p) for p in chunks(huge)] == [1500, 1500, 1000]
+
+
+def test_two_files_that_name_one_path_are_reported_not_lost(loci: Loci, tmp_path: Path
+                                                            ) -> None:
+    """``café.md`` written composed and decomposed: two files, one document path (paths
+    are NFC). The second was silently dropped; it is now reported."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "caf\u00e9.md").write_text("composed", encoding="utf-8")
+    (folder / "cafe\u0301.md").write_text("decomposed", encoding="utf-8")
+    report = import_directory(loci.knowledge, folder, "/notes/")
+    assert report.created == ["/notes/caf\u00e9.md"] and len(report.skipped) == 1
+    assert "rename one of the two files" in report.skipped[0][1]

@@ -56,10 +56,16 @@ def import_directory(
     if progress is not None:
         progress(0, len(files))
     batch: list[NewDocument] = []
+    taken: dict[str, str] = {}  # document path → the file it came from
     for done, file in enumerate(files, 1):
         relative = file.relative_to(root).as_posix()
         try:
-            batch.append(_read(file, relative, folder))
+            new = _read(file, relative, folder)
+            if new.path in taken:  # names that differ only in Unicode normalization
+                raise ValidationError(f"{taken[new.path]!r} is already imported at "
+                                      f"{new.path}; rename one of the two files")
+            taken[new.path] = relative
+            batch.append(new)
         except ValidationError as exc:
             report.skipped.append((relative, str(exc).removeprefix(f"{relative}: ")))
         if len(batch) >= BATCH or done == len(files):
