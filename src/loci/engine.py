@@ -34,13 +34,7 @@ from loci.context.history import LiveEvents
 from loci.context.workspace import Workspace
 from loci.erasure import SessionEraser, SessionErasure
 from loci.errors import NotFoundError, ValidationError
-from loci.eventlog import (
-    check_fields,
-    check_message,
-    dump_jsonl,
-    new_event,
-    parse_jsonl,
-)
+from loci.eventlog import check_fields, check_message, dump_jsonl, new_event, not_held, parse_jsonl
 from loci.importers import FORMATS, ImportReport, import_log
 from loci.indexing import Indexer
 from loci.knowledge import DocumentPage, DocumentSummary, KnowledgeBase, Librarian, SessionKnowledge
@@ -190,9 +184,10 @@ class ScopeView:
         return self.store.list_sessions(self.scope)
 
     def import_jsonl(self, lines: str | Iterable[str], session: str) -> list[Event]:
-        """Import a JSONL log (its text or lines) into ``session``; a bad line stores none."""
-        check_name("session", session)
-        return self._append(session, parse_jsonl(lines, self.counter, self.clock()))
+        """Import a JSONL log (its text or lines) into ``session``; a bad line stores none,
+        and events the session holds already (same time, kind and text) are skipped."""
+        held = self.store.list_events(self.scope, check_name("session", session))
+        return self._append(session, not_held(parse_jsonl(lines, self.counter, self.clock()), held))
 
     def _append(self, session: str, events: Sequence[NewEvent]) -> list[Event]:
         added = self.store.append_events(self.scope, session, events)

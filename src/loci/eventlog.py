@@ -13,7 +13,7 @@ whole file before anything is stored, and errors name the line.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -107,10 +107,18 @@ def event_tokens(
 
 
 def jsonl_lines(text: str) -> list[str]:
-    """The lines of a JSONL text: split at ``\n`` only. ``str.splitlines`` also splits
-    at U+2028, U+2029 and U+0085, which JSON writers (ours, Node's ``JSON.stringify``)
-    leave raw inside strings: a line cut there is no JSON."""
-    return text.split("\n")
+    """The lines of a JSONL text (a byte-order mark before them dropped): split at ``\n``
+    only. ``str.splitlines`` also splits at U+2028, U+2029 and U+0085, which JSON writers
+    (ours, Node's ``JSON.stringify``) leave raw inside strings: a line cut there is no
+    JSON."""
+    return text.removeprefix("\ufeff").split("\n")
+
+
+def not_held(events: Sequence[NewEvent], held: Sequence[Event]) -> list[NewEvent]:
+    """``events`` but those ``held`` already says (the same time, kind, role and text):
+    importing a log twice adds nothing the second time."""
+    said = {(e.timestamp, e.type, e.role, e.content) for e in held}
+    return [e for e in events if (e.timestamp, e.type, e.role, e.content) not in said]
 
 
 def parse_jsonl(

@@ -106,3 +106,19 @@ def test_a_migration_from_a_missing_file_creates_nothing(
                        f"sqlite:///{tmp_path / 'new.db'}")
     assert code == 2 and "no SQLite store" in err, err
     assert not missing.exists() and not (tmp_path / "new.db").exists()
+
+
+def test_importing_an_export_twice_adds_nothing_the_second_time(
+        home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for text in ("first", "second"):
+        assert run(capsys, "add", "s", "user", text)[0] == 0
+    out = tmp_path / "s.jsonl"
+    assert run(capsys, "export", "s", "-o", str(out))[0] == 0
+    out.write_bytes(b"\xef\xbb\xbf" + out.read_bytes())  # as some editors save it
+    for expected in ("imported 2 events into copy", "imported 0 events into copy"):
+        code, printed, err = run(capsys, "import", str(out), "--session", "copy")
+        assert code == 0 and expected in printed, (printed, err)
+    assert run(capsys, "import", str(out), "--session", "s")[1].startswith("imported 0")
+    with stored(home) as loci:
+        assert [e.content for e in loci.events("copy")] == ["first", "second"]
+        assert [e.content for e in loci.events("s")] == ["first", "second"]
