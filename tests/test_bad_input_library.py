@@ -20,6 +20,9 @@ def test_bad_values_are_validation_errors(loci: Loci) -> None:
         lambda: loci.runtime.apply_retention(1e9),
         lambda: loci.set_focus("s", Focus("g\ud800")),
         lambda: loci.compile("s", "hi", model="m\ud800"),
+        lambda: loci.remember("the user lives in Lisbon", source="s\ud800"),
+        lambda: loci.import_log("openai", ""),  # the working folder, not a log file
+        lambda: loci.import_log("openai", "x" * 300),  # a name too long to look up
     ]
     for number, call in enumerate(calls):
         with pytest.raises(ValidationError):

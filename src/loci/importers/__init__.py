@@ -43,7 +43,11 @@ def read_log(format: str, path: str | Path, session: str | None = None
         raise ValidationError(f"unknown log format {format!r}; expected one of "
                               f"{', '.join(FORMATS)}")
     source = Path(path).expanduser()
-    if not source.exists():
+    try:
+        found = source.exists()
+    except OSError as exc:  # a name too long for the file system
+        raise ValidationError(f"cannot read {source}: {exc.strerror or exc}") from None
+    if not found:
         raise ValidationError(f"no such file or folder: {source}")
     if session is not None:
         check_name("session", session)

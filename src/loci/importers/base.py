@@ -79,6 +79,8 @@ def read_text(path: Path) -> str:
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{path} is not UTF-8 text ({exc.reason} at byte "
                               f"{exc.start})") from None
+    except OSError as exc:  # a folder where a file was wanted, a name too long
+        raise ValidationError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise ValidationError(f"{path} is not a whole gzip file ({exc})") from None
 

@@ -87,6 +87,8 @@ class MemoryService:
         (a new memory is dated then; its expiry counts from now, when it was confirmed);
         ``any_type``: the same fact stored under another type is the same fact."""
         content, memory_type, tags = _validate(content, type, tags)
+        if source is not None:
+            check_text("source", source)
         now = self.clock()
         said = min(said_at, now) if said_at is not None else now
         vectors = self.indexer.vectors_for([content]) if self.indexer else None
