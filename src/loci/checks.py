@@ -13,7 +13,10 @@ store accepts, a read can serve.
   tenant of an operator key), so no name given as a user can mean "any user", and no
   agent's can be the one a user's shared memories are kept under (``SHARED_AGENT``);
 - names already stored under the rule of older versions (``check_stored_name``) can
-  still be exported and erased.
+  still be exported and erased;
+- search filters hold encodable text and times a datetime can move a day from
+  (``timeutil.check_time``); a page starts within 64 bits; state keys starting with
+  ``INTERNAL_STATE`` are Loci's own, which no client writes.
 """
 
 from __future__ import annotations
