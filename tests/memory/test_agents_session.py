@@ -101,3 +101,32 @@ def test_items_come_back_as_added_pop_archives_and_clear_erases(loci: Loci) -> N
     assert cleared == []
     with pytest.raises(NotFoundError):
         loci.events("raw")
+
+
+def test_a_popped_item_leaves_the_compiled_history_and_is_taken_once(loci: Loci) -> None:
+    """Found by an attack: a compile kept its cached live events after a pop (the
+    popped answer stayed in the history, or came twice), and pops of two sessions on one
+    id took the same item many times."""
+    compiled = LociSession("shared", loci)
+    raw = LociSession("shared", loci, compiled=False)
+
+    def shown() -> list[str]:
+        return [str(i.get("content")) for i in asyncio.run(compiled.get_items())
+                if i.get("role") == "assistant"]
+
+    async def fill() -> None:
+        await raw.add_items([{"role": "user", "content": "hello"},
+                             {"role": "assistant", "content": "answer one"}])
+        await raw.add_items([{"role": "user", "content": "again"},
+                             {"role": "assistant", "content": "answer two"}])
+    asyncio.run(fill())
+    assert any("answer two" in text for text in shown())
+    assert asyncio.run(compiled.pop_item()) == {"role": "assistant", "content": "answer two"}
+    assert not any("answer two" in text for text in shown())
+
+    async def pop_all() -> list[Any]:
+        sessions = [LociSession("shared", loci, compiled=False) for _ in range(2)]
+        return await asyncio.gather(*[s.pop_item() for s in sessions for _ in range(5)])
+    popped = [p for p in asyncio.run(pop_all()) if p is not None]
+    assert len(popped) == 3 and len({json.dumps(p, sort_keys=True) for p in popped}) == 3
+    assert asyncio.run(raw.get_items()) == []

@@ -75,16 +75,22 @@ class LociSession:
 
     def _pop(self) -> dict[str, Any] | None:
         """The last item added; its event is archived (and what else it carried added
-        again)."""
-        live = [e for e in self._live() if (e.metadata or {}).get(ITEMS)]
-        if not live:
-            return None
-        last = live[-1]
-        items = list(last.metadata[ITEMS])
-        self.loci.store.set_archived(self.loci.scope, self.session_id, [last.id])
-        if items[:-1]:
-            self.loci.add_events(self.session_id, _events(items[:-1]))
-        return dict(items[-1])
+        again). One pop at a time, in every process: two must not take one item."""
+        loci = self.loci
+        with loci.store.saving(loci.scope):
+            live = [e for e in self._live() if (e.metadata or {}).get(ITEMS)]
+            if not live:
+                return None
+            last = live[-1]
+            items = list(last.metadata[ITEMS])
+            loci.store.set_archived(loci.scope, self.session_id, [last.id])
+            # The live events a compile keeps between calls change at compactions only,
+            # unless told: this archive is no compaction.
+            loci.runtime.live_events.drop(loci.scope.tenant, loci.scope.agent,
+                                          self.session_id)
+            if items[:-1]:
+                loci.add_events(self.session_id, _events(items[:-1]))
+            return dict(items[-1])
 
 
 def _plain(item: Any) -> dict[str, Any]:
