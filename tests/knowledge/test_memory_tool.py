@@ -153,3 +153,21 @@ def test_a_directory_is_not_moved_into_itself(loci: Loci) -> None:
         tool.call({"command": "rename", "old_path": "/memories/x",
                    "new_path": "/memories/x/sub"})
     assert [d.path for d in loci.knowledge.ls("/memories/")] == ["/memories/x/a.md"]
+
+
+def test_str_replace_answers_at_once_whatever_the_file(loci: Loci) -> None:
+    """An empty ``old_str`` in a 2 MB file took 551 s and answered with every position;
+    the lines of a repeated one were counted from the start for each."""
+    tool = LociMemoryTool(loci)
+    tool.call({"command": "create", "path": "/memories/big.md",
+               "file_text": "a\n" * 500_000})
+    with pytest.raises(ToolError, match="old_str is empty"):
+        tool.call({"command": "str_replace", "path": "/memories/big.md", "old_str": "",
+                   "new_str": "X"})
+    with pytest.raises(ToolError) as raised:
+        tool.call({"command": "str_replace", "path": "/memories/big.md", "old_str": "a",
+                   "new_str": "b"})
+    message = str(raised.value)
+    assert "in lines: 1, 2, 3," in message and "(and 499,950 more)" in message
+    assert len(message) < 1_000
+    assert loci.knowledge.get("/memories/big.md").version == 1

@@ -93,6 +93,8 @@ class MemoryFiles:
 
     def str_replace(self, path: Any, old_str: Any, new_str: Any) -> str:
         path, old, new = _checked(path), _text("old_str", old_str), _text("new_str", new_str)
+        if not old:  # it occurs between every two characters: nothing to replace
+            raise MemoryToolError("No replacement was performed: old_str is empty.")
         document = self._existing(path)
         content = document.content
         count = content.count(old)
@@ -100,10 +102,9 @@ class MemoryFiles:
             raise MemoryToolError(f"No replacement was performed, old_str `{old}` did not "
                                   f"appear verbatim in {path}.")
         if count > 1:
-            at = ", ".join(str(content[:i].count("\n") + 1) for i in _occurrences(content, old))
             raise MemoryToolError(f"No replacement was performed. Multiple occurrences of "
-                                  f"old_str `{old}` in lines: {at}. Please ensure it is "
-                                  "unique")
+                                  f"old_str `{old}` in lines: {_lines_of(content, old)}. "
+                                  "Please ensure it is unique")
         changed = content[:content.find(old)].count("\n")
         updated = content.replace(old, new)
         self._write(path, updated, expected=document.sha256)
@@ -213,12 +214,26 @@ def _numbered(number: int, line: str) -> str:
     return f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{line}"
 
 
-def _occurrences(text: str, part: str) -> list[int]:
-    found, at = [], text.find(part)
-    while at != -1:
-        found.append(at)
+def _lines_of(text: str, part: str) -> str:
+    """The lines ``part`` occurs on, as the reference lists them (the first
+    ``LINES_LISTED``: a model needs no more to see it is not unique), counted in one
+    pass over ``text``."""
+    lines: list[str] = []
+    line, counted, at = 1, 0, text.find(part)
+    while at != -1 and len(lines) < LINES_LISTED:
+        line += text.count("\n", counted, at)
+        counted = at
+        lines.append(str(line))
         at = text.find(part, at + 1)
-    return found
+    more = 0
+    while at != -1:  # past those listed: only counted
+        more += 1
+        at = text.find(part, at + 1)
+    return ", ".join(lines) + (f" (and {more:,} more)" if more else "")
+
+
+#: Lines of a non-unique ``old_str`` an error lists.
+LINES_LISTED = 50
 
 
 def _listing(path: str, documents: Sequence[Document]) -> str:
