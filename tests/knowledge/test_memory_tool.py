@@ -171,3 +171,21 @@ def test_str_replace_answers_at_once_whatever_the_file(loci: Loci) -> None:
     assert "in lines: 1, 2, 3," in message and "(and 499,950 more)" in message
     assert len(message) < 1_000
     assert loci.knowledge.get("/memories/big.md").version == 1
+
+
+@pytest.mark.parametrize("command", [
+    {"command": "create", "path": "/memories/ a.md", "file_text": "x"},
+    {"command": "create", "path": "/memories/" + "x" * 300 + ".md", "file_text": "x"},
+    {"command": "create", "path": "/memories/a\ud800.md", "file_text": "x"},
+    {"command": "view", "path": "/memories/v.md", "view_range": ["a", "b"]},
+    {"command": "view", "path": "/memories/v.md", "view_range": [None, None]},
+    {"command": "view", "path": "/memories/v.md", "view_range": 5},
+])
+def test_a_models_mistake_is_a_tool_error(loci: Loci, command: dict[str, Any]) -> None:
+    """The SDK sends a ``ToolError``'s text back to the model; any other exception it
+    logs as a crash of the tool."""
+    tool = LociMemoryTool(loci)
+    tool.call({"command": "create", "path": "/memories/v.md", "file_text": "one\ntwo"})
+    with pytest.raises(ToolError):
+        tool.call(command)
+    assert [d.path for d in loci.knowledge.ls("/memories/")] == ["/memories/v.md"]

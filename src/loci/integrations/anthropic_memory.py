@@ -24,7 +24,7 @@ from anthropic.types.beta import (
 )
 from anyio.to_thread import run_sync
 
-from loci import Loci, MemoryFiles
+from loci import Loci, LociError, MemoryFiles
 
 Command = (BetaMemoryTool20250818ViewCommand | BetaMemoryTool20250818CreateCommand
            | BetaMemoryTool20250818StrReplaceCommand | BetaMemoryTool20250818InsertCommand
@@ -32,11 +32,13 @@ Command = (BetaMemoryTool20250818ViewCommand | BetaMemoryTool20250818CreateComma
 
 
 def _run(files: MemoryFiles, command: Command) -> str:
-    """One command; a mistake of the model's is the SDK's ``ToolError`` (its text goes
-    back to the model as an error result)."""
+    """One command; a mistake of the model's (a path Loci cannot store, too long a
+    text, a bad range) is the SDK's ``ToolError``: its text goes back to the model as an
+    error result."""
     try:
-        return files.run(command.model_dump(exclude_none=True))
-    except MemoryFiles.CommandError as exc:
+        # The SDK builds a command unvalidated: its fields are checked here, not warned of.
+        return files.run(command.model_dump(exclude_none=True, warnings=False))
+    except LociError as exc:
         raise ToolError(str(exc)) from exc
 
 

@@ -37,8 +37,6 @@ class MemoryFiles:
 
     #: The directory the tool's paths live under.
     ROOT: ClassVar[str] = ROOT
-    #: The error of a command the model should correct.
-    CommandError: ClassVar[type[MemoryToolError]] = MemoryToolError
 
     def __init__(self, knowledge: KnowledgeBase) -> None:
         self.kb = knowledge
@@ -72,9 +70,8 @@ class MemoryFiles:
                 raise MemoryToolError(f"File {path} exceeds maximum line limit of "
                                       "999,999 lines.")
             start = 1
-            if view_range and len(view_range) == 2:
-                start = max(1, int(view_range[0]))
-                end = len(lines) if int(view_range[1]) == -1 else int(view_range[1])
+            if view_range:
+                start, end = _range(view_range, len(lines))
                 lines = lines[start - 1:end]
             return (f"Here's the content of {path} with line numbers:\n"
                     + "\n".join(_numbered(start + i, line) for i, line in enumerate(lines)))
@@ -212,6 +209,17 @@ def _text(name: str, value: Any) -> str:
 
 def _numbered(number: int, line: str) -> str:
     return f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{line}"
+
+
+def _range(view_range: Any, lines: int) -> tuple[int, int]:
+    """A ``view_range`` of two whole line numbers (the end -1: the last line) as the
+    first and the last line to show."""
+    if not (isinstance(view_range, list | tuple) and len(view_range) == 2 and all(
+            isinstance(n, int) and not isinstance(n, bool) for n in view_range)):
+        raise MemoryToolError(f"Invalid `view_range` parameter: {view_range!r}. It should "
+                              "be two line numbers, [start, end] (end -1: to the last).")
+    start, end = view_range
+    return max(1, start), lines if end == -1 else end
 
 
 def _lines_of(text: str, part: str) -> str:
