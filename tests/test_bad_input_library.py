@@ -35,3 +35,18 @@ def test_bad_values_are_validation_errors(loci: Loci) -> None:
 def test_retention_settings_past_a_date_are_refused(days: str) -> None:
     with pytest.raises(ConfigError, match="retention"):
         load_settings(env={"LOCI_RETENTION_DAYS": days})
+
+
+def test_waits_edits_and_usage_past_sense_are_handled(loci: Loci) -> None:
+    loci.add("s", "user", "hello")
+    assert loci.wait_indexed(1e20) and loci.wait_extracted(float("inf"))
+    for timeout in (-1.0, float("nan")):
+        with pytest.raises(ValidationError):
+            loci.wait_indexed(timeout)
+    for edits in (["clear\ud800"], ["a\nb"]):
+        with pytest.raises(ValidationError):
+            loci.compile("s", "hi", provider_edits=edits)
+    record = loci.usage.record("s", {"prompt_tokens": 5, "completion_tokens": 1,
+                                     "prompt_tokens_details": {"cached_tokens": 1_000_000}},
+                               model="m")
+    assert record.input_tokens == 5 and record.cached_tokens == 5

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import replace
@@ -233,6 +234,16 @@ def check_call(message: str | None, window: int | None, model: str | None
     if model is not None:
         check_label("model", model)
     return check_window(window)
+
+
+def check_timeout(timeout: float | None) -> float | None:
+    """Seconds to wait (None: as long as it takes); past what a lock can wait, as long
+    as it takes."""
+    if timeout is None or timeout >= threading.TIMEOUT_MAX:
+        return None
+    if not timeout >= 0:  # negative, or not a number
+        raise ValidationError(f"timeout must be a number of seconds >= 0, not {timeout!r}")
+    return timeout
 
 
 def check_window(window: int | None) -> int | None:

@@ -22,6 +22,7 @@ from loci.checks import (
     check_state_key,
     check_stored_name,
     check_text,
+    check_timeout,
     check_type,
 )
 from loci.compaction.compactor import STRATEGIES, CompactionResult
@@ -368,11 +369,11 @@ class ScopeView:
     def wait_indexed(self, timeout: float | None = None) -> bool:
         """Block until every row written so far (by any process) has its vectors: writes
         return before that; False if ``timeout`` seconds passed first."""
-        return self.indexer is None or self.indexer.wait_indexed(timeout)
+        return self.indexer is None or self.indexer.wait_indexed(check_timeout(timeout))
 
     def wait_extracted(self, timeout: float | None = None) -> bool:
         """Block until the facts of the turns written so far are saved (``memory.live``)."""
-        return self.runtime.extraction.wait(timeout)
+        return self.runtime.extraction.wait(check_timeout(timeout))
 
     # -- state --------------------------------------------------------------------
     def state_set(self, key: str, value: str) -> StateItem:

@@ -85,19 +85,27 @@ def read_usage(value: Any) -> Usage:
         return value
     data = as_dict(value)
     if "prompt_token_count" in data:  # Gemini's usage_metadata
-        return Usage(usage_int(data, "prompt_token_count"),
-                     usage_int(data, "cached_content_token_count"), 0,
-                     usage_int(data, "candidates_token_count"))
+        return _usage(usage_int(data, "prompt_token_count"),
+                      usage_int(data, "cached_content_token_count"), 0,
+                      usage_int(data, "candidates_token_count"))
     if "prompt_tokens" in data:
         details = as_dict(data.get("prompt_tokens_details"))
-        return Usage(usage_int(data, "prompt_tokens"), usage_int(details, "cached_tokens"), 0,
-                     usage_int(data, "completion_tokens"))
+        return _usage(usage_int(data, "prompt_tokens"), usage_int(details, "cached_tokens"),
+                      0, usage_int(data, "completion_tokens"))
     read = usage_int(data, "cache_read_input_tokens")
     written = usage_int(data, "cache_creation_input_tokens")
     # Anthropic counts its cache apart from input_tokens; OpenAI's Responses within it.
     cached = read or usage_int(as_dict(data.get("input_tokens_details")), "cached_tokens")
-    return Usage(usage_int(data, "input_tokens") + read + written, cached, written,
-                 usage_int(data, "output_tokens"))
+    return _usage(usage_int(data, "input_tokens") + read + written, cached, written,
+                  usage_int(data, "output_tokens"))
+
+
+def _usage(given: int, cached: int, written: int, output: int) -> Usage:
+    """The counts in one shape; the cached and cache-written tokens are input tokens,
+    never more than them (a client's or upstream's error would make a hit rate of
+    200,000)."""
+    cached = min(cached, given)
+    return Usage(given, cached, min(written, given - cached), output)
 
 
 def as_dict(value: Any) -> JSONObject:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 
 from loci.apis.turn import CLEARS_TOOLS, COMPACTS
+from loci.checks import check_label
 from loci.compaction.compactor import STRATEGIES, CompactionResult, Compactor
 from loci.compaction.policy import COMPACTING, Decision, decide
 from loci.compaction.summarize import COMPACTION_PROMPT, ChatSummarizer, Summarizer
@@ -99,6 +100,7 @@ class CompactionService:
         """Remember the edits of the session's latest request; with Anthropic's
         ``clear_tool_uses_*`` the provider clears old tool results, so Loci's compactions
         of the session leave them whole rather than mask them a second time."""
+        edits = [check_label("provider edit", edit) for edit in edits]
         if tuple(edits) == self.edits(session):
             return
         if edits:
