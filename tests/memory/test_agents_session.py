@@ -13,7 +13,7 @@ from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.models.openai_responses import OpenAIResponsesModel
 from openai import AsyncOpenAI
 
-from loci import Loci, NotFoundError
+from loci import Loci, NotFoundError, ValidationError
 from loci.integrations.agents_session import LociSession
 from loci.testing import FakeProvider
 
@@ -130,3 +130,34 @@ def test_a_popped_item_leaves_the_compiled_history_and_is_taken_once(loci: Loci)
     popped = [p for p in asyncio.run(pop_all()) if p is not None]
     assert len(popped) == 3 and len({json.dumps(p, sort_keys=True) for p in popped}) == 3
     assert asyncio.run(raw.get_items()) == []
+
+
+def test_odd_items_and_limits(loci: Loci) -> None:
+    """What the SDK's own sessions take, this one takes; what is no item is a clear
+    error (found by an attack: raw AttributeError, TypeError, RecursionError)."""
+    session = LociSession("odd", loci, compiled=False)
+    deep: Any = "x"
+    for _ in range(5_000):
+        deep = {"a": deep}
+
+    async def go() -> None:
+        for bad in ("hello", None, 5):
+            with pytest.raises(ValidationError):
+                await session.add_items([bad])
+        await session.add_items([
+            {"role": "user", "content": 5},
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": {"a": 1}},
+            {"type": "function_call_output", "call_id": "c1", "output": "done"}])
+        with pytest.raises(ValidationError):
+            await session.add_items([{"type": "function_call", "call_id": "c2", "name": "f",
+                                      "arguments": deep}])
+        assert len(await session.get_items()) == 3
+        assert await session.get_items(limit=0) == []
+        assert len(await session.get_items(limit=10)) == 3
+        assert (await session.get_items(limit=1))[0]["output"] == "done"
+        with pytest.raises(ValidationError):
+            await session.get_items(limit=-1)
+    asyncio.run(go())
+    call = next(e for e in loci.events("odd") if e.type == "tool_call")
+    assert call.args == {"a": 1}
+    assert loci.events("odd")[0].content == "5"

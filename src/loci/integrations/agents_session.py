@@ -23,7 +23,7 @@ from typing import Any
 
 from anyio.to_thread import run_sync
 
-from loci import Loci, NotFoundError
+from loci import Loci, NotFoundError, ValidationError
 
 #: Where an event keeps the items it stands for, as they were added.
 ITEMS = "agents_items"
@@ -40,8 +40,12 @@ class LociSession:
         self.session_id, self.loci, self.compiled, self.model = session_id, loci, compiled, model
 
     async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
+        if limit is not None and limit < 0:
+            raise ValidationError(f"limit must be at least 0, not {limit}")
         items = await run_sync(self._compiled if self.compiled else self._added)
-        return items[-limit:] if limit else items
+        if limit is None:
+            return items
+        return items[max(len(items) - limit, 0):] if limit else []  # the newest ``limit``
 
     async def add_items(self, items: list[Any]) -> None:
         events = _events([_plain(item) for item in items])
@@ -97,7 +101,12 @@ def _plain(item: Any) -> dict[str, Any]:
     """An item as plain JSON (the SDK may hand over pydantic objects)."""
     dump = getattr(item, "model_dump", None)
     value = dump(exclude_unset=True) if callable(dump) else item
-    return json.loads(json.dumps(value, default=str))  # type: ignore[no-any-return]
+    if not isinstance(value, dict):
+        raise ValidationError(f"an item must be a JSON object, not {type(value).__name__}")
+    try:
+        return json.loads(json.dumps(value, default=str))  # type: ignore[no-any-return]
+    except (ValueError, RecursionError) as exc:
+        raise ValidationError(f"an item must be JSON: {exc}") from None
 
 
 def _events(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -126,10 +135,11 @@ def _event(item: dict[str, Any]) -> dict[str, Any] | None:
         return {"type": "message", "role": "system" if role == "developer" else role,
                 "content": _text(item.get("content"))}
     if kind == "function_call":
+        raw = item.get("arguments") or "{}"
         try:
-            args = json.loads(item.get("arguments") or "{}")
-        except ValueError:
-            args = {"arguments": item.get("arguments")}
+            args = raw if isinstance(raw, dict) else json.loads(str(raw))
+        except (ValueError, RecursionError):
+            args = {"arguments": raw}
         return {"type": "tool_call", "role": "assistant", "tool_name": str(item.get("name")),
                 "tool_call_id": str(item.get("call_id") or ""),
                 "args": args if isinstance(args, dict) else {"arguments": args}}
@@ -144,6 +154,8 @@ def _event(item: dict[str, Any]) -> dict[str, Any] | None:
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
-    return "\n".join(str(part.get("text") or "") for part in content or ()
+    if not isinstance(content, list):
+        return "" if content is None else str(content)
+    return "\n".join(str(part.get("text") or "") for part in content
                      if isinstance(part, dict) and part.get("type") in (
                          "input_text", "output_text", "text"))
