@@ -54,7 +54,8 @@ def fill_ana(runtime: Runtime) -> list[Scope]:
 def fill_bea(runtime: Runtime) -> None:
     bea = runtime.scope("bea", "helper")
     work(bea, "s1", "I live in Porto and my sister is called Rita.")
-    bea.add("s2", "user", "A second session of Bea's.")
+    bea.add("s2", "user", "I live in Porto and my sister is called Rita.")  # said again
+    assert bea.wait_extracted(10)
     bea.knowledge.put("/notes/bea.md", "# Bea\nNotes of Bea.")
     bea.usage.record("s1", {"input_tokens": 10, "output_tokens": 5}, model="gpt-4o")
     last = bea.events("s1")[-1].id
@@ -114,6 +115,8 @@ def test_a_user_moves_into_a_store_that_holds_other_users(
     assert porto and all(m.source and m.source.startswith("event:") for m in porto)
     content = {e.id: e.content for e in helper.events}
     assert all("Porto" in content[int(m.source[6:])] for m in porto if m.source)
+    again = [s for m in porto for s in m.metadata.get("confirmed_from", ())]
+    assert again and all("Porto" in content[int(s[6:])] for s in again)
     # The masks name their event and its artifact, which holds the event's output.
     masked = [e for e in helper.events if e.masked]
     assert masked and all(f"event {e.id}" in (e.masked or "")
@@ -134,6 +137,11 @@ def test_a_user_moves_into_a_store_that_holds_other_users(
     bea.erase_session("s1")
     left = target.store.export_scope(Scope("bea", "helper"))
     assert [d.path for d in left.documents] == ["/notes/bea.md"]
+    # What s2 said again stays, from s2 (by its new id), until s2 goes too.
+    said_again = {f"event:{e.id}" for e in bea.events("s2")}
+    kept = [m for m in bea.memories() if "Porto" in m.content]
+    assert kept and all(m.source in said_again for m in kept)
+    bea.erase_session("s2")
     assert not [m for m in bea.memories() if "Porto" in m.content]
     assert exported(target, ana) == ana_before
 

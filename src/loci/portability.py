@@ -34,6 +34,7 @@ from loci.compaction.service import FLUSHED_PREFIX
 from loci.erasure import scopes_of
 from loci.errors import ConflictError, ValidationError
 from loci.eventlog import dump_jsonl
+from loci.memory.service import CONFIRMED_FROM
 from loci.models import (
     SHARED_AGENT,
     Compaction,
@@ -146,6 +147,13 @@ def _renumbered(data: ScopeData, event: Callable[[int], int]) -> ScopeData:
         old = _number(number)
         return f"event:{event(old)}" if kind == "event" and old is not None else text
 
+    def confirmed(metadata: dict[str, Any]) -> dict[str, Any]:
+        said = metadata.get(CONFIRMED_FROM)
+        if not isinstance(said, list):
+            return metadata
+        return {**metadata, CONFIRMED_FROM: [source(s) if isinstance(s, str) else s
+                                             for s in said]}
+
     def flushed(item: StateItem) -> StateItem:
         old = _number(item.value)
         if not item.key.startswith(FLUSHED_PREFIX) or old is None:
@@ -155,7 +163,8 @@ def _renumbered(data: ScopeData, event: Callable[[int], int]) -> ScopeData:
     return replace(
         data,
         events=tuple(replace(e, masked=_mask(e, event(e.id))) for e in data.events),
-        memories=tuple(replace(m, source=source(m.source)) for m in data.memories),
+        memories=tuple(replace(m, source=source(m.source), metadata=confirmed(m.metadata))
+                       for m in data.memories),
         memory_versions=tuple((v, source(s)) for v, s in data.memory_versions),
         state=tuple(flushed(item) for item in data.state),
         documents=tuple(replace(d, **_artifact(d.path, d.metadata, event))
