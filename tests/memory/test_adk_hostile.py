@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -22,6 +20,7 @@ from google.genai import types
 
 from loci import Loci, Runtime, ValidationError
 from loci.integrations.adk_memory import ADK_ID, LociMemoryService
+from tests.at_once import run_at_once
 from tests.conftest import FakeClock
 
 pytestmark = pytest.mark.loci_settings(memory_mirror=False, memory_extraction=False)
@@ -97,14 +96,13 @@ def test_many_sessions_added_at_once_keep_one_copy_each(runtime: Runtime) -> Non
 
 
 CHILD = """
-import asyncio, sys, time
-from pathlib import Path
+import asyncio
 from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from google.genai import types
 from loci import Runtime, load_settings
 from loci.integrations.adk_memory import LociMemoryService
-url, home, ready, go = sys.argv[1:5]
+url, home = sys.argv[3:5]
 events = [Event(id=f"e{n}", author="user", invocation_id="turn", timestamp=1.7e9 + n,
                 content=types.Content(role="user", parts=[types.Part(text=f"turn {n}")]))
           for n in range(40)]
@@ -113,9 +111,7 @@ with Runtime(load_settings(store=url, home=home, embedding_provider="hash",
                            memory_mirror=False, memory_extraction=False)) as runtime:
     memory = LociMemoryService(runtime)
     runtime.scope("maya", "helper").add("warm-up", "user", "warm-up of this process")
-    Path(ready).touch()
-    while not Path(go).exists():
-        time.sleep(0.01)
+    wait_for_go()
     async def main():
         await asyncio.gather(*(memory.add_session_to_memory(busy) for _ in range(3)))
     asyncio.run(main())
@@ -124,19 +120,7 @@ with Runtime(load_settings(store=url, home=home, embedding_provider="hash",
 
 def test_processes_adding_one_session_record_each_event_once(
         store_url: str, tmp_path: Path) -> None:
-    go = tmp_path / "go"
-    children = [subprocess.Popen(
-        [sys.executable, "-c", CHILD, store_url, str(tmp_path / f"home{n}"),
-         str(tmp_path / f"ready{n}"), str(go)], stderr=subprocess.PIPE, text=True)
-        for n in range(3)]
-    deadline = time.monotonic() + 120
-    while not all((tmp_path / f"ready{n}").exists() for n in range(3)) and all(
-            c.poll() is None for c in children) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    go.touch()  # all three at once
-    for child in children:
-        _, err = child.communicate(timeout=240)
-        assert child.returncode == 0, err
+    run_at_once(CHILD, [[store_url, str(tmp_path / f"home{n}")] for n in range(3)], tmp_path)
     with Loci.open(store=store_url, home=str(tmp_path / "reader"), user="maya",
                    agent="helper", embedding_provider="hash", memory_mirror=False) as loci:
         events = loci.events("busy")

@@ -3,12 +3,10 @@ check and the write of a save are one step for every process (``Store.saving``).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 from loci import Loci
+from tests.at_once import run_at_once
 
 FACTS = [
     "The user lives in Lisbon", "The user's sister Ana is a nurse",
@@ -21,36 +19,20 @@ FACTS = [
     "The user keeps bees in the garden", "The user's favourite film is Alien",
 ]
 CHILD = """
-import sys, time
-from pathlib import Path
 from loci import Loci
-url, home, ready, go = sys.argv[1:5]
-facts = sys.argv[5:]
+url, home, *facts = sys.argv[3:]
 with Loci.open(store=url, home=home, embedding_provider="hash", memory_mirror=False,
                memory_extraction=False) as loci:
     loci.remember("warm-up fact of this process", type="sticky")
-    Path(ready).touch()
-    while not Path(go).exists():
-        time.sleep(0.01)
+    wait_for_go()
     for fact in facts:
         loci.remember(fact, type="sticky")
 """
 
 
 def test_processes_saving_one_fact_keep_one_memory(store_url: str, tmp_path: Path) -> None:
-    go = tmp_path / "go"
-    children = [subprocess.Popen(
-        [sys.executable, "-c", CHILD, store_url, str(tmp_path / f"home{n}"),
-         str(tmp_path / f"ready{n}"), str(go), *FACTS], stderr=subprocess.PIPE, text=True)
-        for n in range(4)]
-    deadline = time.monotonic() + 120
-    while not all((tmp_path / f"ready{n}").exists() for n in range(4)) and all(
-            c.poll() is None for c in children) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    go.touch()  # all four at once
-    for child in children:
-        _, err = child.communicate(timeout=240)
-        assert child.returncode == 0, err
+    run_at_once(CHILD, [[store_url, str(tmp_path / f"home{n}"), *FACTS] for n in range(4)],
+                tmp_path)
     with Loci.open(store=store_url, home=str(tmp_path / "reader"), embedding_provider="hash",
                    memory_mirror=False) as loci:
         kept = [m.content for m in loci.memories()]
