@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from loci import Loci
@@ -72,3 +73,24 @@ def test_sync_cli(home: Path, capsys: object) -> None:
     files = list(mirror_dir(home).glob("*.md"))
     files[0].write_text("---\nid: [unclosed\n---\nbody\n")
     assert main(["sync"]) == 1  # an unreadable file is reported as a conflict
+
+
+def test_an_edited_expiry_is_taken(loci: Loci, home: Path, clock: FakeClock) -> None:
+    """``expiresAt`` edited in a file was left as the store had it (found by an attack:
+    a user's edit silently ignored); an empty one means never."""
+    later = loci.remember("The sprint ends on Friday", type="project_context")
+    never = loci.remember("The office is in Lisbon", type="project_context")
+    files = mirror_dir(home)
+    clock.advance(minutes=5)
+    for memory, line in ((later, "expiresAt: '2031-01-01T00:00:00Z'"),
+                         (never, "expiresAt:")):
+        path = files / f"{memory.id}.md"
+        text = path.read_text()
+        old = next(x for x in text.splitlines() if x.startswith("expiresAt:"))
+        path.write_text(text.replace(old, line))
+    report = loci.sync()
+    assert sorted(report.updated) == sorted([later.id, never.id]) and not report.conflicts
+    assert loci.memory(later.id).expires_at == datetime(2031, 1, 1, tzinfo=UTC)
+    assert loci.memory(never.id).expires_at is None
+    assert loci.memory(never.id).content == "The office is in Lisbon"
+    assert loci.sync().unchanged == 2

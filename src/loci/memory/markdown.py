@@ -34,6 +34,10 @@ class MemoryFile:
     tags: tuple[str, ...]
     body: str
     updated_at: datetime | None
+    #: When the file says the memory expires (None: never), if it says so at all
+    #: (``expiresAt``; an empty value is "never").
+    expires_stated: bool = False
+    expires_at: datetime | None = None
 
 
 def render(memory: Memory) -> str:
@@ -71,11 +75,13 @@ def parse(text: str) -> MemoryFile:
         tags = [t.strip() for t in tags.split(",")]
     if not isinstance(tags, list):
         raise ValidationError(f"tags must be a list or comma-separated text, not {tags!r}")
-    updated = front.get("updatedAt")
+    updated, expires = front.get("updatedAt"), front.get("expiresAt")
     return MemoryFile(
         id=str(front["id"]) if front.get("id") else None,
         type=str(front["type"]) if front.get("type") else None,
         tags=tuple(str(t) for t in tags if str(t).strip()),
         body=body.strip(),
         updated_at=parse_timestamp(str(updated)) if updated else None,
+        expires_stated="expiresAt" in front,
+        expires_at=parse_timestamp(str(expires)) if expires else None,
     )

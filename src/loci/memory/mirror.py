@@ -167,7 +167,8 @@ def was_mirrored(memory: Memory) -> bool:
 
 def same_content(found: MemoryFile, memory: Memory) -> bool:
     return (found.body, found.type or memory.type, found.tags) == (
-        memory.content, memory.type, memory.tags)
+        memory.content, memory.type, memory.tags) and (
+        not found.expires_stated or found.expires_at == memory.expires_at)
 
 
 def _safe_parts(scope: Scope) -> bool:

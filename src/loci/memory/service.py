@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from loci.checks import check_state_key, check_text, check_type, clean_tags
 from loci.errors import NotFoundError, ValidationError
@@ -143,15 +143,18 @@ class MemoryService:
 
     def update(
         self, memory_id: str, content: str, type: str, tags: Sequence[str],
-        reason: str = "updated",
+        reason: str = "updated", *,
+        expires_at: datetime | Literal["by type"] | None = "by type",
     ) -> SaveResult:
-        """Replace a memory's text, type and tags; the old version goes to history."""
+        """Replace a memory's text, type and tags; the old version goes to history. It
+        expires as its type says, or at ``expires_at`` (None: never)."""
         content, memory_type, tags = _validate(content, type, tags)
         old = self.get(memory_id)
         now = self.clock()
+        if expires_at == "by type":
+            expires_at = expiry_for(memory_type, now, self.ttls)
         fresh = replace(old, content=content, type=memory_type, tags=tags,
-                        updated_at=now, expires_at=expiry_for(memory_type, now, self.ttls),
-                        confirmed_at=now)
+                        updated_at=now, expires_at=expires_at, confirmed_at=now)
         self.store.supersede_memory(self.scope, fresh, reason, now)
         self._index_later()
         self._mirror(fresh, old)

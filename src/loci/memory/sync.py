@@ -149,8 +149,10 @@ class _Run:
         self.report.updated.append(memory.id)
         if self.dry_run:
             return
-        result = self.service.update(memory.id, found.body, found.type or memory.type,
-                                     found.tags, reason=f"edited in {name}")
+        result = self.service.update(
+            memory.id, found.body, found.type or memory.type, found.tags,
+            reason=f"edited in {name}",
+            expires_at=found.expires_at if found.expires_stated else "by type")
         self.mirror.write(self._held_here(result.memory))
 
     def _write(self, memory: Memory) -> None:
