@@ -176,3 +176,21 @@ def test_a_file_that_refuses_a_write_is_a_store_error(tmp_path: Path) -> None:
         other.close()
         loci.add("s", "user", "third")
         assert [e.content for e in loci.events("s")] == ["first", "third"]
+
+
+def test_a_process_holding_the_saves_lock_holds_up_no_one_for_ever(tmp_path: Path) -> None:
+    """A stopped process keeps its locks: a save waits as a write waits for the
+    database, then says why."""
+    import fcntl
+
+    db = tmp_path / "saves.db"
+    with Loci.open(store=f"sqlite:///{db}", home=str(tmp_path)) as loci:
+        loci.remember("The user lives in Lisbon", type="sticky")
+        loci.store._saves_timeout = 0.2  # type: ignore[attr-defined]
+        with open(f"{db}.saves", "a+b") as other:  # as another process would hold it
+            fcntl.flock(other, fcntl.LOCK_EX)
+            with pytest.raises(StoreError, match="held"):
+                loci.remember("The user drinks tea", type="user_preference")
+        loci.remember("The user drinks tea", type="user_preference")
+        assert sorted(m.content for m in loci.memories()) == [
+            "The user drinks tea", "The user lives in Lisbon"]

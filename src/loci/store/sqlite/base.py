@@ -141,8 +141,9 @@ class SQLiteBase(IndexedVectors):
     #: Checkpoints the write-ahead log off the writers' path (None in memory).
     _checkpointer: Checkpointer | None
     #: Deduplicated saves, one at a time between processes by a lock on this file
-    #: (``saving``; None in memory).
+    #: (``saving``; None in memory), waited for at most this many seconds.
     _saves_file: Path | None
+    _saves_timeout: float
 
     def local_lock(self) -> threading.RLock:
         return self._lock
@@ -164,10 +165,24 @@ class SQLiteBase(IndexedVectors):
             except OSError as exc:
                 raise StoreError(f"cannot lock {self._saves_file}: {exc}") from exc
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX)
+                self._take(handle)
                 yield
             finally:
                 os.close(handle)  # which releases the lock
+
+    def _take(self, handle: int) -> None:
+        """The saves' lock file, waited for as long as a write waits for the database
+        (a process stopped while it holds the lock must not hold up every other)."""
+        deadline = time.monotonic() + self._saves_timeout
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreError(f"another process has held {self._saves_file} for "
+                                     f"{self._saves_timeout:g} s") from None
+                time.sleep(0.005)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

@@ -51,6 +51,8 @@ def private_file(path: Path) -> None:
         pass  # someone else's file that we may still read: SQLite will say
 
 
+#: Seconds a write waits for another's lock (the database's, the saves' file's).
+BUSY_TIMEOUT = 30.0
 #: The log's size (in pages) at which a commit checkpoints it itself.
 WRITER_CHECKPOINT_PAGES = 10_000
 
@@ -80,7 +82,7 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
             private_file(Path(path))
         try:
             self._db = sqlite3.connect(
-                path, isolation_level=None, check_same_thread=False, timeout=30.0
+                path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT
             )
             # Before migrating: the full-text triggers count tokens with it.
             self._db.create_function("loci_tokens", 1, tokens, deterministic=True)
@@ -108,6 +110,7 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
         self._scope_bases = {}
         self._ann_dir = None if path == ":memory:" else Path(f"{path}.ann")
         self._saves_file = None if memory else Path(f"{path}.saves")
+        self._saves_timeout = BUSY_TIMEOUT
         self._checkpointer = None if path == ":memory:" else Checkpointer(
             path, on_idle=self._release_memory)
 
