@@ -4,6 +4,7 @@ plain queries and error translation."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -36,6 +37,10 @@ def translated_errors(what: str) -> Iterator[None]:
         raise StoreError(f"PostgreSQL failed ({what}): {exc}") from exc
 
 
+#: Seconds a deduplicated save waits for another's (``saving``).
+SAVES_TIMEOUT = 30.0
+
+
 class PostgresBase(IndexedVectors):
     """The pool (connections shared by threads) and how to use it. Each part of the
     backend extends it, so each knows the whole contract it helps implement."""
@@ -56,7 +61,14 @@ class PostgresBase(IndexedVectors):
         process's threads queue before taking one, so waiting never holds the pool."""
         key = f"saving\x1f{scope.tenant}\x1f{scope.agent}"
         with self._saves, translated_errors("lock"), self._pool.connection() as conn:
-            conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+            # Waited for at most SAVES_TIMEOUT: a stopped process keeps its lock.
+            deadline = time.monotonic() + SAVES_TIMEOUT
+            while not conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
+                                   (key,)).fetchone()[0]:  # type: ignore[index]
+                if time.monotonic() > deadline:
+                    raise StoreError(f"another process has held the saves of {scope} for "
+                                     f"{SAVES_TIMEOUT:g} s")
+                time.sleep(0.005)
             try:
                 yield
             finally:
