@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from google.adk.events.event import Event
+from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from google.genai import types
 
@@ -98,6 +99,7 @@ def test_many_sessions_added_at_once_keep_one_copy_each(runtime: Runtime) -> Non
 CHILD = """
 import asyncio
 from google.adk.events.event import Event
+from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from google.genai import types
 from loci import Runtime, load_settings
@@ -198,3 +200,17 @@ def test_a_bad_session_name_is_the_callers_error(runtime: Runtime) -> None:
     memory = LociMemoryService(runtime)
     with pytest.raises(ValidationError, match="session"):
         add(memory, session("../escape", [said("user", "hi")]))
+
+
+def test_facts_added_together_are_all_kept_whatever_one_holds(runtime: Runtime) -> None:
+    """A lone surrogate in one entry, or one of spaces, left the entries after it
+    unsaved (the ones before were saved): each is repaired or passed over."""
+    memory = LociMemoryService(runtime)
+    texts = ["Maya likes tea", "Maya's cat is called Ol\ud800ga", "   ",
+             "Maya runs on Sundays"]
+    entries = [MemoryEntry(content=types.Content(role="user", parts=[types.Part(text=t)]))
+               for t in texts]
+    asyncio.run(memory.add_memory(app_name="helper", user_id="maya", memories=entries))
+    kept = sorted(m.content for m in runtime.scope("maya", "helper").memories())
+    assert kept == sorted(["Maya likes tea", "Maya's cat is called Ol\ufffdga",
+                           "Maya runs on Sundays"])

@@ -80,9 +80,12 @@ class LociMemoryService(BaseMemoryService):
         self, *, app_name: str, user_id: str, memories: Sequence[MemoryEntry],
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
-        """Remember each entry's text (``custom_metadata["type"]``: its memory type)."""
+        """Remember each entry's text (``custom_metadata["type"]``: its memory type),
+        repaired as an event's is (``_valid_text``): one bad entry must not leave the
+        entries after it unsaved."""
         kind = str((custom_metadata or {}).get("type") or "project_context")
-        texts = [text for entry in memories if (text := _text(entry.content))]
+        texts = [_valid_text(text) for entry in memories
+                 if (text := _text(entry.content)).strip()]
         await run_sync(self._remember, self._loci(app_name, user_id), texts, kind)
 
     async def search_memory(self, *, app_name: str, user_id: str,
