@@ -57,9 +57,11 @@ OPERATOR = "*"
 #: memories' agent, and those a file path reads as a directory.
 RESERVED_NAMES = frozenset({OPERATOR, SHARED_AGENT, ".", ".."})
 #: State keys Loci keeps for itself: a session's focus, how far its turns were saved to
-#: memory, the context edits its provider applies, the pending consolidation. No client
-#: writes them (a malformed one would break what reads it).
-INTERNAL_STATE = ("focus:", "flushed:", "provider_edits:", "consolidation:")
+#: memory, the context edits its provider applies, the pending consolidation, an Agents
+#: SDK session's items waiting for an event. No client writes them (a malformed one
+#: would break what reads it).
+INTERNAL_STATE = ("focus:", "flushed:", "provider_edits:", "consolidation:",
+                  "agents_waiting:")
 
 
 def check_text(field: str, value: Any) -> str:

@@ -161,3 +161,30 @@ def test_odd_items_and_limits(loci: Loci) -> None:
     call = next(e for e in loci.events("odd") if e.type == "tool_call")
     assert call.args == {"a": 1}
     assert loci.events("odd")[0].content == "5"
+
+
+def test_items_with_no_event_of_their_own_wait_for_the_next(loci: Loci) -> None:
+    """A reasoning or hosted-tool item added alone was dropped, and popping a message
+    dropped the reasoning that rode with it (found by an attack); they wait now."""
+    session = LociSession("riders", loci, compiled=False)
+    question = {"role": "user", "content": "q"}
+    thought = {"type": "reasoning", "id": "rs_1", "summary": []}
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed"}
+    answer = {"type": "message", "role": "assistant",
+              "content": [{"type": "output_text", "text": "ans"}]}
+
+    async def go() -> None:
+        await session.add_items([question])
+        await session.add_items([thought])
+        await session.add_items([search])
+        assert await session.get_items() == [question, thought, search]
+        await session.add_items([answer])  # they ride with it now
+        assert await session.get_items() == [question, thought, search, answer]
+        assert await session.pop_item() == answer
+        assert await session.get_items() == [question, thought, search]
+        assert await session.pop_item() == search
+        assert await session.get_items() == [question, thought]
+        await session.clear_session()
+        assert await session.get_items() == []
+    asyncio.run(go())
+    assert loci.state() == []

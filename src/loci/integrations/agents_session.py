@@ -3,7 +3,8 @@ the SDK's ``Session`` protocol over a Loci session.
 
 ``add_items`` records the run's items in the session's event log (messages, function
 calls and their outputs as tool calls and results; a reasoning item rides with the
-assistant turn it precedes, as the proxy keeps it), each item's own JSON kept with its
+assistant turn it precedes, as the proxy keeps it, and one added with no event to ride
+with waits in the scope's state for the next), each item's own JSON kept with its
 event. ``get_items`` answers, by default, with Loci's compiled context as input items
 (``CompiledContext.to_responses``): the history that fits, the compaction summary,
 recalled memories and conversation, instead of a list that only grows; with
@@ -27,6 +28,9 @@ from loci import Loci, NotFoundError, ValidationError
 
 #: Where an event keeps the items it stands for, as they were added.
 ITEMS = "agents_items"
+#: The state key (one of Loci's own, ``checks.INTERNAL_STATE``) holding a session's items
+#: that wait for an event to ride with.
+WAITING = "agents_waiting:"
 _KEPT = "provider_blocks"
 
 
@@ -48,16 +52,38 @@ class LociSession:
         return items[max(len(items) - limit, 0):] if limit else []  # the newest ``limit``
 
     async def add_items(self, items: list[Any]) -> None:
-        events = _events([_plain(item) for item in items])
-        if events:
-            await run_sync(self.loci.add_events, self.session_id, events)
+        await run_sync(self._add, [_plain(item) for item in items])
 
     async def pop_item(self) -> dict[str, Any] | None:
         return await run_sync(self._pop)
 
     async def clear_session(self) -> None:
+        await run_sync(self._hold, [])
         with suppress(NotFoundError):  # nothing recorded yet
             await run_sync(self.loci.erase_session, self.session_id)
+
+    def _add(self, items: list[dict[str, Any]]) -> None:
+        """Record ``items``; those with no event to ride with (a reasoning item added
+        alone) wait, kept in the scope's state, for the next event."""
+        waiting = self._waiting()
+        events = _events([*waiting, *items])
+        if events:
+            self.loci.add_events(self.session_id, events)
+        if events and waiting:
+            self._hold([])
+        elif not events and items:
+            self._hold([*waiting, *items])
+
+    def _waiting(self) -> list[dict[str, Any]]:
+        held = self.loci.store.get_state(self.loci.scope, WAITING + self.session_id)
+        return list(json.loads(held.value)) if held else []
+
+    def _hold(self, items: list[dict[str, Any]]) -> None:
+        loci, key = self.loci, WAITING + self.session_id
+        if items:
+            loci.store.set_state(loci.scope, key, json.dumps(items), loci.clock())
+        else:
+            loci.store.delete_state(loci.scope, key)
 
     def _live(self) -> list[Any]:
         try:
@@ -66,8 +92,8 @@ class LociSession:
             return []
 
     def _added(self) -> list[dict[str, Any]]:
-        return [item for event in self._live() if event.type != "summary"
-                for item in (event.metadata or {}).get(ITEMS) or ()]
+        return [*(item for event in self._live() if event.type != "summary"
+                  for item in (event.metadata or {}).get(ITEMS) or ()), *self._waiting()]
 
     def _compiled(self) -> list[dict[str, Any]]:
         try:
@@ -82,6 +108,9 @@ class LociSession:
         again). One pop at a time, in every process: two must not take one item."""
         loci = self.loci
         with loci.store.saving(loci.scope):
+            if waiting := self._waiting():  # added last
+                self._hold(waiting[:-1])
+                return dict(waiting[-1])
             live = [e for e in self._live() if (e.metadata or {}).get(ITEMS)]
             if not live:
                 return None
@@ -92,8 +121,8 @@ class LociSession:
             # unless told: this archive is no compaction.
             loci.runtime.live_events.drop(loci.scope.tenant, loci.scope.agent,
                                           self.session_id)
-            if items[:-1]:
-                loci.add_events(self.session_id, _events(items[:-1]))
+            if items[:-1]:  # what rode with it stays (and waits, without an event)
+                self._add(items[:-1])
             return dict(items[-1])
 
 
