@@ -80,39 +80,37 @@ class SessionEraser:
 
     def derived(self, session: str) -> tuple[list[str], list[str]]:
         """Ids of the memories and paths of the documents derived from ``session``
-        alone: a memory another session stated again stays (``_stated_elsewhere``)."""
+        alone: a memory another session stated again stays, from it."""
+        memories, _, documents, _ = self._derived(session)
+        return [m.id for m in memories], documents
+
+    def _derived(self, session: str
+                 ) -> tuple[list[Memory], list[Memory], list[str], set[str]]:
+        """(the memories saved from ``session`` alone, those another session stated
+        again, the documents derived from it, its sources), read once."""
         ids = [e.id for e in self.store.list_events(self.scope, session)]
-        mine, sources = self._memories_of(session, ids)
-        memories = [m.id for m in mine if set(confirmations(m)) <= sources]
+        sources = {f"session:{session}", *(f"event:{i}" for i in ids)}
+        alone: list[Memory] = []
+        elsewhere: list[Memory] = []
+        for m in list_memories(self.store, self.memory_scopes):
+            if m.source in sources and m.metadata.get(AGENT, self.scope.agent) == (
+                    self.scope.agent):
+                (alone if set(confirmations(m)) <= sources else elsewhere).append(m)
         artifacts = {artifact_path(session, i) for i in ids}
         documents = [d.path for d in self.store.list_documents(self.scope, "/")
                      if d.path in artifacts or d.metadata.get("session") == session]
-        return memories, documents
-
-    def _memories_of(self, session: str, event_ids: list[int]
-                     ) -> tuple[list[Memory], set[str]]:
-        """The memories saved from ``session`` (by its agent), and its sources."""
-        sources = {f"session:{session}", *(f"event:{i}" for i in event_ids)}
-        return [m for m in list_memories(self.store, self.memory_scopes)
-                if m.source in sources
-                and m.metadata.get(AGENT, self.scope.agent) == self.scope.agent], sources
-
-    def _stated_elsewhere(self, session: str) -> None:
-        """The memories of ``session`` that another session stated again, now from it."""
-        mine, sources = self._memories_of(
-            session, [e.id for e in self.store.list_events(self.scope, session)])
-        for memory in mine:
-            if not set(confirmations(memory)) <= sources:
-                self.holding(memory.id).keep_from_others(memory.id, sources)
+        return alone, elsewhere, documents, sources
 
     def erase(self, session: str, *, keep_derived: bool = False,
               dry_run: bool = False) -> SessionErasure:
-        memories, documents = ([], []) if keep_derived else self.derived(session)
+        alone, elsewhere, documents, sources = (
+            ([], [], [], set()) if keep_derived else self._derived(session))
+        memories = [m.id for m in alone]
         if dry_run:
             events = len(self.store.list_events(self.scope, session))
         else:
-            if not keep_derived:
-                self._stated_elsewhere(session)
+            for memory in elsewhere:  # now from the newest other session that said it
+                self.holding(memory.id).keep_from_others(memory.id, sources)
             for memory_id in memories:
                 self.holding(memory_id).forget(memory_id)
             for path in documents:

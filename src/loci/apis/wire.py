@@ -9,7 +9,7 @@ its API's typed shape (``apis.shapes``) wherever the modules that read it take o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
 
 from loci.errors import ValidationError
 from loci.models import Usage
@@ -50,12 +50,12 @@ def usage_int(usage: Any, *keys: str) -> int:
     if isinstance(usage, dict):
         for key in keys:
             value = usage.get(key)
-            if isinstance(value, int) and is_count(value):
+            if is_count(value):
                 return value
     return 0
 
 
-def is_count(value: Any) -> bool:
+def is_count(value: Any) -> TypeGuard[int]:
     """Whether ``value`` is a token count a call can have."""
     return isinstance(value, int) and not isinstance(value, bool) and (
         0 <= value <= MAX_CALL_TOKENS)
