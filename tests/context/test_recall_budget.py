@@ -175,3 +175,50 @@ def test_a_recalled_question_brings_an_answer_that_shares_none_of_its_words(
         included = _layer(compiled, "recall").included  # type: ignore[attr-defined]
         assert any("next to event" in i for i in included), included
         assert not any("Grocery" in t for t in compiled.retrieved.splitlines())
+
+
+def test_a_memory_is_left_out_when_its_own_turn_is_recalled(home: Path,
+                                                             clock: FakeClock) -> None:
+    """The turn says it in the user's own words: neither a recalled memory nor one of
+    the newest repeats it, and a memory whose turn is not shown stays."""
+    with open_loci(home, clock, **CHAT) as loci:
+        turn = loci.add("kitchen", "user", "My French press ratio is down to a science: one "
+                        "tablespoon of coffee for every five ounces of water.")
+        loci.add_reply("kitchen", "Five ounces a tablespoon is a classic French press ratio.")
+        fact = "The user brews one tablespoon of coffee per five ounces in the French press."
+        older = loci.remember(fact, source=f"event:{turn.id}", dedupe=False)
+        apart = loci.remember("The user's French press holds four cups of coffee.",
+                              source="event:999999", dedupe=False)
+        for newer in NEWER_FACTS:
+            clock.advance(hours=1)
+            loci.remember(newer)
+        clock.advance(hours=1)
+        newest = loci.remember("The user now weighs the coffee for the French press.",
+                               source=f"event:{turn.id}", dedupe=False)
+        loci.wait_indexed()
+        compiled = loci.compile("new", "What is my French press coffee ratio?")
+        recall, memories = _layer(compiled, "recall"), _layer(compiled, "memories")
+        assert "five ounces of water" in compiled.retrieved  # the turn
+        assert fact not in compiled.to_text() and "weighs the coffee" not in compiled.to_text()
+        cover = f"shown by event {turn.id}"
+        assert (older.id, cover) in recall.dropped  # type: ignore[attr-defined]
+        assert (newest.id, cover) in memories.dropped  # type: ignore[attr-defined]
+        assert newest.id not in memories.included  # type: ignore[attr-defined]
+        assert "holds four cups" in compiled.retrieved
+        assert apart.id in recall.included  # type: ignore[attr-defined]
+        assert NEWER_FACTS[-1] in compiled.dynamic
+        # In a session under way, the newest memories stay as they were (cached).
+        loci.add("new", "user", "What is my French press coffee ratio?")
+        loci.add_reply("new", "One tablespoon to five ounces.")
+        ongoing = loci.compile("new", "And how do I clean it?")
+        assert "weighs the coffee" in ongoing.dynamic
+
+
+NEWER_FACTS = [
+    "The user's sister lives in Porto.", "The user plays padel on Thursdays.",
+    "The user's car is a green hatchback.", "The user is allergic to penicillin.",
+    "The user reads science fiction at night.", "The user volunteers at an animal shelter.",
+    "The user's favourite band is Radiohead.", "The user studied geology in Leeds.",
+    "The user keeps a sourdough starter called Bob.", "The user runs a half marathon yearly.",
+    "The user's office is on the ninth floor.", "The user collects vintage postcards.",
+]

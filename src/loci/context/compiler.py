@@ -12,7 +12,7 @@ included, what it dropped and why, for the explain view.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
@@ -114,12 +114,14 @@ class ContextCompiler:
         # may take all that is left: the prefix sections' budgets stay ceilings.
         spare = max(free - sum(sections.values()), 0)
         ctx.new_session = not history.events
-        texts: dict[str, list[str]] = {}
+        shown: dict[str, list[Item]] = {}
         for section in ("static", "dynamic", "retrieved"):
             budget = sections[section] + (spare if section == "retrieved" else 0)
             spare += budget - self._fit_section(ctx, request, section, budget, reports,
-                                                texts, summary, elastic=ctx.new_session)
-        rendered = {s: self._join(request, s, texts) for s in ("static", "dynamic", "retrieved")}
+                                                shown, summary, elastic=ctx.new_session)
+        if ctx.new_session:  # no history the provider caches behind the earlier layers
+            self._leave_out_covered(ctx, reports, shown)
+        rendered = {s: self._join(request, s, shown) for s in ("static", "dynamic", "retrieved")}
         fixed = sum(self.counter.count_message("system", t) for t in rendered.values() if t)
         if fixed + message_tokens + REPLY_PRIMING > request.budget:
             raise BudgetExceededError(
@@ -166,7 +168,7 @@ class ContextCompiler:
 
     def _fit_section(
         self, ctx: BuildContext, request: CompileRequest, section: str, budget: int,
-        reports: dict[str, LayerReport], texts: dict[str, list[str]], summary: Summary,
+        reports: dict[str, LayerReport], shown: dict[str, list[Item]], summary: Summary,
         *, elastic: bool,
     ) -> int:
         """Fit the section's layers into ``budget``; returns the tokens used. With
@@ -177,7 +179,7 @@ class ContextCompiler:
         remaining = budget
         for layer in sorted(layers, key=lambda spec: -spec.priority):
             if layer.name == SUMMARY_LAYER:  # counted in history's budget, not the section's
-                reports[layer.name], texts[layer.name] = self._fit_summary(ctx, section,
+                reports[layer.name], shown[layer.name] = self._fit_summary(ctx, section,
                                                                            summary)
                 continue
             limit = tokens_for(layer.budget, request.window)
@@ -186,45 +188,91 @@ class ContextCompiler:
             report = reports[layer.name] = LayerReport(layer.name, section, limit)
             kept = self._fit_layer(ctx, layer.name, section, report, remaining)
             remaining -= report.used
-            texts[layer.name] = _arranged(kept)
+            shown[layer.name] = kept
         return budget - remaining
+
+    def _leave_out_covered(self, ctx: BuildContext, reports: dict[str, LayerReport],
+                           shown: dict[str, list[Item]]) -> None:
+        """Leave out each item that a later layer shows in the words it was taken from
+        (a newest memory, its turn recalled); what that frees stays unused."""
+        for name, items in shown.items():
+            covered = {i.id: i.covered_by for i in items
+                       if i.covered_by is not None and i.covered_by in ctx.included}
+            if not covered:
+                continue
+            shown[name] = [i for i in items if i.id not in covered]
+            report = reports[name]
+            report.included = [i for i in report.included if i not in covered]
+            report.dropped.extend((i, f"shown by {cover}") for i, cover in covered.items())
+            report.used = self._cost(shown[name], range(len(shown[name])))
 
     def _fit_layer(self, ctx: BuildContext, name: str, section: str, report: LayerReport,
                    remaining: int) -> list[Item]:
-        """The layer's items, in order, while they fit its limit and the section."""
-        kept: list[Item] = []
-        groups: set[str] = set()
+        """The layer's items, in order, while they fit its limit and the section. An
+        item whose cover (``Item.covered_by``) is shown too is left out, and its room
+        goes to the items after it."""
         items = BUILDERS[name](ctx)
-        for position, item in enumerate(items):
-            if len(report.dropped) >= MAX_DROPS_LISTED:
-                rest = len(items) - position
-                report.dropped.append((f"{rest} more item(s)", "over the budget"))
+        kept, dropped = self._packed(items, name, section, report.budget, remaining, [])
+        showing = ctx.included | {items[n].shows for n in kept if items[n].shows is not None}
+        covered = {n for n in kept if items[n].covered_by in showing}
+        if covered:
+            items_left = [n for n in kept if n not in covered]
+            kept, dropped = self._packed(items, name, section, report.budget, remaining,
+                                         items_left, skip=covered)
+            dropped += [(items[n].id, f"shown by {items[n].covered_by}") for n in covered]
+        report.dropped.extend(dropped)
+        considered = {item_id for item_id, _ in dropped} | {items[n].id for n in kept}
+        report.texts.update((i.id, i.text[:TEXT_SHOWN]) for i in items if i.id in considered)
+        for n in kept:
+            item = items[n]
+            report.included.append(item.id)
+            ctx.included.update((item.id, item.shows) if item.shows else (item.id,))
+            ctx.shown.add(said(item.text))
+        report.used = self._cost(items, kept)
+        return [items[n] for n in kept]
+
+    def _packed(self, items: Sequence[Item], name: str, section: str, limit: int,
+                remaining: int, first: Sequence[int], *, skip: Collection[int] = ()
+                ) -> tuple[list[int], list[tuple[str, str]]]:
+        """The positions of the items kept, in order, and the reasons of those dropped:
+        ``first`` counted in before the rest, ``skip`` left out."""
+        kept = list(first)
+        used = self._cost(items, kept)
+        groups = {items[n].group for n in kept}
+        dropped: list[tuple[str, str]] = []
+        done = {*first, *skip}
+        for n, item in enumerate(items):
+            if n in done:
+                continue
+            if len(dropped) >= MAX_DROPS_LISTED:
+                dropped.append((f"{len(items) - n} more item(s)", "over the budget"))
                 break
             tokens = self.counter.count(item.text) + 1
             if item.group is not None and item.group not in groups:
                 tokens += self.counter.count(item.group) + 1
-            report.texts[item.id] = item.text[:TEXT_SHOWN]
-            if report.used + tokens > report.budget:
-                report.dropped.append((item.id, f"over the {name} budget"))
-            elif report.used + tokens > remaining:
-                report.dropped.append((item.id, f"over the {section} section budget"))
+            if used + tokens > limit:
+                dropped.append((item.id, f"over the {name} budget"))
+            elif used + tokens > remaining:
+                dropped.append((item.id, f"over the {section} section budget"))
             else:
-                kept.append(item)
-                if item.group is not None:
-                    groups.add(item.group)
-                report.included.append(item.id)
-                report.used += tokens
-                ctx.included.add(item.id)
-                ctx.shown.add(said(item.text))
-        return kept
+                kept.append(n)
+                groups.add(item.group)
+                used += tokens
+        return sorted(kept), dropped
+
+    def _cost(self, items: Sequence[Item], kept: Collection[int]) -> int:
+        """The tokens of the kept items, each group's heading once."""
+        headings = {items[n].group for n in kept}
+        return (sum(self.counter.count(items[n].text) + 1 for n in kept)
+                + sum(self.counter.count(h) + 1 for h in headings if h is not None))
 
     def _fit_summary(
         self, ctx: BuildContext, section: str, summary: Summary
-    ) -> tuple[LayerReport, list[str]]:
+    ) -> tuple[LayerReport, list[Item]]:
         """The compaction summary within its limit: shortened to fit, not dropped
         (unless not even ``MIN_SHRUNK`` tokens are left)."""
         report = LayerReport(SUMMARY_LAYER, section, summary.limit)
-        kept: list[str] = []
+        kept: list[Item] = []
         for item in summary.items:
             text = item.text
             report.texts[item.id] = text[:TEXT_SHOWN]
@@ -237,11 +285,11 @@ class ContextCompiler:
             if tokens > room:
                 report.dropped.append((item.id, f"over the {SUMMARY_LAYER} budget"))
                 continue
-            kept.append(text)
+            kept.append(Item(item.id, text))
             report.included.append(item.id)
             report.used += tokens
             ctx.included.add(item.id)
-        ctx.summary_text = " ".join(" ".join(text.lower().split()) for text in kept)
+        ctx.summary_text = " ".join(" ".join(i.text.lower().split()) for i in kept)
         return report, kept
 
     def _dated(self, history: History, today: date) -> History:
@@ -311,9 +359,10 @@ class ContextCompiler:
             kept.append(line)
         return "\n".join([*kept, note])
 
-    def _join(self, request: CompileRequest, section: str, texts: dict[str, list[str]]) -> str:
-        blocks = ["\n".join(texts[layer.name]) for layer in request.layers
-                  if layer.section == section and texts.get(layer.name)]
+    def _join(self, request: CompileRequest, section: str, shown: dict[str, list[Item]]
+              ) -> str:
+        blocks = ["\n".join(_arranged(shown[layer.name])) for layer in request.layers
+                  if layer.section == section and shown.get(layer.name)]
         return "\n\n".join(blocks)
 
     def _history(

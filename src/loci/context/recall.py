@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from loci.context.sources import BuildContext, Item, in_summary, said
+from loci.context.sources import BuildContext, Item, in_summary, said, source_event
 from loci.memory.scopes import search_memories
 from loci.memory.timeline import asks_about_past, hit_standing, shown_as_past
 from loci.models import Event, SearchHit, speaker
@@ -43,8 +43,7 @@ def recall(ctx: BuildContext) -> list[Item]:
     items: list[Item] = []
     for key, hit in shown:
         if hit.kind == "memory":
-            text = shown_as_past(hit.text, hit_standing(hit, ctx.now))
-            items.append(Item(key, f"[RECALL {day_label(hit.timestamp)}] {text}"))
+            items.append(_memory_item(ctx, hit, key))
             continue
         items.append(_turn_item(ctx, hit, f"{key} (score {hit.score:.2f})"))
         neighbour = neighbours.get(hit.id)
@@ -79,12 +78,22 @@ def recall_floor(hits: Sequence[SearchHit]) -> float:
     return max(MIN_RELEVANCE, RECALL_RELATIVE_FLOOR * best)
 
 
+def _memory_item(ctx: BuildContext, hit: SearchHit, key: str) -> Item:
+    """A recalled memory; one that still holds is said by the turn it was taken from,
+    in the user's own words, when recall shows that turn too."""
+    standing = hit_standing(hit, ctx.now)
+    source = hit.metadata.get("source")
+    return Item(key, f"[RECALL {day_label(hit.timestamp)}] {shown_as_past(hit.text, standing)}",
+                covered_by=source_event(source if isinstance(source, str) else None)
+                if standing.status == "active" else None)
+
+
 def _turn_item(ctx: BuildContext, hit: SearchHit, item_id: str) -> Item:
     who = speaker(hit.metadata) or str(hit.metadata.get("role") or "someone")
     where = "this session" if hit.session == ctx.session else f"session {hit.session}"
     return Item(item_id, f"{who}: {hit.text}",
                 group=f"[RECALL {where}, {day_label(hit.timestamp)}]",
-                order=(hit.timestamp.timestamp(), int(hit.id)))
+                order=(hit.timestamp.timestamp(), int(hit.id)), shows=f"event {hit.id}")
 
 
 #: The role of the turn that completes a turn of each role, and where it is in the log.

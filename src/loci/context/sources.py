@@ -57,6 +57,11 @@ class Item:
     #: ``order``, the groups in the order of their first items.
     group: str | None = None
     order: tuple[float, int] = (0.0, 0)
+    #: The key of what the item shows ("event 12"), where its id says more.
+    shows: str | None = None
+    #: The key of an item that says all this one says: when that one is shown too,
+    #: this one is left out (a memory shown with the turn it was taken from).
+    covered_by: str | None = None
 
 
 @dataclass
@@ -257,10 +262,12 @@ def sticky(ctx: BuildContext) -> list[Item]:
 def already_said(ctx: BuildContext, memory: Memory) -> bool:
     """Whether the history already says what the memory says: it was extracted from an
     event the history shows (until compaction archives it), or the summary states it."""
-    source = memory.source or ""
-    if source.startswith("event:") and f"event {source[6:]}" in ctx.included:
-        return True
-    return in_summary(ctx, memory.content)
+    return source_event(memory.source) in ctx.included or in_summary(ctx, memory.content)
+
+
+def source_event(source: str | None) -> str | None:
+    """The key an item showing the event a memory was taken from has ("event 12")."""
+    return f"event {source[6:]}" if source and source.startswith("event:") else None
 
 
 def in_summary(ctx: BuildContext, text: str) -> bool:
@@ -298,7 +305,8 @@ def memories(ctx: BuildContext) -> list[Item]:
     by relevance through recall."""
     recent = list_memories(ctx.store, ctx.memory_scopes, now=ctx.now,
                            limit=RECENT_MEMORIES)
-    items = [Item(m.id, f"[MEMORY {day_label(m.created_at)}] {m.content}") for m in recent
+    items = [Item(m.id, f"[MEMORY {day_label(m.created_at)}] {m.content}",
+                  covered_by=source_event(m.source)) for m in recent
              if m.type != "sticky" and m.id not in ctx.included and not already_said(ctx, m)]
     asked = ctx.new_session and ctx.retriever is not None and bool((ctx.message or "").strip())
     return items[:NEW_SESSION_MEMORIES] if asked else items

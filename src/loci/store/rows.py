@@ -43,7 +43,7 @@ def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
                          timestamp=from_micros(r[4]),
                          metadata={"type": r[1], "tags": list(load_tags(r[3])),
                                    "expires_at": None if r[5] is None else from_micros(r[5]),
-                                   "superseded_by": r[6]})
+                                   "superseded_by": r[6], "source": r[7]})
     return SearchHit(kind="document", id=r[0], score=score, text=r[1],
                      timestamp=from_micros(r[2]), metadata={"tags": list(load_tags(r[3]))})
 

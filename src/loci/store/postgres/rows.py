@@ -53,7 +53,7 @@ KINDS = {
                   "content"),
     "memory": Kind("memories", "m", "id", "seq",
                    "m.id, m.type, m.content, loci_words(m.tags), m.updated, m.expires, "
-                   "m.superseded_by", "content"),
+                   "m.superseded_by, m.source", "content"),
     "document": Kind("documents", "d", "path", "seq",
                      "d.path, d.content, d.updated, loci_words(d.tags)",
                      "path || ' ' || content"),

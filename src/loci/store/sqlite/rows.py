@@ -137,7 +137,8 @@ KINDS = {
                   "e.id, e.session, e.content, e.ts, e.role, e.type, "
                   "json_extract(e.metadata, '$.name'), e.tool_name, e.args", "events_fts"),
     "memory": Kind("memories", "m", "rowid", "id",
-                   "m.id, m.type, m.content, m.tags, m.updated, m.expires, m.superseded_by",
+                   "m.id, m.type, m.content, m.tags, m.updated, m.expires, m.superseded_by, "
+                   "m.source",
                    "memories_fts"),
     "document": Kind("documents", "d", "rowid", "path",
                      "d.path, d.content, d.updated, d.tags", "documents_fts"),
