@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from loci.models import SearchHit
 from loci.search.query import query_terms
@@ -47,8 +48,15 @@ def _wanted(query: str) -> frozenset[str]:
 def _held(wanted: frozenset[str], text: str, tags: Iterable[str]) -> float:
     if not wanted:
         return 0.0
-    held = {_base(w.lower()) for w in _WORD.findall(text)} | {_base(t.lower()) for t in tags}
+    held = _words(text) | {_base(t.lower()) for t in tags}
     return len(wanted & held) / len(wanted)
+
+
+@lru_cache(maxsize=8192)
+def _words(text: str) -> frozenset[str]:
+    """A text's words as coverage compares them (the same memories are hits of many
+    questions: read once)."""
+    return frozenset(_base(w.lower()) for w in _WORD.findall(text))
 
 
 def by_coverage(query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
