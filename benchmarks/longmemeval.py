@@ -9,6 +9,9 @@ question is compiled in a NEW session at each window, and measured:
 - **answer**: the share of the answer's content words (lowercased, stop words out, light
   stemming) in the compiled messages, the question itself and Loci's "Today is …" line
   left out (abstention questions, ``_abs``, are not scored);
+- **unasked**: the same, of the answer's words that the question does not hold (the
+  question is the model's already: "did I switch to more water per tablespoon, or
+  less?" credits any context that repeats "switch", "per" and "less");
 - **evidence**: the share of the evidence turns (``has_answer``) of which at least half
   the content words are in the context;
 - its tokens, and turn and session recall@10 of ``search_conversation``.
@@ -177,6 +180,14 @@ def evidence_shown(turns: list[Turn], words: set[str]) -> float | None:
     return sum(len(w & words) >= EVIDENCE_SHARE * len(w) for w in wanted) / len(wanted)
 
 
+def unasked(row: dict[str, Any], words: set[str]) -> float | None:
+    """The share of the answer's words that the question does not hold, in ``words``
+    (the question is the model's already: a context that repeats its words is not
+    credited for them; None if the answer has no other words)."""
+    wanted = content_words(str(row["answer"])) - content_words(row["question"])
+    return len(wanted & words) / len(wanted) if wanted else None
+
+
 def recall_at_k(loci: Loci, row: dict[str, Any], turns: list[Turn]) -> tuple[float, float]:
     hits = loci.search_conversation(row["question"], limit=TOP_K)
     evidence = {" ".join(t.text.split()) for t in turns if t.evidence}
@@ -269,6 +280,7 @@ def run(rows: list[dict[str, Any]], windows: list[int], home: Path, embedder: st
                 words = content_words(text)
                 for metric, value in (("answer", coverage(str(row["answer"]), words)
                                        if scored else None),
+                                      ("unasked", unasked(row, words) if scored else None),
                                       ("evidence", evidence_shown(turns, words))):
                     if value is not None:
                         for key in (row["question_type"], "all"):
@@ -310,7 +322,7 @@ def print_report(report: dict[str, Any]) -> None:
           f"sessions {report['session_recall_at_10']}; compile p50 "
           f"{report['compile_p50_ms']} ms")
     names = ("loci", "recency", "bm25", "full", "sessions")
-    for metric in ("answer", "evidence"):
+    for metric in ("answer", "unasked", "evidence"):
         print(f"{metric:>26} " + " ".join(f"{n:>8}" for n in names))
         for key in (*TYPES, "all"):
             cells = [report.get(f"{n}|{metric}|{key}") for n in names]
