@@ -54,3 +54,28 @@ def test_time_never_runs_backwards_in_a_session_on_every_backend(
     assert given.timestamp == older
     assert [e.timestamp for e in engine.events("s")] == [first.timestamp] * 2 + [older]
     assert engine.add("other", "user", "x").timestamp == clock.now  # per session
+
+
+def test_an_exported_log_imports_as_it_was_on_every_backend(
+    engine: Loci, clock: FakeClock
+) -> None:
+    """`loci export` then `loci import` gives back the session the model saw: what
+    compaction archived stays archived, its summary stays the summary."""
+    engine.add("s", "user", "Remember that the deploy key lives in vault path secret/app.")
+    chat(engine, 12, big=600)
+    engine.compact("s")
+    lines = list(engine.export_jsonl("s"))
+    assert sum('"archived": true' in line for line in lines) > 0
+    copied = engine.import_jsonl(lines, "copy")
+    original = engine.events("s")
+    assert [(e.type, e.content, e.archived) for e in copied] == [
+        (e.type, e.content, e.archived) for e in original]
+    assert engine.session("copy").active_token_count == engine.session("s").active_token_count
+    question = "Where is the deploy key?"
+    assert _shown(engine.compile("copy", question)) == _shown(engine.compile("s", question))
+    assert engine.import_jsonl(lines, "copy") == []  # a second import adds nothing
+
+
+def _shown(compiled: object) -> tuple[str, list[object]]:
+    """What the model sees of a session: its summary and its history."""
+    return compiled.dynamic, compiled.history  # type: ignore[attr-defined]

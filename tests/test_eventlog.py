@@ -47,6 +47,7 @@ def test_records_round_trip() -> None:
         ('{"type":"message","role":"user","content":"x","timestamp":"noon"}', "line 2: not an ISO"),
         ('{"type":"tool_call","args":{}}', "line 2: a tool_call needs a tool name"),
         ('{"type":"tool_call","toolName":"t","args":[1]}', "line 2: args must be an object"),
+        ('{"role":"user","content":"x","archived":"yes"}', "line 2: archived must be true"),
     ],
 )
 def test_bad_lines_name_their_number(line: str, message: str) -> None:

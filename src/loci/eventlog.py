@@ -6,8 +6,9 @@ One event per line::
     {"type":"tool_call","toolName":"read","toolCallId":"tc_1","args":{...},"timestamp":"..."}
     {"type":"tool_result","toolCallId":"tc_1","toolName":"read","result":"...","timestamp":"..."}
 
-Optional keys: ``metadata`` (object), ``archived`` (export only). Parsing validates the
-whole file before anything is stored, and errors name the line.
+Optional keys: ``metadata`` (object), ``archived`` (true for what compaction archived:
+an exported log imports as the session it was). Parsing validates the whole file before
+anything is stored, and errors name the line.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def new_event(
     args: dict[str, Any] | None = None,
     metadata: dict[str, Any] | None = None,
     stamped: bool = False,
+    archived: bool = False,
 ) -> NewEvent:
     """Validate one event and count its tokens."""
     if type not in EVENT_TYPES:
@@ -88,6 +90,7 @@ def new_event(
         tokens=event_tokens(counter, type, role, content, tool_name, tool_call_id, args),
         tool_name=tool_name,
         tool_call_id=tool_call_id, args=args, metadata=dict(metadata or {}), stamped=stamped,
+        archived=archived,
     )
 
 
@@ -163,11 +166,14 @@ def _from_record(
     if not isinstance(metadata, dict):
         raise ValidationError("metadata must be an object")
     stamp = record.get("timestamp")
+    archived = record.get("archived", False)
+    if not isinstance(archived, bool):
+        raise ValidationError("archived must be true or false")
     return new_event(
         counter, type=str(kind), role=record.get("role"), content=content,
         timestamp=parse_timestamp(stamp) if stamp else default_timestamp,
         tool_name=record.get("toolName"), tool_call_id=record.get("toolCallId"),
-        args=args, metadata=metadata,
+        args=args, metadata=metadata, archived=archived,
     )
 
 

@@ -57,6 +57,8 @@ class NewEvent:
     #: The time is the engine's "now" (not the caller's): the store keeps it at or after
     #: the session's latest event, so that concurrent writers never run time backwards.
     stamped: bool = False
+    #: Stored as compaction left it (an exported log imported again).
+    archived: bool = False
 
 
 @dataclass(frozen=True)

@@ -41,24 +41,26 @@ class PostgresEvents(PostgresBase):
             (
                 scope.tenant, scope.agent, session, e.type, e.role, e.content,
                 to_micros(e.timestamp), e.tokens, e.tool_name, e.tool_call_id,
-                json_value(e.args), json_value(e.metadata), extra, context,
+                json_value(e.args), json_value(e.metadata), extra, context, e.archived,
             )
             for e, (extra, context) in zip(events, columns, strict=True)
         ]
         for row in rows:
-            check_text(session, *row[3:6], *row[8:])
+            check_text(session, *row[3:6], *row[8:14])
         # One statement for the batch; ids come back in insertion order (ORDINALITY).
         cur.execute(
             "INSERT INTO events (tenant, agent, session, type, role, content, ts, tokens, "
-            "tool_name, tool_call_id, args, metadata, search_extra, search_context) "
+            "tool_name, tool_call_id, args, metadata, search_extra, search_context, "
+            "archived) "
             "SELECT %s, %s, %s, r.type, r.role, r.content, r.ts, r.tokens, r.tool_name, "
-            "r.tool_call_id, r.args::jsonb, r.metadata::jsonb, r.extra, r.context "
-            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[], %s::int[], "
-            "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[]) "
+            "r.tool_call_id, r.args::jsonb, r.metadata::jsonb, r.extra, r.context, "
+            "r.archived FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[], "
+            "%s::int[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+            "%s::text[], %s::boolean[]) "
             "WITH ORDINALITY AS r(type, role, content, ts, tokens, tool_name, tool_call_id, "
-            "args, metadata, extra, context, n) ORDER BY r.n RETURNING id",
+            "args, metadata, extra, context, archived, n) ORDER BY r.n RETURNING id",
             (scope.tenant, scope.agent, session,
-             *([row[i] for row in rows] for i in range(3, 14))),
+             *([row[i] for row in rows] for i in range(3, 15))),
         )
         ids = sorted(int(r[0]) for r in cur.fetchall())
         return [
@@ -66,7 +68,7 @@ class PostgresEvents(PostgresBase):
                 id=ids[i], session=session, type=e.type, role=e.role,
                 content=e.content, timestamp=e.timestamp, tokens=e.tokens,
                 tool_name=e.tool_name, tool_call_id=e.tool_call_id, args=e.args,
-                metadata=dict(e.metadata),
+                metadata=dict(e.metadata), archived=e.archived,
             )
             for i, e in enumerate(events)
         ]

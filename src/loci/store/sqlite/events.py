@@ -46,7 +46,7 @@ class SQLiteEvents(SQLiteBase):
             (
                 scope.tenant, scope.agent, session, e.type, e.role, e.content,
                 to_micros(e.timestamp), e.tokens, e.tool_name, e.tool_call_id,
-                dump_json(e.args), dump_json(e.metadata), extra, context,
+                dump_json(e.args), dump_json(e.metadata), extra, context, int(e.archived),
             )
             for e, (extra, context) in zip(
                 events, search_columns(db, scope, session, events), strict=True)
@@ -57,8 +57,8 @@ class SQLiteEvents(SQLiteBase):
         first = (seq[0] if seq else 0) + 1
         db.executemany(
             "INSERT INTO events (tenant, agent, session, type, role, content, ts, "
-            "tokens, tool_name, tool_call_id, args, metadata, search_extra, search_context) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "tokens, tool_name, tool_call_id, args, metadata, search_extra, search_context, "
+            "archived) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         index_events(db, scope, "e.id >= ?", (first,))
@@ -67,7 +67,7 @@ class SQLiteEvents(SQLiteBase):
                 id=first + i, session=session, type=e.type, role=e.role,
                 content=e.content, timestamp=e.timestamp, tokens=e.tokens,
                 tool_name=e.tool_name, tool_call_id=e.tool_call_id, args=e.args,
-                metadata=dict(e.metadata),
+                metadata=dict(e.metadata), archived=e.archived,
             )
             for i, e in enumerate(events)
         ]
