@@ -79,3 +79,12 @@ def test_an_exported_log_imports_as_it_was_on_every_backend(
 def _shown(compiled: object) -> tuple[str, list[object]]:
     """What the model sees of a session: its summary and its history."""
     return compiled.dynamic, compiled.history  # type: ignore[attr-defined]
+
+
+def test_a_hit_says_what_its_turn_shared_on_every_backend(engine: Loci) -> None:
+    engine.add("s", "user", "They made this!", caption="a cup with a dog face")
+    engine.add("s", "user", "A plain turn about a cup.")
+    engine.wait_indexed()
+    hits = {h.text: h for h in engine.search_conversation("cup dog face", session="s")}
+    assert hits["They made this!"].metadata["caption"] == ["a cup with a dog face"]
+    assert "caption" not in hits["A plain turn about a cup."].metadata

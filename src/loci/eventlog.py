@@ -21,6 +21,7 @@ from typing import Any
 from loci.checks import check_json, check_text
 from loci.errors import ValidationError
 from loci.models import DEFAULT_ROLE, EVENT_TYPES, ROLES, Event, NewEvent
+from loci.search.conversation import shared
 from loci.store.codec import canonical_json
 from loci.timeutil import format_timestamp, parse_timestamp
 from loci.tokens import TokenCounter
@@ -87,7 +88,8 @@ def new_event(
         raise ValidationError("a tool_call needs a tool name")
     return NewEvent(
         type=type, role=role, content=content, timestamp=timestamp,
-        tokens=event_tokens(counter, type, role, content, tool_name, tool_call_id, args),
+        tokens=event_tokens(counter, type, role, content + (
+            shared(metadata) if type == "message" else ""), tool_name, tool_call_id, args),
         tool_name=tool_name,
         tool_call_id=tool_call_id, args=args, metadata=dict(metadata or {}), stamped=stamped,
         archived=archived,

@@ -222,3 +222,23 @@ NEWER_FACTS = [
     "The user keeps a sourdough starter called Bob.", "The user runs a half marathon yearly.",
     "The user's office is on the ninth floor.", "The user collects vintage postcards.",
 ]
+
+
+def test_what_a_turn_shared_is_shown_with_it(home: Path, clock: FakeClock) -> None:
+    """A photo is only its caption to a model that never saw it: history and recall show
+    it, and the event's tokens count it."""
+    with open_loci(home, clock, **CHAT) as loci:
+        plain = loci.add("pottery", "user", "The kids made this at the clay workshop!")
+        shown = loci.add("pottery", "user", "The kids made this at the clay workshop!",
+                         caption="a photo of a cup with a dog face on it",
+                         attachments=[{"alt": "a second cup, glazed blue"}])
+        assert shown.tokens > plain.tokens
+        loci.add_reply("pottery", "What a lovely cup!")
+        history = loci.compile("pottery", "What did they make?").history
+        assert history[1]["content"] == (
+            "The kids made this at the clay workshop! (shared: a photo of a cup with a dog "
+            "face on it; a second cup, glazed blue)")
+        loci.wait_indexed()
+        recalled = loci.compile("new", "What did the kids make with clay, a cup?").retrieved
+        assert "user: The kids made this at the clay workshop! (shared: a photo of a cup " \
+               "with a dog face on it; a second cup, glazed blue)" in recalled

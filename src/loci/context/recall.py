@@ -10,6 +10,7 @@ from loci.context.sources import BuildContext, Item, in_summary, said, source_ev
 from loci.memory.scopes import search_memories
 from loci.memory.timeline import asks_about_past, hit_standing, shown_as_past
 from loci.models import Event, SearchHit, speaker
+from loci.search.conversation import captions, shared
 from loci.search.relevance import MIN_RELEVANCE
 from loci.store.base import SearchFilters
 from loci.timeutil import day_label
@@ -91,7 +92,7 @@ def _memory_item(ctx: BuildContext, hit: SearchHit, key: str) -> Item:
 def _turn_item(ctx: BuildContext, hit: SearchHit, item_id: str) -> Item:
     who = speaker(hit.metadata) or str(hit.metadata.get("role") or "someone")
     where = "this session" if hit.session == ctx.session else f"session {hit.session}"
-    return Item(item_id, f"{who}: {hit.text}",
+    return Item(item_id, f"{who}: {hit.text}{shared(hit.metadata)}",
                 group=f"[RECALL {where}, {day_label(hit.timestamp)}]",
                 order=(hit.timestamp.timestamp(), int(hit.id)), shows=f"event {hit.id}")
 
@@ -137,4 +138,5 @@ def _neighbour_apart(ctx: BuildContext, hit: SearchHit) -> SearchHit | None:
 def _as_hit(event: Event) -> SearchHit:
     return SearchHit("event", str(event.id), 0.0, event.content, event.timestamp,
                      event.session, {"role": event.role, "type": event.type,
-                                     **({"name": n} if (n := speaker(event.metadata)) else {})})
+                                     **({"name": n} if (n := speaker(event.metadata)) else {}),
+                                     **({"caption": c} if (c := captions(event.metadata)) else {})})

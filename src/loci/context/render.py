@@ -28,6 +28,7 @@ from loci.apis.turn import (
     ToolResult,
 )
 from loci.models import Event
+from loci.search.conversation import shared
 from loci.store.codec import canonical_json
 
 
@@ -112,7 +113,8 @@ def _piece(event: Event) -> tuple[Message, ToolCall | None]:
         message = Message("tool", (ToolResult(event.tool_call_id or "",
                                               (Text(content),) if content else ()),))
     else:
-        text = (Text(event.content),) if event.content else ()
+        content = event.content + (shared(event.metadata) if event.type == "message" else "")
+        text = (Text(content),) if content else ()
         message = Message(_role(event.role), (*_blocks(event), *text))
     _PIECES[id(event)] = (weakref.ref(event, partial(_forget, id(event))), message, call)
     return message, call

@@ -95,14 +95,17 @@ def extra_text(metadata: Mapping[str, Any] | None, tool_name: str | None = None,
     return " ".join(parts) if parts else None
 
 
+def shared(metadata: Mapping[str, Any] | None) -> str:
+    """``" (shared: caption; …)"``, what the event shared as the model is shown it
+    (a photo is only its caption to a model that never saw it), or ""."""
+    found = captions(metadata)
+    return f" (shared: {'; '.join(found)})" if found else ""
+
+
 def line(content: str, metadata: Mapping[str, Any] | None) -> str:
     """``"name: content (shared: caption)"``, or the content alone without metadata."""
     name = speaker(metadata)
-    text = f"{name}: {content}" if name else content
-    shared = captions(metadata)
-    if shared:
-        text += f" (shared: {'; '.join(shared)})"
-    return text
+    return (f"{name}: {content}" if name else content) + shared(metadata)
 
 
 def context_text(previous: Iterable[tuple[str, Mapping[str, Any] | None]]) -> str | None:

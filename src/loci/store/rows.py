@@ -34,10 +34,12 @@ def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
     if kind == "event":
         name = r[6]  # the speaker's name, read from the metadata by the query
         text = r[2] if r[5] != "tool_call" else call_text(r[2], r[7], load_json(r[8]))
+        shared = conversation.captions(load_json(r[9])) if r[9] is not None else []
         return SearchHit(kind="event", id=str(r[0]), score=score, text=text,
                          timestamp=from_micros(r[3]), session=r[1],
                          metadata={"role": r[4], "type": r[5],
-                                   **({"name": name} if isinstance(name, str) else {})})
+                                   **({"name": name} if isinstance(name, str) else {}),
+                                   **({"caption": shared} if shared else {})})
     if kind == "memory":
         return SearchHit(kind="memory", id=r[0], score=score, text=r[2],
                          timestamp=from_micros(r[4]),

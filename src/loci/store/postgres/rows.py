@@ -49,7 +49,8 @@ KINDS = {
     "event": Kind("events", "e", "id", "id",
                   "e.id, e.session, e.content, e.ts, e.role, e.type, CASE WHEN "
                   "jsonb_typeof(e.metadata->'name') = 'string' THEN e.metadata->>'name' END, "
-                  "e.tool_name, e.args::text",
+                  "e.tool_name, e.args::text, CASE WHEN e.metadata->'caption' IS NOT NULL OR "
+                  "e.metadata->'attachments' IS NOT NULL THEN e.metadata::text END",
                   "content"),
     "memory": Kind("memories", "m", "id", "seq",
                    "m.id, m.type, m.content, loci_words(m.tags), m.updated, m.expires, "

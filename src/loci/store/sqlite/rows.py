@@ -120,6 +120,12 @@ def tokens(sizes: bytes | None) -> int:
 SPEAKER = "json_extract(metadata, '$.name')"
 
 
+#: Whether an event's metadata describes what it shared (``search.conversation.captions``):
+#: only then is its metadata read with its hit.
+SHARES = ("json_type(e.metadata, '$.caption') IS NOT NULL "
+          "OR json_type(e.metadata, '$.attachments') IS NOT NULL")
+
+
 @dataclass(frozen=True)
 class Kind:
     """How one searchable table is keyed, filtered and turned into hits."""
@@ -135,7 +141,8 @@ class Kind:
 KINDS = {
     "event": Kind("events", "e", "id", "id",
                   "e.id, e.session, e.content, e.ts, e.role, e.type, "
-                  "json_extract(e.metadata, '$.name'), e.tool_name, e.args", "events_fts"),
+                  "json_extract(e.metadata, '$.name'), e.tool_name, e.args, "
+                  f"CASE WHEN {SHARES} THEN e.metadata END", "events_fts"),
     "memory": Kind("memories", "m", "rowid", "id",
                    "m.id, m.type, m.content, m.tags, m.updated, m.expires, m.superseded_by, "
                    "m.source",
