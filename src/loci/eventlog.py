@@ -20,8 +20,7 @@ from typing import Any
 
 from loci.checks import check_json, check_text
 from loci.errors import ValidationError
-from loci.models import DEFAULT_ROLE, EVENT_TYPES, ROLES, Event, NewEvent
-from loci.search.conversation import shared
+from loci.models import DEFAULT_ROLE, EVENT_TYPES, ROLES, Event, NewEvent, shared
 from loci.store.codec import canonical_json
 from loci.timeutil import format_timestamp, parse_timestamp
 from loci.tokens import TokenCounter

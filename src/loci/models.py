@@ -93,6 +93,45 @@ def speaker(metadata: Any) -> str | None:
     return None
 
 
+#: Characters of one description of what an event shared that are kept.
+CAPTION_CHARS = 500
+_ATTACHMENT_KEYS = ("caption", "alt", "title", "name", "text")
+
+
+def captions(metadata: Mapping[str, Any] | None) -> list[str]:
+    """Descriptions of what the event shared: ``caption`` and ``attachments``."""
+    metadata = _mapping(metadata)
+    found: list[str] = []
+    for value in _as_list(metadata.get("caption")):
+        if isinstance(value, str):
+            found.append(value)
+    for item in _as_list(metadata.get("attachments")):
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, Mapping):
+            found.extend(str(item[k]) for k in _ATTACHMENT_KEYS
+                         if isinstance(item.get(k), str))
+    cleaned = (" ".join(text.split())[:CAPTION_CHARS] for text in found)
+    return list(dict.fromkeys(text for text in cleaned if text))
+
+
+def shared(metadata: Mapping[str, Any] | None) -> str:
+    """``" (shared: caption; …)"``, what the event shared as the model is shown it
+    (a photo is only its caption to a model that never saw it), or ""."""
+    found = captions(metadata)
+    return f" (shared: {'; '.join(found)})" if found else ""
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
 @dataclass(frozen=True)
 class SessionInfo:
     """Session metadata, derived from the log."""

@@ -8,7 +8,9 @@ import re
 from pathlib import Path
 
 from loci import Loci
+from loci.compaction.summarize import transcript_line
 from loci.context.recall import RECALL_RELATIVE_FLOOR
+from loci.text.transcript import turns_from_events
 from tests.conftest import FakeClock, open_loci
 
 MODEL = {"chat-16k": 16_000}
@@ -225,8 +227,8 @@ NEWER_FACTS = [
 
 
 def test_what_a_turn_shared_is_shown_with_it(home: Path, clock: FakeClock) -> None:
-    """A photo is only its caption to a model that never saw it: history and recall show
-    it, and the event's tokens count it."""
+    """A photo is only its caption to a model that never saw it: history, recall and
+    what compaction summarizes show it, and the event's tokens count it."""
     with open_loci(home, clock, **CHAT) as loci:
         plain = loci.add("pottery", "user", "The kids made this at the clay workshop!")
         shown = loci.add("pottery", "user", "The kids made this at the clay workshop!",
@@ -238,6 +240,9 @@ def test_what_a_turn_shared_is_shown_with_it(home: Path, clock: FakeClock) -> No
         assert history[1]["content"] == (
             "The kids made this at the clay workshop! (shared: a photo of a cup with a dog "
             "face on it; a second cup, glazed blue)")
+        photo = "(shared: a photo of a cup with a dog face on it; a second cup, glazed blue)"
+        assert photo in transcript_line(loci.events("pottery")[1])  # what a model summarizes
+        assert [t.text for t in turns_from_events(loci.events("pottery"))][1].endswith(photo)
         loci.wait_indexed()
         recalled = loci.compile("new", "What did the kids make with clay, a cup?").retrieved
         assert "user: The kids made this at the clay workshop! (shared: a photo of a cup " \

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from loci.llm.base import ChatModel
-from loci.models import Event, speaker
+from loci.models import Event, shared, speaker
 from loci.store.rows import call_text
 
 COMPACTION_PROMPT = """Summarize the conversation history below so the conversation can \
@@ -43,7 +43,7 @@ def transcript_line(event: Event) -> str:
     if event.type == "tool_call":
         return f"{head}: {call_text(event.content, event.tool_name, event.args)}"
     tool = f" ({event.tool_name})" if event.tool_name else ""
-    return f"{head}{tool}: {event.content}"
+    return f"{head}{tool}: {event.content}{shared(event.metadata)}"
 
 
 class ChatSummarizer:

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 from loci.context.sources import BuildContext, Item, in_summary, said, source_event
 from loci.memory.scopes import search_memories
 from loci.memory.timeline import asks_about_past, hit_standing, shown_as_past
-from loci.models import Event, SearchHit, speaker
-from loci.search.conversation import captions, shared
+from loci.models import Event, SearchHit, captions, shared, speaker
 from loci.search.relevance import MIN_RELEVANCE
 from loci.store.base import SearchFilters
 from loci.timeutil import day_label

@@ -27,8 +27,7 @@ from loci.apis.turn import (
     ToolCall,
     ToolResult,
 )
-from loci.models import Event
-from loci.search.conversation import shared
+from loci.models import Event, shared
 from loci.store.codec import canonical_json
 
 

@@ -30,38 +30,18 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from loci.models import speaker
+from loci.models import captions, shared, speaker
 
 #: How many preceding events of the session are indexed with an event.
 CONTEXT_TURNS = 2
 #: Characters of each preceding event's line kept in the context.
 CONTEXT_CHARS = 500
-#: Characters of one extra text (a name, a caption) that are kept.
-EXTRA_CHARS = 500
 #: Characters of a tool call's name and arguments that are indexed.
 TOOL_CHARS = 2_000
 #: Argument values looked at, at most (arguments may be huge or deeply nested).
 MAX_VISITS = 10_000
 _PATHLIKE = re.compile(r"[^\s'\"`]*[\w-][/.][\w-][^\s'\"`]*")
 _SEPARATORS = re.compile(r"[/.]+")
-_ATTACHMENT_KEYS = ("caption", "alt", "title", "name", "text")
-
-
-def captions(metadata: Mapping[str, Any] | None) -> list[str]:
-    """Descriptions of what the event shared: ``caption`` and ``attachments``."""
-    metadata = _mapping(metadata)
-    found: list[str] = []
-    for value in _as_list(metadata.get("caption")):
-        if isinstance(value, str):
-            found.append(value)
-    for item in _as_list(metadata.get("attachments")):
-        if isinstance(item, str):
-            found.append(item)
-        elif isinstance(item, Mapping):
-            found.extend(str(item[k]) for k in _ATTACHMENT_KEYS
-                         if isinstance(item.get(k), str))
-    cleaned = (" ".join(text.split())[:EXTRA_CHARS] for text in found)
-    return list(dict.fromkeys(text for text in cleaned if text))
 
 
 def tool_text(tool_name: str | None, args: Mapping[str, Any] | None) -> str | None:
@@ -93,13 +73,6 @@ def extra_text(metadata: Mapping[str, Any] | None, tool_name: str | None = None,
     parts = [p for p in (speaker(metadata), *captions(metadata), tool_text(tool_name, args))
              if p]
     return " ".join(parts) if parts else None
-
-
-def shared(metadata: Mapping[str, Any] | None) -> str:
-    """``" (shared: caption; …)"``, what the event shared as the model is shown it
-    (a photo is only its caption to a model that never saw it), or ""."""
-    found = captions(metadata)
-    return f" (shared: {'; '.join(found)})" if found else ""
 
 
 def line(content: str, metadata: Mapping[str, Any] | None) -> str:
@@ -151,13 +124,3 @@ def embedding_text(content: str, metadata: Mapping[str, Any] | None,
     if context and text.strip():
         text += f"\n(context: {context})"
     return text
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list | tuple) else [value]

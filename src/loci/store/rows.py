@@ -20,6 +20,7 @@ from loci.models import (
     NewEvent,
     SearchHit,
     StateItem,
+    captions,
     content_sha256,
 )
 from loci.search import conversation
@@ -34,7 +35,7 @@ def to_hit(kind: str, r: tuple[Any, ...], score: float) -> SearchHit:
     if kind == "event":
         name = r[6]  # the speaker's name, read from the metadata by the query
         text = r[2] if r[5] != "tool_call" else call_text(r[2], r[7], load_json(r[8]))
-        shared = conversation.captions(load_json(r[9])) if r[9] is not None else []
+        shared = captions(load_json(r[9])) if r[9] is not None else []
         return SearchHit(kind="event", id=str(r[0]), score=score, text=text,
                          timestamp=from_micros(r[3]), session=r[1],
                          metadata={"role": r[4], "type": r[5],
@@ -163,7 +164,7 @@ def in_time_order(events: Sequence[NewEvent], latest: int | None) -> list[NewEve
 def event_embedding_text(content: str, metadata: str | None, context: str | None) -> str:
     """What is embedded for an event (``search.conversation.embedding_text``)."""
     meta = load_json(metadata)
-    if not content.strip() and not conversation.captions(meta):
+    if not content.strip() and not captions(meta):
         return ""  # nothing of its own to embed: a zero row
     text = conversation.embedding_text(content, meta, context)
     return text[:EMBED_CHARS]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from loci.models import SUMMARY_HEADER, Event, speaker
+from loci.models import SUMMARY_HEADER, Event, shared, speaker
 
 _INJECTED_LINE = re.compile(r"^\s*\[(?:STICKY|MEMORY|STATE|RECALL)\b", re.IGNORECASE)
 
@@ -52,7 +52,8 @@ def turns_from_events(events: Sequence[Event]) -> list[Turn]:
         elif event.type == "tool_result" or event.role == "tool":
             turns.append(Turn("tool_result", "tool", text, event.tool_name))
         elif event.role in ("user", "assistant"):
-            turns.append(Turn("message", event.role, without_injected_lines(text),
+            turns.append(Turn("message", event.role,
+                              without_injected_lines(text) + shared(event.metadata),
                               speaker=speaker(event.metadata), when=event.timestamp))
     return turns
 

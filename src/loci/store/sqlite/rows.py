@@ -120,7 +120,7 @@ def tokens(sizes: bytes | None) -> int:
 SPEAKER = "json_extract(metadata, '$.name')"
 
 
-#: Whether an event's metadata describes what it shared (``search.conversation.captions``):
+#: Whether an event's metadata describes what it shared (``models.captions``):
 #: only then is its metadata read with its hit.
 SHARES = ("json_type(e.metadata, '$.caption') IS NOT NULL "
           "OR json_type(e.metadata, '$.attachments') IS NOT NULL")
