@@ -95,11 +95,16 @@ def speaker(metadata: Any) -> str | None:
 
 #: Characters of one description of what an event shared that are kept.
 CAPTION_CHARS = 500
+#: Descriptions of what one event shared that are kept (the first ones).
+MAX_CAPTIONS = 20
+#: The metadata keys that describe what an event shared.
+SHARED_KEYS = ("caption", "attachments")
 _ATTACHMENT_KEYS = ("caption", "alt", "title", "name", "text")
 
 
 def captions(metadata: Mapping[str, Any] | None) -> list[str]:
-    """Descriptions of what the event shared: ``caption`` and ``attachments``."""
+    """Descriptions of what the event shared: ``caption`` and ``attachments``, at most
+    ``MAX_CAPTIONS`` of ``CAPTION_CHARS`` each."""
     metadata = _mapping(metadata)
     found: list[str] = []
     for value in _as_list(metadata.get("caption")):
@@ -112,7 +117,7 @@ def captions(metadata: Mapping[str, Any] | None) -> list[str]:
             found.extend(str(item[k]) for k in _ATTACHMENT_KEYS
                          if isinstance(item.get(k), str))
     cleaned = (" ".join(text.split())[:CAPTION_CHARS] for text in found)
-    return list(dict.fromkeys(text for text in cleaned if text))
+    return list(dict.fromkeys(text for text in cleaned if text))[:MAX_CAPTIONS]
 
 
 def shared(metadata: Mapping[str, Any] | None) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from loci import Loci
 from loci.compaction.summarize import transcript_line
 from loci.context.recall import RECALL_RELATIVE_FLOOR
+from loci.models import MAX_CAPTIONS, captions
 from loci.text.transcript import turns_from_events
 from tests.conftest import FakeClock, open_loci
 
@@ -247,3 +248,19 @@ def test_what_a_turn_shared_is_shown_with_it(home: Path, clock: FakeClock) -> No
         recalled = loci.compile("new", "What did the kids make with clay, a cup?").retrieved
         assert "user: The kids made this at the clay workshop! (shared: a photo of a cup " \
                "with a dog face on it; a second cup, glazed blue)" in recalled
+
+
+def test_what_a_long_turn_shared_is_shortened_with_it(home: Path, clock: FakeClock) -> None:
+    """A turn too long for history is shown head and tail, what it shared within them
+    (not added again whole), and the context stays within its budget."""
+    with open_loci(home, clock, **CHAT) as loci:
+        many = [{"alt": f"photo {n}: " + "a harbour at dusk " * 25} for n in range(40)]
+        loci.add("s", "user", "log " * 30_000, attachments=many)
+        compiled = loci.compile("s", "What did I share?")
+        (message,) = compiled.history
+        content = str(message["content"])
+        assert compiled.total_tokens <= compiled.budget
+        assert "characters left out here" in content
+        assert content.endswith("a harbour at dusk)")  # the tail of what it shared
+        assert content.count("photo ") < MAX_CAPTIONS  # not all of it again after the tail
+        assert len(captions({"attachments": many})) == MAX_CAPTIONS

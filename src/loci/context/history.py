@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from loci.models import Event, Scope
+from loci.models import SHARED_KEYS, Event, Scope, shared
 from loci.store.base import Store
 from loci.tokens import CHARS_PER_TOKEN
 
@@ -131,9 +131,13 @@ def _is_user(event: Event) -> bool:
 def shorten(event: Event, tokens: int) -> Event:
     """``event`` as history shows it within about ``tokens`` tokens: its head and
     tail with a pointer to the stored event (which keeps everything)."""
-    shown = event.masked if event.masked is not None else event.content
     if event.tokens <= tokens:
         return event
+    shown = event.masked if event.masked is not None else event.content
+    if event.type == "message":  # what it shared is shortened with it, shown once
+        shown += shared(event.metadata)
+        event = replace(event, metadata={k: v for k, v in event.metadata.items()
+                                         if k not in SHARED_KEYS})
     chars = max(tokens * CHARS_PER_TOKEN, 200)
     head, tail = shown[: chars * 2 // 3], shown[-(chars // 3):]
     text = (f"{head}\n… [{len(shown) - len(head) - len(tail):,} characters left out here; "
