@@ -98,7 +98,7 @@ CAPTION_CHARS = 500
 #: Descriptions of what one event shared that are kept (the first ones).
 MAX_CAPTIONS = 20
 #: The metadata keys that describe what an event shared.
-SHARED_KEYS = ("caption", "attachments")
+SHARED_KEYS = frozenset({"caption", "attachments"})
 _ATTACHMENT_KEYS = ("caption", "alt", "title", "name", "text")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from loci import Loci
 from loci.compaction.summarize import transcript_line
 from loci.context.recall import RECALL_RELATIVE_FLOOR
-from loci.models import MAX_CAPTIONS, captions
+from loci.models import MAX_CAPTIONS, NewEvent, captions
 from loci.text.transcript import turns_from_events
 from tests.conftest import FakeClock, open_loci
 
@@ -196,13 +196,12 @@ def test_a_memory_is_left_out_when_its_own_turn_is_recalled(home: Path,
             clock.advance(hours=1)
             loci.remember(newer)
         clock.advance(hours=1)
-        newest = loci.remember("The user now weighs the coffee for the French press.",
-                               source=f"event:{turn.id}", dedupe=False)
+        newest = loci.remember(NEWEST, source=f"event:{turn.id}", dedupe=False)
         loci.wait_indexed()
         compiled = loci.compile("new", "What is my French press coffee ratio?")
         recall, memories = _layer(compiled, "recall"), _layer(compiled, "memories")
         assert "five ounces of water" in compiled.retrieved  # the turn
-        assert fact not in compiled.to_text() and "weighs the coffee" not in compiled.to_text()
+        assert fact not in compiled.to_text() and NEWEST not in compiled.to_text()
         cover = f"shown by event {turn.id}"
         assert (older.id, cover) in recall.dropped  # type: ignore[attr-defined]
         assert (newest.id, cover) in memories.dropped  # type: ignore[attr-defined]
@@ -214,9 +213,10 @@ def test_a_memory_is_left_out_when_its_own_turn_is_recalled(home: Path,
         loci.add("new", "user", "What is my French press coffee ratio?")
         loci.add_reply("new", "One tablespoon to five ounces.")
         ongoing = loci.compile("new", "And how do I clean it?")
-        assert "weighs the coffee" in ongoing.dynamic
+        assert NEWEST in ongoing.dynamic
 
 
+NEWEST = "The user's French press ratio: one tablespoon of coffee for five ounces of water."
 NEWER_FACTS = [
     "The user's sister lives in Porto.", "The user plays padel on Thursdays.",
     "The user's car is a green hatchback.", "The user is allergic to penicillin.",
@@ -264,3 +264,40 @@ def test_what_a_long_turn_shared_is_shortened_with_it(home: Path, clock: FakeClo
         assert content.endswith("a harbour at dusk)")  # the tail of what it shared
         assert content.count("photo ") < MAX_CAPTIONS  # not all of it again after the tail
         assert len(captions({"attachments": many})) == MAX_CAPTIONS
+
+
+def test_a_memory_changed_since_its_turn_is_shown_beside_it(home: Path,
+                                                           clock: FakeClock) -> None:
+    """The turn no longer says it: "lives in Berlin now", taken from "I live in Paris"
+    and changed, is shown with the turn, in history and when recalled."""
+    with open_loci(home, clock, **CHAT, memory_extraction=False) as loci:
+        turn = loci.add("s", "user", "By the way, I live in Paris near the river.")
+        loci.add_reply("s", "Noted.")
+        taken = loci.remember("The user lives in Paris near the river.",
+                              source=f"event:{turn.id}")
+        assert "lives in Paris" not in loci.compile("s", "Where do I live?").dynamic
+        loci.memory_write(taken.type, list(taken.tags),
+                          "The user lives in Berlin now, having moved from Paris.", id=taken.id)
+        loci.wait_indexed()
+        assert "lives in Berlin now" in loci.compile("s", "Where do I live?").dynamic
+        fresh = loci.compile("new", "Is the river near where I live?")
+        assert "I live in Paris near the river" in fresh.retrieved
+        assert "lives in Berlin now" in fresh.to_text()
+
+
+def test_what_a_turn_stored_earlier_shared_is_counted_when_shown(
+        home: Path, clock: FakeClock) -> None:
+    """A turn stored before what it shared was counted in its tokens: history counts
+    what it shows, and the context stays within its budget."""
+    with open_loci(home, clock, **CHAT) as loci:
+        photos = [f"{n}: a harbour at dusk with boats, a pier and gulls " * 8 for n in range(20)]
+        loci.store.append_events(loci.scope, "s", [
+            NewEvent("message", role, f"look {n}", clock.now, tokens=7,
+                     metadata={"caption": photos} if role == "user" else {})
+            for n in range(8) for role in ("user", "assistant")])
+        for window in (2_000, 8_000):
+            compiled = loci.compile("s", "And?", window=window)
+            sent = sum(loci.counter.count_message(str(m["role"]), str(m["content"]))
+                       for m in compiled.history)
+            assert sent <= compiled.budget
+            assert "(shared: 0: a harbour" in str(compiled.history[-2]["content"])

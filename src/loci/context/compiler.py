@@ -12,6 +12,7 @@ included, what it dropped and why, for the explain view.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
@@ -25,7 +26,8 @@ from loci.context.recall import recall
 from loci.context.render import events_to_turn, since_provider_compaction
 from loci.context.sources import LAYER_BUILDERS, BuildContext, Item, said
 from loci.errors import BudgetExceededError
-from loci.models import SUMMARY_HEADER, Event
+from loci.memory.dedup import holds
+from loci.models import SHARED_KEYS, SUMMARY_HEADER, Event, shared
 from loci.timeutil import day_label
 from loci.tokens import REPLY_PRIMING, MemoCounts, TokenCounter
 
@@ -86,6 +88,7 @@ class ContextCompiler:
     def compile(self, ctx: BuildContext, request: CompileRequest) -> CompiledContext:
         if ctx.session is not None and not ctx.events:
             ctx.events = self._recent_events(ctx, request)
+        ctx.events = self._with_shared_counted(ctx.events)
         message_tokens = self.counter.count_message("user", ctx.message or "")
         if ctx.message is None:
             message_tokens = 0
@@ -156,6 +159,18 @@ class ContextCompiler:
                 return events
             scan *= 4
 
+    def _with_shared_counted(self, events: Sequence[Event]) -> Sequence[Event]:
+        """``events``, each message that shared something with the tokens history shows
+        it in: one stored before what it shared was counted had fewer."""
+        counted = list(events)
+        for n, event in enumerate(events):
+            if event.type == "message" and not SHARED_KEYS.isdisjoint(event.metadata):
+                tokens = self.counter.count_message(
+                    event.role, event.content + shared(event.metadata))
+                if tokens > event.tokens:
+                    counted[n] = replace(event, tokens=tokens)
+        return counted
+
     def _section_budgets(self, request: CompileRequest, available: int) -> dict[str, int]:
         """Budgets of the sections around history, within what history left."""
         wanted = {s: tokens_for(b, request.window) for s, b in request.sections.items()
@@ -196,8 +211,7 @@ class ContextCompiler:
         """Leave out each item that a later layer shows in the words it was taken from
         (a newest memory, its turn recalled); what that frees stays unused."""
         for name, items in shown.items():
-            covered = {i.id: i.covered_by for i in items
-                       if i.covered_by is not None and i.covered_by in ctx.included}
+            covered = {i.id: i.covered_by for i in items if ctx.says(i.covered_by, _fact(i))}
             if not covered:
                 continue
             shown[name] = [i for i in items if i.id not in covered]
@@ -213,8 +227,10 @@ class ContextCompiler:
         goes to the items after it."""
         items = BUILDERS[name](ctx)
         kept, dropped = self._packed(items, name, section, report.budget, remaining, [])
-        showing = ctx.included | {items[n].shows for n in kept if items[n].shows is not None}
-        covered = {n for n in kept if items[n].covered_by in showing}
+        showing = {items[n].shows: items[n].text for n in kept if items[n].shows is not None}
+        covered = {n for n in kept if (cover := items[n].covered_by) is not None and (
+            holds(showing[cover], _fact(items[n])) if cover in showing
+            else ctx.says(cover, _fact(items[n])))}
         if covered:
             items_left = [n for n in kept if n not in covered]
             kept, dropped = self._packed(items, name, section, report.budget, remaining,
@@ -226,7 +242,10 @@ class ContextCompiler:
         for n in kept:
             item = items[n]
             report.included.append(item.id)
-            ctx.included.update((item.id, item.shows) if item.shows else (item.id,))
+            ctx.included.add(item.id)
+            if item.shows is not None:
+                ctx.included.add(item.shows)
+                ctx.shown_events[item.shows] = item.text
             ctx.shown.add(said(item.text))
         report.used = self._cost(items, kept)
         return [items[n] for n in kept]
@@ -410,6 +429,14 @@ class ContextCompiler:
                 "summaries lose detail; search the archived history when precision matters")
         return warnings
 
+
+
+def _fact(item: Item) -> str:
+    """What an item says, without the label it is shown under ("[MEMORY 3 May 2026] ")."""
+    return _LABEL.sub("", item.text, count=1)
+
+
+_LABEL = re.compile(r"\A\[[A-Z]+[^\]\n]*\]\s*")
 
 
 def _arranged(items: Sequence[Item]) -> list[str]:

@@ -20,7 +20,7 @@ from loci.context.focus import STATE_PREFIX, Focus
 from loci.context.skills import load_skills, match_skills
 from loci.context.templates import AgentSpec, load_agents
 from loci.context.workspace import Workspace
-from loci.memory.dedup import DUPLICATE_OVERLAP, overlap_sets, sets_overlap
+from loci.memory.dedup import DUPLICATE_OVERLAP, holds, overlap_sets, sets_overlap
 from loci.memory.scopes import list_memories
 from loci.models import Document, Event, Memory, Scope, StateItem
 from loci.retriever import Retriever
@@ -96,10 +96,27 @@ class BuildContext:
     new_session: bool = False
     #: What the kept items of the layers so far say (``said``): recall repeats none.
     shown: set[str] = field(default_factory=set)
+    #: The texts of the kept items that show an event, by its key (``Item.shows``).
+    shown_events: dict[str, str] = field(default_factory=dict)
     #: The scope's state, read once for the layers that show it (``stored_state``).
     _state: list[StateItem] | None = field(default=None, init=False, repr=False)
     #: The session's latest summary, once read: a tuple, since it may be None.
     _summary: tuple[Event | None] | None = field(default=None, init=False, repr=False)
+    #: The live events' texts by key, once needed.
+    _live_texts: dict[str, str] | None = field(default=None, init=False, repr=False)
+
+    def says(self, key: str | None, fact: str) -> bool:
+        """Whether the context shows the event ``key`` names ("event 12"), in history
+        or recalled, and its text still says ``fact`` (``memory.dedup.holds``: not a
+        fact changed since it was taken from that turn)."""
+        if key is None or key not in self.included:
+            return False
+        text = self.shown_events.get(key)
+        if text is None:
+            if self._live_texts is None:
+                self._live_texts = {f"event {e.id}": e.content for e in self.events}
+            text = self._live_texts.get(key)
+        return text is not None and holds(text, fact)
 
     def latest_summary(self) -> Event | None:
         """The session's latest compaction summary (read on first use)."""
@@ -262,7 +279,8 @@ def sticky(ctx: BuildContext) -> list[Item]:
 def already_said(ctx: BuildContext, memory: Memory) -> bool:
     """Whether the history already says what the memory says: it was extracted from an
     event the history shows (until compaction archives it), or the summary states it."""
-    return source_event(memory.source) in ctx.included or in_summary(ctx, memory.content)
+    return ctx.says(source_event(memory.source), memory.content) or in_summary(
+        ctx, memory.content)
 
 
 def source_event(source: str | None) -> str | None:

@@ -59,6 +59,19 @@ def word_overlap(a: str, b: str) -> float:
     return sets_overlap(overlap_sets(a), overlap_sets(b))
 
 
+def holds(text: str, fact: str) -> bool:
+    """Whether ``text`` says ``fact``: it holds ``DUPLICATE_OVERLAP`` of the fact's words
+    but the grammar a third-person rewrite changes and its subject ("The user is
+    planning …" in "I'm planning …"). A fact changed since (the user "lives in Berlin
+    now", taken from "I live in Paris") is not held."""
+    wanted = word_set(fact) - _GRAMMAR - _SUBJECT
+    return bool(wanted) and len(wanted & word_set(text)) >= DUPLICATE_OVERLAP * len(wanted)
+
+
+#: The subject a third-person rewrite adds ("The user …").
+_SUBJECT = frozenset({"user", "users"})
+
+
 def overlap_sets(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """The two word sets ``word_overlap`` compares, to compute once for many pairs."""
     words = word_set(text)
