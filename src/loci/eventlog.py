@@ -6,9 +6,9 @@ One event per line::
     {"type":"tool_call","toolName":"read","toolCallId":"tc_1","args":{...},"timestamp":"..."}
     {"type":"tool_result","toolCallId":"tc_1","toolName":"read","result":"...","timestamp":"..."}
 
-Optional keys: ``metadata`` (object), ``archived`` (true for what compaction archived:
-an exported log imports as the session it was). Parsing validates the whole file before
-anything is stored, and errors name the line.
+Optional keys: ``metadata`` (object), ``archived`` (true for what compaction archived,
+which an import keeps archived: the summary stays the summary; masks are not carried).
+Parsing validates the whole file before anything is stored, and errors name the line.
 """
 
 from __future__ import annotations

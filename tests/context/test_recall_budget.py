@@ -301,3 +301,19 @@ def test_what_a_turn_stored_earlier_shared_is_counted_when_shown(
                        for m in compiled.history)
             assert sent <= compiled.budget
             assert "(shared: 0: a harbour" in str(compiled.history[-2]["content"])
+
+
+def test_a_long_turn_in_a_dense_script_is_shortened_within_the_budget(
+        home: Path, clock: FakeClock) -> None:
+    """Shortening estimates a text's tokens from its own density: Chinese runs about a
+    character a token, not four."""
+    with open_loci(home, clock, **CHAT) as loci:
+        for n in range(6):
+            loci.add("s", "user", f"{n} " + "照片显示黄昏时的小港口渔船停靠在码头旁边" * 400)
+            loci.add_reply("s", f"{n} " + "景色非常美丽" * 400)
+        for window in (512, 1_000, 4_000):
+            compiled = loci.compile("s", "And?", window=window)
+            sent = sum(loci.counter.count_message(str(m["role"]), str(m["content"]))
+                       for m in compiled.history)
+            assert "characters left out here" in str(compiled.history[-1]["content"])
+            assert sent <= compiled.budget

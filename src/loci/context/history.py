@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 
 from loci.models import SHARED_KEYS, Event, Scope, shared
 from loci.store.base import Store
-from loci.tokens import CHARS_PER_TOKEN
 
 #: A pinned task longer than this share of the history budget keeps its head and tail.
 TASK_SHARE = 0.25
@@ -128,6 +127,11 @@ def _is_user(event: Event) -> bool:
     return event.type == "message" and event.role == "user"
 
 
+#: Tokens a shortened text keeps at least, and what its pointer to the event costs.
+MIN_SHOWN = 50
+POINTER_TOKENS = 24
+
+
 def shorten(event: Event, tokens: int) -> Event:
     """``event`` as history shows it within about ``tokens`` tokens: its head and
     tail with a pointer to the stored event (which keeps everything)."""
@@ -138,11 +142,14 @@ def shorten(event: Event, tokens: int) -> Event:
         shown += shared(event.metadata)
         event = replace(event, metadata={k: v for k, v in event.metadata.items()
                                          if k not in SHARED_KEYS})
-    chars = max(tokens * CHARS_PER_TOKEN, 200)
+    # Characters per token of this very text (a script of one character a token is a
+    # quarter of English's), as its stored count measured it.
+    density = max(len(shown), 1) / max(event.tokens, 1)
+    chars = int(max(tokens, MIN_SHOWN) * density)
     head, tail = shown[: chars * 2 // 3], shown[-(chars // 3):]
     text = (f"{head}\n… [{len(shown) - len(head) - len(tail):,} characters left out here; "
             f"the whole text is event {event.id}] …\n{tail}")
-    tokens = min(len(text) // CHARS_PER_TOKEN + 4, event.tokens)
+    tokens = min(int(len(head + tail) / density) + POINTER_TOKENS, event.tokens)
     if event.type == "tool_result":
         return replace(event, masked=text, tokens=tokens)
     return replace(event, content=text, tokens=tokens)
