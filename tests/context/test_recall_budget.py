@@ -183,8 +183,9 @@ def test_a_recalled_question_brings_an_answer_that_shares_none_of_its_words(
 def test_a_memory_is_left_out_when_its_own_turn_is_recalled(home: Path,
                                                              clock: FakeClock) -> None:
     """The turn says it in the user's own words: neither a recalled memory nor one of
-    the newest repeats it, and a memory whose turn is not shown stays."""
-    with open_loci(home, clock, **CHAT) as loci:
+    the newest repeats it, and a memory whose turn is not shown stays. (The turns' own
+    extraction is off: what it saves, whenever its thread runs, would supersede these.)"""
+    with open_loci(home, clock, **CHAT, memory_extraction=False) as loci:
         turn = loci.add("kitchen", "user", "My French press ratio is down to a science: one "
                         "tablespoon of coffee for every five ounces of water.")
         loci.add_reply("kitchen", "Five ounces a tablespoon is a classic French press ratio.")
