@@ -149,7 +149,7 @@ def shorten(event: Event, tokens: int) -> Event:
     head, tail = shown[: chars * 2 // 3], shown[-(chars // 3):]
     text = (f"{head}\n… [{len(shown) - len(head) - len(tail):,} characters left out here; "
             f"the whole text is event {event.id}] …\n{tail}")
-    tokens = min(int(len(head + tail) / density) + POINTER_TOKENS, event.tokens)
+    tokens = min(int((len(head) + len(tail)) / density) + POINTER_TOKENS, event.tokens)
     if event.type == "tool_result":
         return replace(event, masked=text, tokens=tokens)
     return replace(event, content=text, tokens=tokens)
