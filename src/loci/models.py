@@ -80,6 +80,11 @@ class Event:
     #: What history shows instead of ``content`` once compaction masked it.
     masked: str | None = None
 
+    @property
+    def shown_content(self) -> str:
+        """The content as a model is shown it: a message's with what it shared."""
+        return self.content + shared(self.metadata) if self.type == "message" else self.content
+
 
 #: Characters of a speaker's name that are kept.
 NAME_CHARS = 500

@@ -27,7 +27,7 @@ from loci.context.render import events_to_turn, since_provider_compaction
 from loci.context.sources import LAYER_BUILDERS, BuildContext, Item, said
 from loci.errors import BudgetExceededError
 from loci.memory.dedup import holds
-from loci.models import SHARED_KEYS, SUMMARY_HEADER, Event, shared
+from loci.models import SHARED_KEYS, SUMMARY_HEADER, Event
 from loci.timeutil import day_label
 from loci.tokens import REPLY_PRIMING, MemoCounts, TokenCounter
 
@@ -165,8 +165,7 @@ class ContextCompiler:
         counted = list(events)
         for n, event in enumerate(events):
             if event.type == "message" and not SHARED_KEYS.isdisjoint(event.metadata):
-                tokens = self.counter.count_message(
-                    event.role, event.content + shared(event.metadata))
+                tokens = self.counter.count_message(event.role, event.shown_content)
                 if tokens > event.tokens:
                     counted[n] = replace(event, tokens=tokens)
         return counted

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from loci.models import SHARED_KEYS, Event, Scope, shared
+from loci.models import SHARED_KEYS, Event, Scope
 from loci.store.base import Store
 
 #: A pinned task longer than this share of the history budget keeps its head and tail.
@@ -137,9 +137,8 @@ def shorten(event: Event, tokens: int) -> Event:
     tail with a pointer to the stored event (which keeps everything)."""
     if event.tokens <= tokens:
         return event
-    shown = event.masked if event.masked is not None else event.content
+    shown = event.masked if event.masked is not None else event.shown_content
     if event.type == "message":  # what it shared is shortened with it, shown once
-        shown += shared(event.metadata)
         event = replace(event, metadata={k: v for k, v in event.metadata.items()
                                          if k not in SHARED_KEYS})
     # Characters per token of this very text (a script of one character a token is a

@@ -27,7 +27,7 @@ from loci.apis.turn import (
     ToolCall,
     ToolResult,
 )
-from loci.models import Event, shared
+from loci.models import Event
 from loci.store.codec import canonical_json
 
 
@@ -112,7 +112,7 @@ def _piece(event: Event) -> tuple[Message, ToolCall | None]:
         message = Message("tool", (ToolResult(event.tool_call_id or "",
                                               (Text(content),) if content else ()),))
     else:
-        content = event.content + (shared(event.metadata) if event.type == "message" else "")
+        content = event.shown_content
         text = (Text(content),) if content else ()
         message = Message(_role(event.role), (*_blocks(event), *text))
     _PIECES[id(event)] = (weakref.ref(event, partial(_forget, id(event))), message, call)
