@@ -76,6 +76,20 @@ def test_an_exported_log_imports_as_it_was_on_every_backend(
     assert engine.import_jsonl(lines, "copy") == []  # a second import adds nothing
 
 
+def test_a_call_without_arguments_reads_back_and_exports_as_sent_on_every_backend(
+    engine: Loci,
+) -> None:
+    """``args={}`` (a tool that takes none) is not an absent ``args``: it reads back,
+    exports and imports as ``{}``."""
+    engine.add_event("s", type="tool_call", tool_name="ls", tool_call_id="c1", args={})
+    engine.add_event("s", type="tool_call", tool_name="ls", tool_call_id="c2")
+    assert [e.args for e in engine.events("s")] == [{}, None]
+    lines = list(engine.export_jsonl("s"))
+    assert '"args": {}' in lines[0] and '"args"' not in lines[1]
+    assert [e.args for e in engine.import_jsonl(lines, "copy")] == [{}, None]
+    assert [e.args for e in engine.events("copy")] == [{}, None]
+
+
 def _shown(compiled: object) -> tuple[str, list[object]]:
     """What the model sees of a session: its summary and its history."""
     return compiled.dynamic, compiled.history  # type: ignore[attr-defined]

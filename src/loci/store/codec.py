@@ -26,9 +26,10 @@ def canonical_json(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
-def dump_json(value: Any) -> str | None:
-    """Canonical JSON (sorted keys) or None for empty values."""
-    if value is None or value == {}:
+def dump_json(value: Any, *, keep_empty: bool = False) -> str | None:
+    """Canonical JSON (sorted keys) or None for empty values; ``keep_empty`` stores
+    ``{}`` as itself, for a field where empty and absent differ (a tool call's args)."""
+    if value is None or (value == {} and not keep_empty):
         return None
     return _CANONICAL.encode(value)
 

@@ -41,7 +41,8 @@ class PostgresEvents(PostgresBase):
             (
                 scope.tenant, scope.agent, session, e.type, e.role, e.content,
                 to_micros(e.timestamp), e.tokens, e.tool_name, e.tool_call_id,
-                json_value(e.args), json_value(e.metadata), extra, context, e.archived,
+                json_value(e.args, keep_empty=True), json_value(e.metadata), extra, context,
+                e.archived,
             )
             for e, (extra, context) in zip(events, columns, strict=True)
         ]

@@ -76,9 +76,9 @@ _NUL = ("text contains a NUL character (U+0000), which PostgreSQL cannot store; 
         "it and retry")
 
 
-def json_value(value: Any) -> str | None:
+def json_value(value: Any, *, keep_empty: bool = False) -> str | None:
     """Canonical JSON text for a jsonb column, checked for NUL."""
-    text = dump_json(value)
+    text = dump_json(value, keep_empty=keep_empty)
     if text is not None and _JSON_NUL.search(text):
         raise ValidationError(_NUL)
     return text

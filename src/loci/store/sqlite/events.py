@@ -46,7 +46,8 @@ class SQLiteEvents(SQLiteBase):
             (
                 scope.tenant, scope.agent, session, e.type, e.role, e.content,
                 to_micros(e.timestamp), e.tokens, e.tool_name, e.tool_call_id,
-                dump_json(e.args), dump_json(e.metadata), extra, context, int(e.archived),
+                dump_json(e.args, keep_empty=True), dump_json(e.metadata), extra, context,
+                int(e.archived),
             )
             for e, (extra, context) in zip(
                 events, search_columns(db, scope, session, events), strict=True)
