@@ -56,6 +56,25 @@ def test_import_with_a_bad_line_stores_nothing(loci: Loci) -> None:
     assert loci.sessions() == []
 
 
+def test_a_log_without_times_imports_again_as_nothing_and_grown_as_its_new_lines(
+    loci: Loci, clock: FakeClock,
+) -> None:
+    """Lines without a time are known by the log up to them, not by a time the import
+    gives them: importing the log again adds nothing, a longer copy adds its new lines,
+    and a line said twice in the log is stored twice."""
+    log = ['{"role":"user","content":"hi"}', '{"role":"assistant","content":"hello"}',
+           '{"role":"user","content":"hi"}']
+    assert len(loci.import_jsonl(log, "s")) == 3
+    clock.advance(minutes=5)
+    assert loci.import_jsonl(log, "s") == []
+    grown = loci.import_jsonl([*log, '{"role":"assistant","content":"again"}'], "s")
+    assert [e.content for e in grown] == ["again"]
+    other = loci.import_jsonl(['{"role":"user","content":"bye"}', log[0]], "s")
+    assert [e.content for e in other] == ["bye", "hi"]  # another log: its own lines
+    assert [e.content for e in loci.events("s")] == [
+        "hi", "hello", "hi", "again", "bye", "hi"]
+
+
 def test_memory_types_expire(loci: Loci, clock: FakeClock) -> None:
     sticky = loci.remember("User's name is John", type="sticky")
     pref = loci.remember("Prefers bullet points", type="user_preference", tags=["style"])

@@ -9,10 +9,14 @@ One event per line::
 Optional keys: ``metadata`` (object), ``archived`` (true for what compaction archived,
 which an import keeps archived: the summary stays the summary; masks are not carried).
 Parsing validates the whole file before anything is stored, and errors name the line.
+A line without a ``timestamp`` gets an ``import_id`` in its metadata: a hash of the log
+up to that line, so importing the log again, or a longer copy of it, adds only its new
+lines (lines with a time are known by their time, kind and text).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -26,6 +30,8 @@ from loci.timeutil import format_timestamp, parse_timestamp
 from loci.tokens import TokenCounter
 
 MAX_CONTENT_CHARS = 10_000_000
+#: The metadata key holding an imported event's stable id.
+IMPORT_ID = "import_id"
 #: Tokens of a function call's framing beyond its name, id and arguments.
 TOOL_CALL_OVERHEAD = 3
 
@@ -119,10 +125,19 @@ def jsonl_lines(text: str) -> list[str]:
 
 
 def not_held(events: Sequence[NewEvent], held: Sequence[Event]) -> list[NewEvent]:
-    """``events`` but those ``held`` already says (the same time, kind, role and text):
-    importing a log twice adds nothing the second time."""
+    """``events`` but those ``held`` already says (the same time, kind, role and text,
+    or the same ``import_id``): importing a log twice adds nothing the second time."""
     said = {(e.timestamp, e.type, e.role, e.content) for e in held}
-    return [e for e in events if (e.timestamp, e.type, e.role, e.content) not in said]
+    ids = {import_id(e.metadata) for e in held} - {None}
+    return [e for e in events if (e.timestamp, e.type, e.role, e.content) not in said
+            and import_id(e.metadata) not in ids]
+
+
+def import_id(metadata: Mapping[str, Any]) -> str | None:
+    """The stable id an import gave an event (any other value under the key is the
+    user's own and names nothing)."""
+    value = metadata.get(IMPORT_ID)
+    return value if isinstance(value, str) else None
 
 
 def parse_jsonl(
@@ -131,15 +146,20 @@ def parse_jsonl(
     """Parse a whole JSONL session (its text or its lines); any bad line raises before
     anything is returned."""
     events = []
+    log = hashlib.sha256()  # the log so far, for the ids of lines without a time
     for number, line in enumerate(jsonl_lines(lines) if isinstance(lines, str) else lines,
                                   start=1):
         if not line.strip():
             continue
+        log.update(line.strip().encode("utf-8", "surrogatepass") + b"\n")
         try:
             record = json.loads(line)
             if not isinstance(record, dict):
                 raise ValidationError("expected a JSON object")
-            events.append(_from_record(record, counter, default_timestamp))
+            event = _from_record(record, counter, default_timestamp)
+            if not record.get("timestamp"):
+                event.metadata.setdefault(IMPORT_ID, f"jsonl:{log.hexdigest()[:32]}")
+            events.append(event)
         except ValidationError as exc:
             raise ValidationError(f"line {number}: {exc}") from exc
         except json.JSONDecodeError as exc:

@@ -57,3 +57,14 @@ def test_a_request_body_keeps_its_system_and_leaves_thinking_out(tmp_path: Path)
         ("message", "user", "Try docs/notes.md")]
     assert session.events[3]["metadata"]["is_error"] is True
     assert session.events[3]["tool_name"] == "Read"
+
+
+def test_a_session_whose_own_metadata_holds_an_import_id_of_another_kind_imports(
+    loci: Loci,
+) -> None:
+    """A user's ``import_id`` that is no string (a list) names no imported event: the
+    import neither fails on it nor skips anything for it."""
+    loci.add_event(SESSION, type="message", role="user", content="mine",
+                   metadata={"import_id": ["a", "list"]})
+    assert loci.import_log("anthropic", str(MESSAGES_LIST)).added > 0
+    assert loci.events(SESSION)[0].metadata == {"import_id": ["a", "list"]}

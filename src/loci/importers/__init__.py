@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from loci.checks import check_name
 from loci.errors import ValidationError
+from loci.eventlog import import_id
 from loci.importers import anthropic, claude_code, codex, openai
 from loci.importers.base import IMPORT_ID, ImportedCount, ImportedSession, ImportReport
 
@@ -81,7 +82,7 @@ def import_log(loci: ScopeView, format: str, path: str | Path, session: str | No
 def _new_events(loci: ScopeView, imported: ImportedSession) -> list[dict[str, Any]]:
     """The events of ``imported`` its session does not hold yet; ``ValidationError`` if
     it holds a different event under one of their ids."""
-    held = {e.metadata.get(IMPORT_ID): e for e in
+    held = {import_id(e.metadata): e for e in
             loci.store.list_events(loci.scope, imported.name)}
     new: list[dict[str, Any]] = []
     seen: set[str] = set()

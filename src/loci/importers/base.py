@@ -20,11 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from loci.errors import ValidationError
-from loci.eventlog import jsonl_lines
+from loci.eventlog import IMPORT_ID, jsonl_lines
 from loci.timeutil import parse_timestamp
-
-#: The metadata key holding an imported event's stable id.
-IMPORT_ID = "import_id"
 
 
 @dataclass(frozen=True)
