@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from loci.checks import check_name
 from loci.errors import ValidationError
-from loci.eventlog import import_id
+from loci.eventlog import IMPORT_ID, import_id
 from loci.importers import anthropic, claude_code, codex, openai
-from loci.importers.base import IMPORT_ID, ImportedCount, ImportedSession, ImportReport
+from loci.importers.base import ImportedCount, ImportedSession, ImportReport
 
 if TYPE_CHECKING:
     from loci.engine import ScopeView

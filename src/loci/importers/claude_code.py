@@ -25,8 +25,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from loci.eventlog import IMPORT_ID
 from loci.importers.anthropic import message_events
-from loci.importers.base import IMPORT_ID, ImportedSession, jsonl_records, name_tools, stamp
+from loci.importers.base import ImportedSession, jsonl_records, name_tools, stamp
 
 PREFIX = "claude-code"
 

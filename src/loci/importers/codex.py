@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from loci.eventlog import IMPORT_ID
 from loci.importers.base import (
-    IMPORT_ID,
     ImportedSession,
     content_text,
     jsonl_records,
