@@ -234,6 +234,7 @@ def test_compactions_are_recorded(store: Store) -> None:
     record = store.add_compaction(ALICE, new)
     assert store.list_compactions(ALICE, "s") == [record]
     assert store.list_compactions(BOB, "s") == []
+    assert (store.count_compactions(ALICE, "s"), store.count_compactions(BOB, "s")) == (1, 0)
 
 
 def test_tenants_and_agents_never_see_each_other(store: Store) -> None:

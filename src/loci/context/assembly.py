@@ -86,7 +86,7 @@ def compile_call(sources: Sources, call: Call, now: datetime) -> CompiledContext
     )
     compactions = 0
     if call.session is not None:
-        compactions = len(sources.store.list_compactions(sources.scope, call.session))
+        compactions = sources.store.count_compactions(sources.scope, call.session)
         ctx.events = sources.live.get(sources.store, sources.scope, call.session, compactions)
     request = CompileRequest(
         model=call.model, window=call.window, budget=int(call.window * settings.context.target),

@@ -316,6 +316,11 @@ class Store(ABC):
     @abstractmethod
     def list_compactions(self, scope: Scope, session: str) -> list[Compaction]: ...
 
+    @abstractmethod
+    def count_compactions(self, scope: Scope, session: str) -> int:
+        """How many times ``session`` was compacted (every compile asks; a long-lived
+        session's summaries are not read for it)."""
+
     # -- API keys -----------------------------------------------------------------
     # Keys belong to no scope: each binds a secret (stored only as its SHA-256) to one
     # tenant, and the server derives every request's scope from it.

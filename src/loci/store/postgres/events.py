@@ -265,6 +265,12 @@ class PostgresEvents(PostgresBase):
             created_at=c.created_at,
         )
 
+    def count_compactions(self, scope: Scope, session: str) -> int:
+        rows = self._query(
+            "SELECT count(*) FROM compactions WHERE tenant = %s AND agent = %s "
+            "AND session = %s", (scope.tenant, scope.agent, session))
+        return int(rows[0][0])
+
     def list_compactions(self, scope: Scope, session: str) -> list[Compaction]:
         rows = self._query(
             f"SELECT {COMPACTION_COLUMNS} FROM compactions "

@@ -248,6 +248,12 @@ class SQLiteEvents(SQLiteBase):
             created_at=c.created_at,
         )
 
+    def count_compactions(self, scope: Scope, session: str) -> int:
+        rows = self._query(
+            "SELECT count(*) FROM compactions WHERE tenant = ? AND agent = ? "
+            "AND session = ?", (scope.tenant, scope.agent, session))
+        return int(rows[0][0])
+
     def list_compactions(self, scope: Scope, session: str) -> list[Compaction]:
         rows = self._query(
             f"SELECT {COMPACTION_COLUMNS} FROM compactions "
