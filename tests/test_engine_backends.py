@@ -3,6 +3,10 @@ fusion, compiler and compaction over SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import pytest
 
 from loci import Loci
@@ -88,6 +92,31 @@ def test_a_call_without_arguments_reads_back_and_exports_as_sent_on_every_backen
     assert '"args": {}' in lines[0] and '"args"' not in lines[1]
     assert [e.args for e in engine.import_jsonl(lines, "copy")] == [{}, None]
     assert [e.args for e in engine.events("copy")] == [{}, None]
+
+
+def test_calls_at_once_bringing_the_same_messages_record_them_once_on_every_backend(
+    engine: Loci,
+) -> None:
+    """A client's parallel first calls import the history once; parallel calls with the
+    same tool results record the call and its result once."""
+    history = [{"role": "user", "content": "I'm Ana."}, {"role": "assistant", "content": "Hi."}]
+    results = [{"role": "user", "content": "Weather?"},
+               {"role": "assistant", "content": None, "tool_calls": [{
+                   "id": "c1", "type": "function",
+                   "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": "-5°C"}]
+    for session, messages in (("new", None), ("tools", results)):
+        start = threading.Barrier(6)
+
+        def call(i: int, session: str = session, messages: Any = messages,
+                 start: threading.Barrier = start) -> None:
+            start.wait()
+            engine.turn(session, messages or [*history, {"role": "user", "content": f"Q{i}"}])
+
+        with ThreadPoolExecutor(6) as pool:
+            list(pool.map(call, range(6)))
+    assert [e.content for e in engine.events("new")] == ["I'm Ana.", "Hi."]
+    assert [e.type for e in engine.events("tools")] == ["message", "tool_call", "tool_result"]
 
 
 def _shown(compiled: object) -> tuple[str, list[object]]:

@@ -115,6 +115,27 @@ def test_an_openai_tool_loop(loci: Loci, fake: FakeProvider) -> None:
         ("message", "assistant", "It is 22°C in Lisbon.")]
 
 
+def test_an_upstream_that_reuses_call_ids_has_each_loop_s_result_recorded_and_sent(
+        loci: Loci, fake: FakeProvider) -> None:
+    """Local and compatible servers number calls per answer (the fake says ``call_w``
+    every time): a second loop's result is a new one, not the first loop's again."""
+    client = openai.OpenAI(base_url=fake.url + "/v1", api_key="x")
+    for city, result in (("Lisbon", "22°C, sunny"), ("Oslo", "-5°C, snow")):
+        messages: list[Any] = [{"role": "user", "content": f"What's the weather, {city}?"}]
+        turn = loci.turn("s1", messages, model="gpt-4o")
+        answer = client.chat.completions.create(model="gpt-4o", tools=TOOLS, **turn.request)
+        loci.reply(turn, answer)
+        messages += [answer.choices[0].message,
+                     {"role": "tool", "tool_call_id": "call_w", "content": result}]
+        for _ in range(2):  # a retried call still records its result once
+            turn = loci.turn("s1", messages, model="gpt-4o")
+        assert turn.request["messages"][-1]["content"] == result
+        loci.reply(turn, client.chat.completions.create(
+            model="gpt-4o", tools=TOOLS, **turn.request))
+    assert [e.content for e in loci.events("s1") if e.type == "tool_result"] == [
+        "22°C, sunny", "-5°C, snow"]
+
+
 def test_an_anthropic_tool_loop_with_thinking(loci: Loci, fake: FakeProvider) -> None:
     client = anthropic.Anthropic(base_url=fake.url, api_key="x")
     tools = [{"name": "weather", "input_schema": {"type": "object"}}]

@@ -10,9 +10,12 @@ once:
 - If the session has no events yet, the client's earlier user and assistant messages
   are imported first (a conversation started elsewhere keeps its history); otherwise
   they are ignored, because Loci holds them (compacted, summarized, searchable).
-- Tool results are recorded at once (the context must show them), each
-  ``tool_call_id`` once, so a retried call records nothing twice; the assistant's calls
-  they answer are recorded first if the log lacks them.
+- Tool results are recorded at once (the context must show them), each once, so a
+  retried call records nothing twice; the assistant's calls they answer are recorded
+  first if the log lacks them. A call is known by its id, name and arguments and a
+  result by the newest call of its id, since upstreams reuse ids (``call_0`` in every
+  answer). Calls of one session that bring the same results wait for each other, in
+  every process (``SessionLog.writing_once``).
 - The user's new message is recorded with the answer (``record_answer``): a call that
   fails leaves no trace and may simply be retried.
 - The client's system messages are its own instructions: sent first, never stored.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -60,6 +64,10 @@ class SessionLog(Protocol):
     @property
     def usage(self) -> UsageLedger: ...
 
+    def writing_once(self) -> AbstractContextManager[None]:
+        """Held while a check of what the log holds and the write it decides are made,
+        so that two calls bringing the same messages record them once."""
+
 
 @dataclass(frozen=True)
 class Intake:
@@ -79,6 +87,11 @@ class Intake:
 def take_in(log: SessionLog, session: str, messages: Sequence[Message]) -> Intake:
     """Record what ``messages`` bring that the log lacks: an imported history for a new
     session, tool results; the new user message is returned, not recorded."""
+    with log.writing_once():
+        return _take_in(log, session, messages)
+
+
+def _take_in(log: SessionLog, session: str, messages: Sequence[Message]) -> Intake:
     if not messages:
         raise ValidationError("send at least one message")
     system = [anthropic.system_block(text) for m in messages if m.role == "system"
@@ -215,20 +228,43 @@ def record_results(log: SessionLog, session: str, asked: Message,
         recent = log.events(session, include_archived=False)
     except NotFoundError:  # the session's first exchange
         recent = []
-    known = {(e.type, e.tool_call_id) for e in recent[-RECENT_EVENTS:]}
+    newest, answered = _exchanges(recent[-RECENT_EVENTS:])
     blocks = [dict(block.original) for block in asked.blocks]
     calls = call_events(asked.calls, {PROVIDER_BLOCKS: blocks} if blocks else None)
     names = {e["tool_call_id"]: e["tool_name"] for e in calls}
-    fresh = [e for e in calls if ("tool_call", e["tool_call_id"]) not in known]
+    fresh = []
+    for call in calls:
+        held = newest.get(call["tool_call_id"])
+        if held is None or (held.tool_name, held.args or {}) != (
+                call["tool_name"], call["args"]):
+            fresh.append(call)  # a new call, though an earlier one had its id
+            answered.discard(call["tool_call_id"])
     for message in results:
         call_id = message.result.call_id if message.result is not None else ""
         if call_id not in names:
             raise ValidationError(f"tool result for an unknown call {call_id!r}")
-        if ("tool_result", call_id) not in known:
+        if call_id not in answered:
+            answered.add(call_id)
             fresh.append({"type": "tool_result", "role": "tool", "tool_call_id": call_id,
                           "tool_name": names[call_id], "content": _logged(message)})
     if fresh:
         log.add_events(session, fresh)
+
+
+def _exchanges(events: Sequence[Event]) -> tuple[dict[str, Event], set[str]]:
+    """The newest call of each id among ``events``, and the ids whose newest call has
+    its result after it."""
+    newest: dict[str, Event] = {}
+    answered: set[str] = set()
+    for event in events:
+        if event.tool_call_id is None:
+            continue
+        if event.type == "tool_call":
+            newest[event.tool_call_id] = event
+            answered.discard(event.tool_call_id)
+        elif event.type == "tool_result":
+            answered.add(event.tool_call_id)
+    return newest, answered
 
 
 def meter(log: SessionLog, session: str, usage: Usage, context: CompiledContext,

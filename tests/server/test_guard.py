@@ -46,7 +46,8 @@ def test_a_cross_site_post_is_refused_and_stores_nothing(
     same = httpx.post(f"{url}/api/sessions/s/import", content=SYSTEM_LINE,
                       headers={"Origin": url, "Sec-Fetch-Site": "same-origin"})
     assert same.status_code == 201
-    assert httpx.post(f"{url}/api/sessions/s/import", content=SYSTEM_LINE).status_code == 201
+    other = json.dumps({"type": "message", "role": "user", "content": "a program's line"})
+    assert httpx.post(f"{url}/api/sessions/s/import", content=other).status_code == 201
     assert imported(home) == 2
     # Reading is not a change: a page's GET still gets the CORS-less answer it cannot read.
     assert httpx.get(f"{url}/api/health", headers={"Origin": "http://evil.example"}
