@@ -137,6 +137,13 @@ def test_erasing_a_session_takes_what_came_from_it_unless_kept(runtime: Runtime)
     assert erased.documents == tuple(documents) and erased.events == 1
     assert loci.knowledge.ls("/conversations/") == []
     assert [s.id for s in loci.sessions()] == ["s2"]
+    # A user's document whose front matter names the session is theirs, not derived.
+    loci.knowledge.put("/conversations/keynote.md", "My notes.",
+                       metadata={"session": "s2"})
+    loci.knowledge.put("/reference/keynote.md", "More notes.", metadata={"session": "s2"})
+    assert loci.erase_session("s2").documents == ()
+    assert {d.path for d in loci.knowledge.ls("/")} >= {
+        "/conversations/keynote.md", "/reference/keynote.md"}
     assert loci.compile("s3", "hello").to_openai()[:-1] == [
         m for m in loci.compile("s3", "hello").to_openai()[:-1] if "zanzibarquux" not in
         str(m.get("content"))]

@@ -21,6 +21,7 @@ from loci.compaction.masking import artifact_path
 from loci.context.history import LiveEvents
 from loci.errors import ValidationError
 from loci.knowledge import KnowledgeBase
+from loci.knowledge.librarian import records
 from loci.memory.mirror import Mirror
 from loci.memory.scopes import list_memories
 from loci.memory.service import AGENT, MemoryService, confirmations
@@ -98,7 +99,7 @@ class SessionEraser:
                 (alone if set(confirmations(m)) <= sources else elsewhere).append(m)
         artifacts = {artifact_path(session, i) for i in ids}
         documents = [d.path for d in self.store.list_documents(self.scope, "/")
-                     if d.path in artifacts or d.metadata.get("session") == session]
+                     if d.path in artifacts or records(d, session)]
         return alone, elsewhere, documents, sources
 
     def erase(self, session: str, *, keep_derived: bool = False,

@@ -36,7 +36,11 @@ def fill(store: Store) -> None:
                tool_call_id="t1"),
             ev("Zoë likes ☕", 3, role="assistant"),
         ])
-        store.append_events(scope, "s2", [ev("other session", 9)])
+        store.append_events(scope, "s2", [
+            ev("other session", 9),
+            ev("", 10, type="tool_call", role="assistant", tool_name="ls", tool_call_id="t2",
+               args={}),  # a call without arguments: {} is not absent
+        ])
         plan = CompactionPlan(
             compaction=NewCompaction("s1", "full", events[0].id, events[2].id, None,
                                      "summary text", 300, 40, T0 + timedelta(hours=1)),

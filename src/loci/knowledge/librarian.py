@@ -35,7 +35,7 @@ from loci.memory.dedup import DUPLICATE_OVERLAP, word_overlap
 from loci.memory.facts import in_first_person
 from loci.memory.rewrite import third_person
 from loci.memory.service import SaveResult
-from loci.models import Event
+from loci.models import Document, Event
 from loci.text import salience as sal
 
 log = logging.getLogger("loci.librarian")
@@ -109,7 +109,7 @@ class Librarian:
     def _conversation_path(self, session: str, events: Sequence[Event], title: str) -> str:
         existing = self.kb.ls(CONVERSATIONS)
         for document in existing:
-            if document.metadata.get("session") == session:
+            if records(document, session):
                 return document.path
         taken = {d.path for d in existing}
         stem = f"{CONVERSATIONS}{events[0].timestamp:%Y-%m}-{slugify(title, max_chars=50)}"
@@ -216,3 +216,11 @@ def profile_line(text: str) -> str | None:
     attributed; the profile, shown in every context, only clean lines); a text with no
     one in it ("Please keep answers short", a chat model's "The user …") as it is."""
     return third_person(text) if in_first_person(text) else text
+
+
+def records(document: Document, session: str) -> bool:
+    """Whether ``document`` is the librarian's record of ``session``: under
+    ``/conversations/``, written with its session and extraction method (a user's own
+    document whose front matter names a session is not)."""
+    return (document.path.startswith(CONVERSATIONS) and "extracted_by" in document.metadata
+            and document.metadata.get("session") == session)

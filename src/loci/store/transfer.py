@@ -54,6 +54,12 @@ class Executor(Protocol):
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> object: ...
 
 
+
+class JsonValue(Protocol):
+    """A value as the database takes a JSON column (None for empty, unless kept)."""
+
+    def __call__(self, value: Any, *, keep_empty: bool = False) -> Any: ...
+
 @dataclass(frozen=True)
 class Dialect:
     """How a backend spells what export and import need."""
@@ -75,7 +81,7 @@ class Dialect:
     bytewise: Callable[[str], str]
     #: Values as the database takes them.
     tags: Callable[[tuple[str, ...]], Any]
-    json: Callable[[Any], Any]
+    json: JsonValue
     #: Casts after the marker of a JSON parameter (e.g. ``::jsonb``).
     json_cast: str = ""
     #: Refuses text the database cannot store (before anything is written).
@@ -215,8 +221,8 @@ def import_events(db: Executor, d: Dialect, scope: Scope, events: Sequence[Event
                     e.masked, extra, ctx)
             rows.append((e.id, scope.tenant, scope.agent, session, e.type, e.role, e.content,
                          to_micros(e.timestamp), e.tokens, e.tool_name, e.tool_call_id,
-                         d.json(e.args), d.json(e.metadata), e.archived, e.masked, extra,
-                         ctx))
+                         d.json(e.args, keep_empty=True), d.json(e.metadata), e.archived,
+                         e.masked, extra, ctx))
     j = d.json_cast
     db.executemany(
         "INSERT INTO events (id, tenant, agent, session, type, role, content, ts, tokens, "
