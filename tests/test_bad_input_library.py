@@ -23,6 +23,9 @@ def test_bad_values_are_validation_errors(loci: Loci) -> None:
         lambda: loci.remember("the user lives in Lisbon", source="s\ud800"),
         lambda: loci.import_log("openai", ""),  # the working folder, not a log file
         lambda: loci.import_log("openai", "x" * 300),  # a name too long to look up
+        lambda: loci.add_event("s", type="message", role="user", content="t",
+                               timestamp="2024-01-01"),
+        lambda: loci.add_events("s", [{"role": "user", "content": "t", "timestamp": None}]),
     ]
     for number, call in enumerate(calls):
         with pytest.raises(ValidationError):

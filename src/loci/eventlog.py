@@ -26,7 +26,7 @@ from loci.checks import check_json, check_text
 from loci.errors import ValidationError
 from loci.models import DEFAULT_ROLE, EVENT_TYPES, ROLES, Event, NewEvent, shared
 from loci.store.codec import canonical_json
-from loci.timeutil import format_timestamp, parse_timestamp
+from loci.timeutil import check_time, format_timestamp, parse_timestamp
 from loci.tokens import TokenCounter
 
 MAX_CONTENT_CHARS = 10_000_000
@@ -80,6 +80,7 @@ def new_event(
     if role not in ROLES:
         raise ValidationError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
     check_text("content", content)
+    timestamp = check_time("timestamp", timestamp)
     for field, value in (("tool_name", tool_name), ("tool_call_id", tool_call_id)):
         if value is not None:
             check_text(field, value)

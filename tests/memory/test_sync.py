@@ -94,3 +94,35 @@ def test_an_edited_expiry_is_taken(loci: Loci, home: Path, clock: FakeClock) -> 
     assert loci.memory(never.id).expires_at is None
     assert loci.memory(never.id).content == "The office is in Lisbon"
     assert loci.sync().unchanged == 2
+
+
+def test_a_file_that_no_longer_reads_is_kept_and_the_reply_recorded(
+        loci: Loci, home: Path, clock: FakeClock) -> None:
+    """A memory file saved in another encoding, or with broken front matter, is the
+    user's edit: a later change of the memory keeps it (sync reports it) and the reply
+    that changed the memory is recorded."""
+    loci.add("s", "user", "hello")
+    loci.add_reply("s", "Sure. [MEMORY:sticky] The user's name is Zoe Smith [/MEMORY]")
+    path = mirror_dir(home) / f"{loci.memories()[0].id}.md"
+    for n, broken in enumerate((path.read_text().replace("Zoe", "Zoé").encode("latin-1"),
+                                path.read_bytes().replace(b"type: sticky", b"type: [st"))):
+        path.write_bytes(broken)
+        clock.advance(minutes=1)
+        loci.add("s", "user", "hi")
+        loci.add_reply("s", f"Noted {n}. [MEMORY:sticky] The user's name is Zoe "
+                            f"Smith-Jones{n} [/MEMORY]")
+        assert path.read_bytes() == broken
+        assert loci.events("s")[-1].content.startswith(f"Noted {n}.")
+    assert [c[0] for c in loci.sync().conflicts] == [path.name]
+
+
+def test_a_file_saved_with_a_byte_order_mark_keeps_its_front_matter(
+        loci: Loci, home: Path, clock: FakeClock) -> None:
+    memory = loci.remember("Beta fact about bananas", type="project_context", tags=["fruit"])
+    path = mirror_dir(home) / f"{memory.id}.md"
+    clock.advance(minutes=1)
+    path.write_text("\ufeff" + path.read_text().replace("bananas", "ripe bananas"),
+                    encoding="utf-8")
+    assert loci.sync().updated == [memory.id]
+    assert (loci.memory(memory.id).content, loci.memory(memory.id).tags) == (
+        "Beta fact about ripe bananas", ("fruit",))

@@ -56,7 +56,9 @@ def render(memory: Memory) -> str:
 
 
 def parse(text: str) -> MemoryFile:
-    """Parse a memory file; a file without front matter is all body."""
+    """Parse a memory file; a file without front matter is all body (a byte-order mark
+    before it, as some editors save, is not part of it)."""
+    text = text.removeprefix("\ufeff")
     front: dict[str, Any] = {}
     body = text
     if text.startswith("---"):

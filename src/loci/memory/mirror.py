@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loci.errors import ValidationError
+from loci.errors import LociError, ValidationError
 from loci.memory.markdown import MemoryFile, parse, render
 from loci.models import SHARED_AGENT, Memory, Scope
 from loci.store.base import Store
@@ -139,8 +139,13 @@ class Mirror:
             directory.mkdir(mode=0o700, exist_ok=True)
 
     def has_unsynced_edits(self, stored: Memory) -> bool:
-        """True when the file differs from ``stored`` (the version it was written from)."""
-        found = self.read(stored.id)
+        """True when the file differs from ``stored`` (the version it was written from);
+        a file that no longer reads (another encoding, broken front matter) is the
+        user's edit too: kept, for sync to report."""
+        try:
+            found = self.read(stored.id)
+        except (LociError, OSError, UnicodeDecodeError):
+            return True
         return found is not None and not same_content(found, stored)
 
     def files(self) -> dict[str, Path]:
