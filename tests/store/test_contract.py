@@ -215,7 +215,8 @@ def test_state_is_overwritten_in_place(store: Store) -> None:
 
 
 def test_documents_by_path_prefix(store: Store) -> None:
-    for path in ("/profile/identity.md", "/profile/people/rui.md", "/projects/x.md"):
+    for path in ("/profile/identity.md", "/profile/people/rui.md", "/projects/x.md",
+                 "/profile"):  # a document named like the folder is not in it
         store.put_document(ALICE, Document(path, f"content of {path}", ("t",), 1, T0, T0))
     assert [d.path for d in store.list_documents(ALICE, "/profile/")] == [
         "/profile/identity.md", "/profile/people/rui.md"]

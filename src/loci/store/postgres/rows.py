@@ -113,11 +113,13 @@ def path_to_ltree(path: str) -> str:
 
 def prefix_filter(alias: str, prefix: str) -> tuple[str, list[Any]]:
     """Documents under ``prefix``: a folder prefix (ending in ``/``) is an ltree subtree
-    query (GiST-indexed); any other prefix compares the leading characters of the path."""
+    query (GiST-indexed) without the folder's own node (a document ``/x`` is not under
+    ``/x/``); any other prefix compares the leading characters of the path."""
     if prefix in ("", "/"):
         return "", []
     if prefix.endswith("/") and prefix.startswith("/"):
-        return f" AND {alias}.lpath <@ %s::ltree", [path_to_ltree(prefix)]
+        tree = path_to_ltree(prefix)
+        return f" AND {alias}.lpath <@ %s::ltree AND {alias}.lpath <> %s::ltree", [tree, tree]
     return f" AND left({alias}.path, %s) = %s", [len(prefix), prefix]
 
 
