@@ -176,7 +176,9 @@ def merge_fragments(fragments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
         call["id"] = piece.get("id") or call["id"]
         function = piece.get("function") or {}
         call["function"]["name"] = function.get("name") or call["function"]["name"]
-        call["function"]["arguments"] += function.get("arguments") or ""
+        piece_arguments = function.get("arguments") or ""
+        call["function"]["arguments"] += piece_arguments if isinstance(
+            piece_arguments, str) else json.dumps(piece_arguments, ensure_ascii=False)
     return [calls[i] for i in sorted(calls)]
 
 

@@ -148,6 +148,25 @@ def test_a_malformed_reply_is_a_502_and_stores_nothing(proxy: Proxy, reply: Repl
     assert proxy.stored() == (0, 0)
 
 
+def test_arguments_an_upstream_sent_as_an_object_are_relayed_as_each_api_has_them(
+        proxy: Proxy) -> None:
+    """Ollama-style servers answer a call's arguments as an object, not a JSON string:
+    Chat and Responses relay the string their APIs promise, Messages the ``input``."""
+    if proxy.kind != "openai":
+        pytest.skip("an OpenAI-compatible upstream's shape")
+    proxy.reply = [{**CALL, "function": {"name": "f", "arguments": {"city": "Paris"}}}]
+    chat = proxy.post("/v1/chat/completions", CHAT)
+    assert chat.status_code == 200, chat.text
+    call = chat.json()["choices"][0]["message"]["tool_calls"][0]
+    assert json.loads(call["function"]["arguments"]) == {"city": "Paris"}
+    responses = proxy.post("/v1/responses", RESPONSES)
+    assert responses.status_code == 200, responses.text
+    assert json.loads(responses.json()["output"][0]["arguments"]) == {"city": "Paris"}
+    messages = proxy.post("/v1/messages", MESSAGES)
+    assert messages.status_code == 200, messages.text
+    assert messages.json()["content"][0]["input"] == {"city": "Paris"}
+
+
 @pytest.mark.parametrize("reply", [*BROKEN_CALLS, "broken \ud800 text"],
                          ids=["no id", "no name", "surrogate"])
 @pytest.mark.parametrize(("path", "error"), [("/v1/chat/completions", '"error"'),

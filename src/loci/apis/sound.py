@@ -5,6 +5,7 @@ the turn is not recorded."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from loci.apis.turn import Completion
@@ -27,7 +28,9 @@ def sound_text(text: Any, what: str = "text") -> str:
 
 
 def sound_calls(calls: list[Any] | None) -> None:
-    """Each tool call is an object with an id and a function name (OpenAI's shape)."""
+    """Each tool call is an object with an id and a function name (OpenAI's shape);
+    arguments an upstream sent as an object become the JSON string that shape has, so
+    that every face relays a string (and Messages reads it back as ``input``)."""
     for call in calls or ():
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict):
@@ -41,8 +44,9 @@ def sound_calls(calls: list[Any] | None) -> None:
         if not isinstance(arguments, str | dict | None):
             raise MalformedReplyError("the upstream answered tool-call arguments that are "
                                       "neither a JSON string nor an object")
-        sound_text(call["id"] + function["name"] + (
-            arguments if isinstance(arguments, str) else ""), "a tool call")
+        if isinstance(arguments, dict):
+            arguments = function["arguments"] = json.dumps(arguments, ensure_ascii=False)
+        sound_text(call["id"] + function["name"] + (arguments or ""), "a tool call")
 
 
 def sound_completion(answer: Completion) -> Completion:
