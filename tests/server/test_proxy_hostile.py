@@ -148,6 +148,17 @@ def test_a_malformed_reply_is_a_502_and_stores_nothing(proxy: Proxy, reply: Repl
     assert proxy.stored() == (0, 0)
 
 
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages", "/v1/responses"])
+def test_a_session_header_in_utf8_names_that_session(proxy: Proxy, path: str) -> None:
+    body = {"/v1/chat/completions": CHAT, "/v1/messages": MESSAGES,
+            "/v1/responses": RESPONSES}[path]
+    answer = httpx.post(proxy.base + path, json=body, timeout=10,
+                        headers={"X-Loci-Session": "café-日本".encode()})
+    assert answer.status_code == 200, answer.text
+    with sqlite3.connect(proxy.db) as db:
+        assert db.execute("SELECT DISTINCT session FROM events").fetchall() == [("café-日本",)]
+
+
 def test_arguments_an_upstream_sent_as_an_object_are_relayed_as_each_api_has_them(
         proxy: Proxy) -> None:
     """Ollama-style servers answer a call's arguments as an object, not a JSON string:

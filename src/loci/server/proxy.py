@@ -56,6 +56,7 @@ from loci.apis.shapes import ChatBase, ChatCompletion, ChatUsageChunk
 from loci.apis.turn import Completion, Delta
 from loci.apis.wire import JSONObject, mapping
 from loci.server.deps import hub_of, principal_of
+from loci.server.hub import header_text
 from loci.server.proxy_requests import CHAT_MESSAGES, CHAT_TOOLS, ChatParams, checked
 from loci.server.proxy_stream import sse
 from loci.server.proxy_turn import serve
@@ -116,7 +117,7 @@ def chat_completions(
     x_loci_session: Annotated[str | None, Header()] = None,
 ) -> Mapping[str, object] | StreamingResponse:
     """OpenAI's chat completions, with Loci's context in and memory out."""
-    session = x_loci_session or body.user
+    session = header_text(x_loci_session) or body.user
     if not session:
         raise ValidationError("name the session: send the header 'X-Loci-Session: <name>' "
                               "or the request's 'user' field")

@@ -23,6 +23,7 @@ from pydantic import Field, field_validator
 from loci import Asked, Exchange, ValidationError
 from loci.apis.shapes import ResponsesCompaction
 from loci.apis.wire import JSONObject
+from loci.server.hub import header_text
 from loci.server.proxy import Engine
 from loci.server.proxy_requests import RESPONSES_ITEMS, FaceRequest, checked
 from loci.server.proxy_responses import ResponsesRequest
@@ -51,7 +52,7 @@ def compact(
     x_loci_session: Annotated[str | None, Header()] = None,
 ) -> ResponsesCompaction:
     """Compact the session now; its user messages and one compaction item come back."""
-    session = x_loci_session or body.user
+    session = header_text(x_loci_session) or body.user
     if not session:
         raise ValidationError("name the session: send the header 'X-Loci-Session: <name>'")
     if body.input:

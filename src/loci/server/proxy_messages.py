@@ -39,6 +39,7 @@ from loci.apis.anthropic_stream import Blocks, event
 from loci.apis.shapes import AnthropicMessage
 from loci.apis.turn import Completion, Delta
 from loci.apis.wire import JSONObject
+from loci.server.hub import header_text
 from loci.server.proxy import Engine
 from loci.server.proxy_requests import (
     ANTHROPIC_MESSAGES,
@@ -135,7 +136,7 @@ def messages(
     """Anthropic's Messages API, with Loci's context in and memory out."""
     if body.max_tokens is None:
         raise ValidationError("max_tokens is required")
-    session = body.session(x_loci_session)
+    session = body.session(header_text(x_loci_session))
     asked = body.asked(to_anthropic=loci.settings.upstream_provider == "anthropic",
                        beta=anthropic_beta)
     return serve(loci, session, asked, MessagesFace(body.model), stream=body.stream)
@@ -151,7 +152,7 @@ def count_tokens(
     messages = body.asked().messages
     last = messages[-1]
     message = last.text if last.role == "user" else None
-    context = loci.compile(body.session(x_loci_session), message, model=body.model,
+    context = loci.compile(body.session(header_text(x_loci_session)), message, model=body.model,
                            guest=True)
     system = sum(loci.counter.count(m.text) for m in messages if m.role == "system")
     return {"input_tokens": context.total_tokens + system}

@@ -34,6 +34,7 @@ from loci.apis.responses import Shell
 from loci.apis.shapes import Response, ResponsesCall, ResponsesMessage
 from loci.apis.turn import Completion, Delta, Message, ToolCall
 from loci.apis.wire import JSONObject
+from loci.server.hub import header_text
 from loci.server.proxy import Engine
 from loci.server.proxy_requests import RESPONSES_ITEMS, RESPONSES_TOOLS, FaceRequest, checked
 from loci.server.proxy_turn import chat_params, serve
@@ -111,7 +112,7 @@ def responses(
     x_loci_session: Annotated[str | None, Header()] = None,
 ) -> Mapping[str, object] | StreamingResponse:
     """OpenAI's Responses API, with Loci's context in and memory out."""
-    session = x_loci_session or body.user
+    session = header_text(x_loci_session) or body.user
     if not session:
         raise ValidationError("name the session: send the header 'X-Loci-Session: "
                               "<name>' or the request's 'user' field")
