@@ -38,6 +38,10 @@ def test_calls_recorded_over_rest_are_reported_and_priced(client: TestClient) ->
     ("POST", {"json": {**CALL, "model": ""}}, "model"),
     ("POST", {"json": {**CALL, "latency_ms": -5}}, "latency_ms"),
     ("POST", {"json": {**CALL, "usage": "lots"}}, "usage"),
+    ("POST", {"json": {**CALL, "usage": {"prompt_tokens": 1.5}}}, "prompt_tokens"),
+    ("POST", {"json": {**CALL, "usage": {"prompt_tokens": "100"}}}, "prompt_tokens"),
+    ("POST", {"json": {**CALL, "usage": {"input_tokens": 10, "output_tokens": 2.0}}},
+     "output_tokens"),
 ])
 def test_bad_usage_requests_are_refused(client: TestClient, method: str,
                                         kwargs: dict[str, object], fragment: str) -> None:

@@ -63,14 +63,18 @@ def is_count(value: Any) -> TypeGuard[int]:
 
 def check_usage(value: Any) -> Any:
     """``value`` (a provider's usage object) if every whole number in it, and in its
-    ``*_details``, is a token count a call can have, else a ``ValidationError``."""
+    ``*_details``, is a token count a call can have, and so is every value named a
+    count (``*tokens``, ``*token_count``; None: not given), else a ``ValidationError``
+    (a count of 1.5 or "100" would be recorded as none)."""
     data = as_dict(value)
     for key, item in [*data.items(), *((f"{k}.{d}", v) for k, details in data.items()
                                        if isinstance(details, dict)
                                        for d, v in details.items())]:
-        if isinstance(item, int) and not isinstance(item, bool) and not is_count(item):
+        named = key.endswith(("tokens", "token_count")) and item is not None
+        if (named or (isinstance(item, int) and not isinstance(item, bool))) and (
+                not is_count(item)):
             raise ValidationError(f"usage {key} must be a token count from 0 to "
-                                  f"{MAX_CALL_TOKENS:,}, not {item}")
+                                  f"{MAX_CALL_TOKENS:,}, not {item!r}")
     return value
 
 
