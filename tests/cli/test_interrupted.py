@@ -141,6 +141,28 @@ def test_a_killed_migration_resumes_on_rerun(tmp_path: Path) -> None:
             assert loci.search_conversation(f"{SECRET}maya")
 
 
+def test_a_resumed_migration_takes_what_the_source_changed_since(tmp_path: Path) -> None:
+    """Written to or erased in the source between the kill and the rerun: the copy is
+    the source as it is at the rerun, not as it was when those scopes were copied."""
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    build(source)
+    target = killed_migration(source, tmp_path, 2)
+    for user in USERS[1:]:
+        with Loci.open(store=source, user=user) as loci:
+            loci.add("s0", "user", f"written after the kill by {user}")
+    with Loci.open(store=source, user=USERS[0]) as loci:
+        loci.runtime.erase_user(USERS[0])
+    rerun = finish("migrate", "--from", source, "--to", target)
+    assert rerun.returncode == 0, rerun.stderr
+    original, copied = open_store(source), open_store(target)
+    try:
+        assert snapshot(copied) == snapshot(original)
+        assert USERS[0] not in {scope.tenant for scope in copied.list_scopes()}
+    finally:
+        original.close()
+        copied.close()
+
+
 def killed_migration(source: str, tmp_path: Path, scopes_copied: int) -> str:
     """The URL of a target whose ``loci migrate`` was killed once it had marked the
     target (``scopes_copied`` 0) or copied that many scopes. On a loaded machine the

@@ -8,17 +8,20 @@ The target is marked an unfinished copy of its source before anything is copied,
 complete only at the end: until then no one opens it as a store (``open_store``
 refuses it, naming the command that finishes it). A rerun resumes an interrupted copy:
 a scope's rows are imported in one transaction, so a scope the target holds came
-whole, and only its vectors (written after) are written again.
+whole, and only its vectors (written after) are written again, unless the source
+changed since: a user with a scope written to or erased in between is erased from the
+target and copied again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from loci import Store, ValidationError, open_store
+from loci import Scope, Store, ValidationError, open_store
 from loci.cli.app import cli
 
 
@@ -30,7 +33,7 @@ def copy_store(
     resuming = _check_target(source, target)
     target.mark_copy(source.url)
     counts = {"scopes": 0, "events": 0, "memories": 0, "documents": 0, "api_keys": 0}
-    copied = set(target.list_scopes()) if resuming else set()
+    copied = _still_whole(source, target) if resuming else set()
     for scope in source.list_scopes():
         data = source.export_scope(scope)
         if scope in copied:
@@ -59,6 +62,20 @@ def copy_store(
             target.set_meta(name, value)
     target.mark_copy(None)
     return counts
+
+
+def _still_whole(source: Store, target: Store) -> set[Scope]:
+    """The scopes an interrupted copy holds as the source still has them. A user with a
+    scope the source changed or no longer has since is erased from the target, to be
+    copied again (or not at all: an erasure in between is not undone by the copy)."""
+    present = set(source.list_scopes())
+    held = target.list_scopes()
+    stale = {scope.tenant for scope in held if scope not in present or replace(
+        source.export_scope(scope), vectors={}) != replace(
+        target.export_scope(scope), vectors={})}
+    for tenant in stale:
+        target.erase_tenant(tenant)
+    return {scope for scope in held if scope.tenant not in stale}
 
 
 def _check_target(source: Store, target: Store) -> bool:
