@@ -3,15 +3,18 @@ what was derived from it) and the caller's own user, never another user's data."
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 from fastapi.testclient import TestClient
 
-from loci import load_settings
+from loci import load_settings, open_store
 from loci.server import create_app
 from tests.conftest import FakeClock
-from tests.server.conftest import LOCAL, make_key
+from tests.server.conftest import LOCAL, LiveServer, make_key
 
 ALICE, BOB = {"X-Loci-User": "alice"}, {"X-Loci-User": "bob"}
 
@@ -119,3 +122,39 @@ def test_redact_an_earlier_version_over_rest(client: TestClient) -> None:
     assert current.status_code == 422 and "current version" in current.text
     assert client.delete("/api/kb/history", params={"path": "/n.md", "version": 1},
                          headers=BOB).status_code == 404
+
+
+def test_an_erasure_waits_for_the_user_s_writes_under_way_and_none_outlives_it(
+        live_server: LiveServer, home: Path) -> None:
+    """Writers keep posting as alice while she erases herself: what they had under way
+    ends first, what comes later is refused, and nothing of hers is left."""
+    db = f"sqlite:///{home / 'e.db'}"
+    app = create_app(load_settings(store=db, memory_mirror=False))
+    url = live_server(app)
+    key = make_key(app.state.hub, "alice")  # type: ignore[attr-defined]
+    headers = {"Authorization": f"Bearer {key}"}
+    stop = threading.Event()
+
+    def write(i: int) -> set[int]:
+        statuses = set()
+        with httpx.Client(base_url=url, headers=headers, timeout=60) as writer:
+            while not stop.is_set():
+                statuses.add(writer.post(f"/api/sessions/w{i}/events", json={
+                    "role": "user", "content": f"a line from writer {i}"}).status_code)
+        return statuses
+
+    with ThreadPoolExecutor(6) as pool:
+        writing = [pool.submit(write, i) for i in range(6)]
+        time.sleep(0.5)
+        erased = httpx.delete(f"{url}/api/user", params={"confirm": "alice"},
+                              headers=headers, timeout=60)
+        time.sleep(0.3)
+        stop.set()
+        statuses = set().union(*(w.result() for w in writing))
+    assert erased.status_code == 200, erased.text
+    assert statuses <= {201, 401, 409}
+    store = open_store(db)
+    try:
+        assert [s for s in store.list_scopes() if s.tenant == "alice"] == []
+    finally:
+        store.close()

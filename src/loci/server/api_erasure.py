@@ -3,6 +3,8 @@ whole user. Both answer what they erased; a session's ``dry_run`` only lists it.
 
 from __future__ import annotations
 
+from functools import partial
+
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
@@ -35,4 +37,5 @@ async def erase_user(
     user = loci.scope.tenant
     if confirm != user:
         raise ValidationError(f"confirm must repeat the user's name ({user!r})")
-    return await run_in_threadpool(hub_of(request).erase_user, user)
+    # This request holds the user's engine too: the erasure waits for the others.
+    return await run_in_threadpool(partial(hub_of(request).erase_user, user, callers=1))

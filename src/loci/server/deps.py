@@ -8,7 +8,7 @@ headers appear in the OpenAPI schema through ``document_auth``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
@@ -45,8 +45,10 @@ def principal_of(request: Request, *, bearer_optional: bool = False) -> Principa
                             headers.get("x-loci-agent"))
 
 
-async def get_engine(request: Request) -> Loci:
-    return hub_of(request).engine(principal_of(request))
+async def get_engine(request: Request) -> AsyncIterator[Loci]:
+    """The caller's engine, held for the whole request (``Hub.serving``)."""
+    with hub_of(request).serving(principal_of(request)) as engine:
+        yield engine
 
 
 #: The caller's engine, scoped to their tenant and agent: what every route works on.

@@ -13,9 +13,10 @@ import asyncio
 import hashlib
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
@@ -23,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from loci import (
     ApiKey,
     AuthError,
+    ConflictError,
     ForbiddenError,
     Loci,
     Runtime,
@@ -46,15 +48,20 @@ _KEYS_CACHED = 4096
 #: on the event loop, see ``Hub.run``). Its one connection and the GIL serialize them
 #: anyway: more threads only contend (more CPU per search, a higher p99).
 _LOCAL_SEARCHES = 2
+#: How long an erasure of a user waits for that user's requests under way to end, in
+#: seconds (a streamed answer records its turn at its end).
+ERASE_WAIT = 30.0
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: the scope their data lives in, and the key they used."""
+    """Who is calling: the scope their data lives in, the key they used, and when that
+    key was checked (``time.monotonic``)."""
 
     scope: Scope
     key_id: str | None = None
+    checked_at: float = field(default_factory=time.monotonic)
 
 
 class Hub:
@@ -67,6 +74,13 @@ class Hub:
         self.settings = self.runtime.settings
         self._engines: OrderedDict[Scope, Loci] = OrderedDict()
         self._lock = threading.Lock()
+        # Requests under way by user, and the users being erased (this process's).
+        self._busy: Counter[str] = Counter()
+        self._erasing: set[str] = set()
+        #: When each user's last erasure ended: a request whose key was checked before
+        #: (its body was still coming) must not write after it.
+        self._erased_at: dict[str, float] = {}
+        self._idle = threading.Condition(self._lock)
         self._keys_checked = 0.0
         # A server on another host than loopback needs keys from the start.
         self._keys_exist = not is_loopback(self.settings.server.host)
@@ -79,6 +93,7 @@ class Hub:
         """The engine for the principal's scope (created on first use, then cached)."""
         scope = principal.scope
         with self._lock:
+            self._refuse_erasing(scope.tenant)
             engine = self._engines.get(scope)
             if engine is not None:
                 self._engines.move_to_end(scope)
@@ -90,14 +105,55 @@ class Hub:
                 self._engines.popitem(last=False)
         return engine
 
-    def erase_user(self, user: str) -> UserErasure:
-        """Erase ``user`` (``Runtime.erase_user``); their keys stop working at once."""
-        erased = self.runtime.erase_user(user)
+    @contextmanager
+    def serving(self, principal: Principal) -> Iterator[Loci]:
+        """The principal's engine for the whole of one request, a streamed answer
+        included: an erasure of its user waits for the request to end."""
+        tenant = principal.scope.tenant
         with self._lock:
-            self._checked.clear()
-            for scope in [s for s in self._engines if s.tenant == user]:
-                del self._engines[scope]
+            self._refuse_erasing(tenant)
+            if principal.key_id is not None and principal.checked_at < self._erased_at.get(
+                    tenant, float("-inf")):
+                raise AuthError("unknown or revoked API key")
+            self._busy[tenant] += 1
+        try:
+            yield self.engine(principal)
+        finally:
+            with self._idle:
+                self._busy[tenant] -= 1
+                if not self._busy[tenant]:
+                    del self._busy[tenant]
+                self._idle.notify_all()
+
+    def erase_user(self, user: str, *, callers: int = 0) -> UserErasure:
+        """Erase ``user`` (``Runtime.erase_user``); their keys stop working at once.
+        Their new requests are refused meanwhile, and the erasure first waits for those
+        under way (but the ``callers`` that ask for it) to end, so that nothing they
+        write outlives it; a ``ConflictError`` if they do not end within
+        ``ERASE_WAIT`` seconds (nothing is erased then)."""
+        with self._idle:
+            self._refuse_erasing(user)
+            self._erasing.add(user)
+        try:
+            with self._idle:
+                if not self._idle.wait_for(lambda: self._busy[user] <= callers, ERASE_WAIT):
+                    raise ConflictError(f"requests of user {user!r} are still under way: "
+                                        "erase again when they end")
+            erased = self.runtime.erase_user(user)
+            with self._lock:
+                self._erased_at[user] = time.monotonic()
+        finally:
+            with self._lock:
+                self._erasing.discard(user)
+                self._checked.clear()
+                for scope in [s for s in self._engines if s.tenant == user]:
+                    del self._engines[scope]
         return erased
+
+    def _refuse_erasing(self, tenant: str) -> None:
+        """A ``ConflictError`` while ``tenant`` is being erased (the lock held)."""
+        if tenant in self._erasing:
+            raise ConflictError(f"user {tenant!r} is being erased")
 
     def keys_required(self) -> bool:
         """True on a host other than loopback, and from the moment the store holds an

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Annotated, cast
 
 from fastapi import APIRouter, Depends, Header
@@ -65,10 +65,11 @@ from loci.server.proxy_upstream import OWN_FIELDS
 router = APIRouter(tags=["proxy"])
 
 
-async def get_proxy_engine(request: HttpRequest) -> Loci:
+async def get_proxy_engine(request: HttpRequest) -> AsyncIterator[Loci]:
     """The caller's engine, as for REST, except that in open mode the bearer token is
     ignored: OpenAI clients always send one, whatever text their ``api_key`` holds."""
-    return hub_of(request).engine(principal_of(request, bearer_optional=True))
+    with hub_of(request).serving(principal_of(request, bearer_optional=True)) as engine:
+        yield engine
 
 
 Engine = Annotated[Loci, Depends(get_proxy_engine)]
