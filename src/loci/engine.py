@@ -10,7 +10,6 @@ does, and its ``Loci`` adds the ways to open one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
 from functools import cached_property, partial
 from typing import Any, ClassVar, Protocol
@@ -171,11 +170,6 @@ class ScopeView:
             self.runtime.extraction.submit(Job(partial(extract_turns, self._memories, said,
                                                        self.chat), self.chat is not None))
         return added
-
-    def writing_once(self) -> AbstractContextManager[None]:
-        """Held by a turn between reading what its session holds and writing what it
-        lacks, in every process (the scope's saves lock)."""
-        return self.store.saving(self.scope)
 
     def events(self, session: str, *, include_archived: bool = True) -> list[Event]:
         self.session(session)

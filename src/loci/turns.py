@@ -14,8 +14,8 @@ once:
   retried call records nothing twice; the assistant's calls they answer are recorded
   first if the log lacks them. A call is known by its id, name and arguments and a
   result by the newest call of its id, since upstreams reuse ids (``call_0`` in every
-  answer). Calls of one session that bring the same results wait for each other, in
-  every process (``SessionLog.writing_once``).
+  answer). Calls that bring the same messages take turns (the scope's saves lock, in
+  every process), so that each records them once.
 - The user's new message is recorded with the answer (``record_answer``): a call that
   fails leaves no trace and may simply be retried.
 - The client's system messages are its own instructions: sent first, never stored.
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -39,7 +38,8 @@ from loci.context.compiled import CompiledContext
 from loci.errors import NotFoundError, ValidationError
 from loci.eventlog import check_message
 from loci.memory.service import ReplyResult
-from loci.models import Event, SessionInfo, Usage
+from loci.models import Event, Scope, SessionInfo, Usage
+from loci.store.base import Store
 from loci.usage import UsageLedger
 
 #: How far back the session's live events are searched for the calls being answered.
@@ -64,9 +64,10 @@ class SessionLog(Protocol):
     @property
     def usage(self) -> UsageLedger: ...
 
-    def writing_once(self) -> AbstractContextManager[None]:
-        """Held while a check of what the log holds and the write it decides are made,
-        so that two calls bringing the same messages record them once."""
+    #: Its store and scope: a turn holds the scope's saves lock between reading what
+    #: the log holds and writing what it lacks.
+    store: Store
+    scope: Scope
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ class Intake:
 def take_in(log: SessionLog, session: str, messages: Sequence[Message]) -> Intake:
     """Record what ``messages`` bring that the log lacks: an imported history for a new
     session, tool results; the new user message is returned, not recorded."""
-    with log.writing_once():
+    with log.store.saving(log.scope):
         return _take_in(log, session, messages)
 
 
