@@ -126,3 +126,27 @@ def test_a_file_saved_with_a_byte_order_mark_keeps_its_front_matter(
     assert loci.sync().updated == [memory.id]
     assert (loci.memory(memory.id).content, loci.memory(memory.id).tags) == (
         "Beta fact about ripe bananas", ("fruit",))
+
+
+def test_a_misspelt_type_or_an_emptied_file_is_reported_and_nothing_changes(
+        loci: Loci, home: Path, clock: FakeClock) -> None:
+    """``type: stiky`` would make a fact that never expires one that does; a file
+    emptied of its text is no edit to apply: each is a conflict naming its file, and
+    the files after it are still synced."""
+    sticky = loci.remember("The user's name is Zoe", type="sticky")
+    emptied = loci.remember("Standup is at 9am", type="project_context")
+    edited = loci.remember("User drinks tea", type="user_preference")
+    files = mirror_dir(home)
+    clock.advance(minutes=1)
+    typo = files / f"{sticky.id}.md"
+    typo.write_text(typo.read_text().replace("type: sticky", "type: stiky"))
+    empty = files / f"{emptied.id}.md"
+    empty.write_text(empty.read_text().replace("Standup is at 9am", ""))
+    tea = files / f"{edited.id}.md"
+    tea.write_text(tea.read_text().replace("tea", "coffee"))
+    report = loci.sync()
+    assert sorted(name for name, _ in report.conflicts) == sorted([typo.name, empty.name])
+    assert "did you mean 'sticky'" in dict(report.conflicts)[typo.name]
+    assert report.updated == [edited.id]
+    assert (loci.memory(sticky.id).type, loci.memory(sticky.id).expires_at) == ("sticky", None)
+    assert loci.memory(emptied.id).content == "Standup is at 9am"

@@ -25,6 +25,7 @@ from loci.errors import ConflictError, LociError
 from loci.memory.markdown import MemoryFile, parse
 from loci.memory.mirror import Mirror, mirrors_of, mirrors_of_metadata, same_content, was_mirrored
 from loci.memory.service import MemoryService
+from loci.memory.types import typo_of
 from loci.models import Memory
 
 #: Deletions beyond these need confirmation: more than this many ...
@@ -92,6 +93,12 @@ class _Run:
             return
         memory_id = found.id or stem
         self.seen.add(memory_id)
+        if found.type and (meant := typo_of(found.type, self.service.ttls)):
+            self.report.conflicts.append(
+                (path.name, f"type {found.type!r} is not a memory type: did you mean "
+                            f"{meant!r}? Nothing changed (a misspelt type would change "
+                            "when the memory expires)"))
+            return
         memory = self.stored.get(memory_id)
         if memory is None:
             if found.body:
@@ -99,6 +106,10 @@ class _Run:
         elif same_content(found, memory):
             self.report.unchanged += 1
             self._held_here(memory)
+        elif not found.body.strip():
+            self.report.conflicts.append(
+                (path.name, "holds no text: nothing changed (delete the file to delete "
+                            "the memory)"))
         elif found.updated_at in (memory.updated_at, None):
             self._update(memory, found, path.name)
         else:
