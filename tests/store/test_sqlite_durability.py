@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -194,3 +196,22 @@ def test_a_process_holding_the_saves_lock_holds_up_no_one_for_ever(tmp_path: Pat
         loci.remember("The user drinks tea", type="user_preference")
         assert sorted(m.content for m in loci.memories()) == [
             "The user drinks tea", "The user lives in Lisbon"]
+
+
+def test_another_program_s_database_or_a_file_of_no_database_is_left_as_it_was(
+        tmp_path: Path) -> None:
+    """Pointing ``--store`` at the wrong file must not add Loci's tables to it, switch
+    its journal or change its permissions."""
+    theirs = tmp_path / "app.db"
+    with closing(sqlite3.connect(theirs)) as db:
+        db.execute("CREATE TABLE notes (x)")
+        db.execute("INSERT INTO notes VALUES ('mine')")
+        db.commit()
+    garbage = tmp_path / "notes.txt"
+    garbage.write_text("not a database at all\n" * 100)
+    for path in (theirs, garbage):
+        path.chmod(0o644)
+        before = path.read_bytes()
+        with pytest.raises(StoreError, match=r"another program's|not a Loci store"):
+            open_store(f"sqlite:///{path}")
+        assert path.read_bytes() == before and stat.S_IMODE(path.stat().st_mode) == 0o644

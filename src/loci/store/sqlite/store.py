@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 from loci.errors import ConfigError, StoreError
@@ -51,6 +52,25 @@ def private_file(path: Path) -> None:
         pass  # someone else's file that we may still read: SQLite will say
 
 
+def refuse_foreign(path: Path) -> None:
+    """A ``StoreError`` for a file that is not a Loci store: another program's SQLite
+    database (tables, but not Loci's ``migrations``) or no database at all. Loci would
+    add its tables to it, switch its journal and change its permissions."""
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                                     timeout=BUSY_TIMEOUT)) as db:
+            tables = {row[0] for row in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"{path} is not a Loci store ({exc}): choose another file") from exc
+    if tables and "migrations" not in tables:
+        raise StoreError(f"{path} is another program's SQLite database (tables: "
+                         f"{', '.join(sorted(tables)[:5])}): Loci keeps its data in a file "
+                         "of its own; choose another file")
+
+
 #: Seconds a write waits for another's lock (the database's, the saves' file's).
 BUSY_TIMEOUT = 30.0
 #: The log's size (in pages) at which a commit checkpoints it itself.
@@ -79,6 +99,7 @@ class SQLiteStore(SQLiteEvents, SQLiteVectors, SQLiteKeywords, SQLiteMemories, S
         self.url = url
         path = sqlite_path(url)
         if path != ":memory:":
+            refuse_foreign(Path(path))
             private_file(Path(path))
         try:
             self._db = sqlite3.connect(
