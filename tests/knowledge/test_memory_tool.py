@@ -155,6 +155,18 @@ def test_a_directory_is_not_moved_into_itself(loci: Loci) -> None:
     assert [d.path for d in loci.knowledge.ls("/memories/")] == ["/memories/x/a.md"]
 
 
+def test_a_directory_that_cannot_move_whole_stays_whole(loci: Loci) -> None:
+    """One file's new path is too long: no file of the directory moves."""
+    tool = LociMemoryTool(loci)
+    tool.call({"command": "create", "path": "/memories/d/a.md", "file_text": "one"})
+    deep = "/memories/d/" + "/".join(["z" * 200] * 4)  # 900 characters: it fits
+    tool.call({"command": "create", "path": deep, "file_text": "two"})
+    with pytest.raises(ToolError, match="longer than 1024"):
+        tool.call({"command": "rename", "old_path": "/memories/d",
+                   "new_path": "/memories/" + "n" * 250})
+    assert [d.path for d in loci.knowledge.ls("/memories/")] == ["/memories/d/a.md", deep]
+
+
 def test_str_replace_answers_at_once_whatever_the_file(loci: Loci) -> None:
     """An empty ``old_str`` in a 2 MB file took 551 s and answered with every position;
     the lines of a repeated one were counted from the start for each."""

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from urllib.parse import unquote
 
 from loci.errors import ConflictError, LociError
-from loci.knowledge.service import KnowledgeBase
+from loci.knowledge.service import KnowledgeBase, NewDocument
 from loci.models import Document
 
 ROOT = "/memories"
@@ -149,8 +149,15 @@ class MemoryFiles:
         moving = [single] if single is not None else self._below(old)
         if not moving:
             raise MemoryToolError(f"The path {old} does not exist")
+        # Every file written in one transaction (a path too long stores none), then the
+        # old ones removed: a failure leaves a copy, never half a folder moved.
+        try:
+            self.kb.put_many([NewDocument(new + d.path[len(old):], d.content, ("memory",),
+                                          expected_sha256="") for d in moving],
+                             allow_empty=True)
+        except ConflictError as exc:
+            raise MemoryToolError(str(exc)) from exc
         for document in moving:
-            self._write(new + document.path[len(old):], document.content, expected="")
             self.kb.rm(document.path)
         return f"Successfully renamed {old} to {new}"
 
