@@ -134,3 +134,17 @@ def test_headers_that_come_too_slowly_close_the_connection(
         slow.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         assert slow.recv(4096) == b"" and silent.recv(4096) == b""  # closed by the server
     assert httpx.get(f"{url}/api/health").status_code == 200  # a prompt client is served
+
+
+def test_a_path_that_is_no_utf8_is_refused_not_read_as_another_name(
+        live_server: LiveServer, home: Path) -> None:
+    """Decoded, ``%FF`` and ``%ED%A0%80`` both read as U+FFFD: one session's name."""
+    url = start(live_server, home)
+    for raw in ("%FF", "%ED%A0%80"):
+        refused = httpx.post(f"{url}/api/sessions/s{raw}/events",
+                             json={"role": "user", "content": "x"})
+        assert refused.status_code == 400 and "UTF-8" in refused.text
+    assert imported(home) == 0
+    replacement = httpx.post(f"{url}/api/sessions/s%EF%BF%BD/events",  # U+FFFD itself
+                             json={"role": "user", "content": "x"})
+    assert replacement.status_code == 201, replacement.text

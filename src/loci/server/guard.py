@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Callable
-from urllib.parse import urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -30,8 +30,18 @@ _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 HOSTS_REMEMBERED = 64
 
 
+def _utf8(raw_path: bytes) -> bool:
+    """Whether a percent-encoded path decodes to UTF-8."""
+    try:
+        unquote_to_bytes(raw_path).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 class Guard:
-    """Refuses foreign ``Host`` names (421) and cross-site changes (403)."""
+    """Refuses foreign ``Host`` names (421), cross-site changes (403) and paths that
+    are no UTF-8 (400: decoded, ``%FF`` and ``%EF%BF%BD`` would name the same session)."""
 
     def __init__(self, app: ASGIApp, keys_required: Callable[[], bool],
                  allowed_hosts: list[str], allowed_origins: list[str]) -> None:
@@ -57,6 +67,10 @@ class Guard:
             await errors.send_error(
                 send, 403, "CrossSiteRequest", "a web page of another site may not change "
                 "data here (add its origin to [server] allowed_origins to allow it)")
+            return
+        if "\ufffd" in scope["path"] and not _utf8(scope.get("raw_path") or b""):
+            await errors.send_error(send, 400, "ValidationError",
+                                    "the request's path is not UTF-8 once decoded")
             return
         await self.app(scope, receive, send)
 
