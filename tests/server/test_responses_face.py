@@ -40,6 +40,23 @@ def test_a_response_gets_context_and_leaves_memory(
     assert [m.content for m in loci.memories("user_preference")] == ["Maya likes short answers"]
 
 
+def test_a_developer_message_after_the_user_s_is_its_instructions(
+        home: Path, upstream: Upstream, live_server: LiveServer) -> None:
+    """As Chat takes a system message anywhere, Responses takes one after the user's."""
+    app = proxy_app(home, upstream)
+    upstream.replies.append("Lisbon.")
+    with client(live_server(app)) as oai:
+        response = oai.responses.create(model="gpt-test", extra_headers=SESSION, input=[
+            {"role": "user", "content": "Where do I live?"},
+            {"role": "developer", "content": "Answer in one word."}])
+        assert response.output_text == "Lisbon."
+        with pytest.raises(openai.UnprocessableEntityError, match="no message"):
+            oai.responses.create(model="gpt-test", extra_headers=SESSION,
+                                 input=[{"role": "developer", "content": "Be brief."}])
+    assert "Answer in one word." in str(upstream.last["body"]["messages"])
+    assert [e.content for e in engine(app).events("work")] == ["Where do I live?", "Lisbon."]
+
+
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 def test_streaming_follows_the_published_events(
         home: Path, upstream: Upstream, live_server: LiveServer, kind: str) -> None:

@@ -92,8 +92,8 @@ class ResponsesRequest(FaceRequest):
                  else self.input)
         for item in items:
             api.read_item(messages, item)
-        if not messages or messages[-1].role == "system":
-            raise ValidationError("input holds no message")
+        if all(message.role == "system" for message in messages):
+            raise ValidationError("input holds no message")  # instructions alone
         given = self.model_dump(exclude_unset=True, exclude=set(_OWN))
         params: JSONObject = {k: v for k, v in given.items() if v is not None}
         if self.max_output_tokens:
