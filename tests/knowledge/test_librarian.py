@@ -112,6 +112,18 @@ def test_ending_again_is_idempotent_and_new_turns_make_a_version(
     assert loci.end_session("other").path not in (None, first.path)
 
 
+def test_a_user_s_own_document_naming_the_session_is_never_written_over(loci: Loci) -> None:
+    """Notes the user filed under /conversations/ with ``session: work`` in their front
+    matter are theirs: the librarian files its record beside them."""
+    loci.knowledge.put("/conversations/my-notes.md", "My own notes.",
+                       metadata={"session": "work"})
+    converse(loci)
+    filed = loci.end_session("work")
+    assert filed.path is not None and filed.path != "/conversations/my-notes.md"
+    mine = loci.knowledge.get("/conversations/my-notes.md")
+    assert (mine.content, mine.version) == ("My own notes.", 1)
+
+
 def test_small_talk_files_nothing(loci: Loci) -> None:
     loci.add("chat", "user", "Hi there!")
     loci.add("chat", "assistant", "Hello! How can I help?")
