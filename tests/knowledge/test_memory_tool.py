@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,17 @@ def test_a_directory_that_cannot_move_whole_stays_whole(loci: Loci) -> None:
         tool.call({"command": "rename", "old_path": "/memories/d",
                    "new_path": "/memories/" + "n" * 250})
     assert [d.path for d in loci.knowledge.ls("/memories/")] == ["/memories/d/a.md", deep]
+
+
+def test_a_folder_named_in_decomposed_unicode_moves_and_lists_whole(loci: Loci) -> None:
+    """The knowledge base keeps paths in NFC: a path sent decomposed (NFD) names the
+    same folder, and its files keep their names when it moves."""
+    tool = LociMemoryTool(loci)
+    nfd = unicodedata.normalize("NFD", "/memories/café")
+    tool.call({"command": "create", "path": f"{nfd}/notes.md", "file_text": "kept"})
+    assert "notes.md" in str(tool.call({"command": "view", "path": nfd}))
+    tool.call({"command": "rename", "old_path": nfd, "new_path": "/memories/archive"})
+    assert [d.path for d in loci.knowledge.ls("/memories/")] == ["/memories/archive/notes.md"]
 
 
 def test_str_replace_answers_at_once_whatever_the_file(loci: Loci) -> None:

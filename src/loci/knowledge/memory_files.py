@@ -12,6 +12,7 @@ URL-encoded forms, backslashes) are refused.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 from urllib.parse import unquote
@@ -187,9 +188,12 @@ class MemoryFiles:
 
 
 def _checked(path: Any) -> str:
-    """A path under ``/memories``, or the reference's error; nothing can escape it."""
+    """A path under ``/memories`` in NFC, as the knowledge base keeps paths (its
+    length is what a folder's files are renamed and listed by), or the reference's
+    error; nothing can escape it."""
     if not isinstance(path, str) or not path.startswith(ROOT):
         raise MemoryToolError(f"Path must start with /memories, got: {path}")
+    path = unicodedata.normalize("NFC", path)
     decoded = path
     for _ in range(3):  # a face may decode once more: %252e%252e is ..
         decoded = unquote(decoded)
