@@ -65,6 +65,21 @@ def test_import_respects_front_matter_and_folders(loci: Loci, notes: Path) -> No
         "Database choice"]
 
 
+def test_a_link_to_a_file_outside_the_folder_is_skipped_not_imported(
+        loci: Loci, tmp_path: Path) -> None:
+    """``notes.md -> ~/.ssh/id_rsa`` must not put a private key in the knowledge base
+    (under /profile/ it would be in every context); a link within the folder is fine."""
+    root = tmp_path / "repo"
+    write(root, "real.md", "Real notes.")
+    write(tmp_path, "id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n")
+    (root / "notes.md").symlink_to(tmp_path / "id_rsa")
+    (root / "alias.md").symlink_to(root / "real.md")
+    report = loci.knowledge.import_directory(root)
+    assert report.skipped == [("notes.md", "a link to a file outside the folder")]
+    assert sorted(d.path for d in loci.knowledge.ls("/reference/")) == [
+        "/reference/alias.md", "/reference/real.md"]
+
+
 def test_reimport_changes_only_what_changed(loci: Loci, notes: Path, clock: FakeClock
                                             ) -> None:
     import_directory(loci.knowledge, notes, "/reference/")

@@ -47,7 +47,7 @@ def import_directory(
     progress: Progress | None = None,
 ) -> DirectoryImport:
     """Import every markdown and text file below ``directory`` into ``prefix``."""
-    root = Path(directory)
+    root = Path(directory).resolve()
     if not root.is_dir():
         raise ValidationError(f"{directory}: not a directory")
     folder = check_folder(prefix)
@@ -60,7 +60,7 @@ def import_directory(
     for done, file in enumerate(files, 1):
         relative = file.relative_to(root).as_posix()
         try:
-            new = _read(file, relative, folder)
+            new = _read(file, relative, folder, root)
             if new.path in taken:  # names that differ only in Unicode normalization
                 raise ValidationError(f"{taken[new.path]!r} is already imported at "
                                       f"{new.path}; rename one of the two files")
@@ -85,11 +85,14 @@ def _files(root: Path) -> Iterator[Path]:
             yield path
 
 
-def _read(file: Path, relative: str, folder: str) -> NewDocument:
+def _read(file: Path, relative: str, folder: str, root: Path) -> NewDocument:
     try:
         path = join(folder, relative)
     except ValidationError as exc:
         raise ValidationError(f"its name does not make a valid path: {exc}") from exc
+    if not file.resolve().is_relative_to(root):
+        # A link out of the folder (to ~/.ssh/id_rsa, say) is not the folder's text.
+        raise ValidationError("a link to a file outside the folder")
     try:
         if file.stat().st_size > MAX_DOCUMENT_CHARS * 4:
             raise ValidationError(f"larger than {MAX_DOCUMENT_CHARS:,} characters")
