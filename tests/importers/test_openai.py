@@ -109,6 +109,18 @@ def test_a_jsonl_file_of_chat_messages(tmp_path: Path) -> None:
                      ("tool_call", ""), ("tool_result", "a.py"), ("tool_result", "/src")]
 
 
+@pytest.mark.parametrize("calls", [["not a call", {"id": "c1", "type": "function", "function": {
+    "name": "ls", "arguments": "{}"}}], "not a list"])
+def test_an_answer_s_text_is_kept_whatever_its_odd_tool_calls(tmp_path: Path,
+                                                             calls: object) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(json.dumps(m) for m in [
+        {"role": "user", "content": "List the files"},
+        {"role": "assistant", "content": "Listing them now.", "tool_calls": calls}]))
+    [session] = read_log("openai", path, session="mine")
+    assert "Listing them now." in [e["content"] for e in session.events]
+
+
 def test_a_file_that_holds_no_messages_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "x.json"
     path.write_text('{"model": "gpt-5"}')

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from loci import Loci
 from loci.cli.app import main
 from loci.timeutil import format_timestamp
 
@@ -95,6 +96,28 @@ def test_session_end(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert again["profile"] == {} and again["path"].startswith("/conversations/")
     code, _, err = run(capsys, "session", "end", "ghost")
     assert code == 2 and "no session 'ghost'" in err
+
+
+def test_kb_put_takes_the_file_s_front_matter_as_the_document_s(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A title left out and ``tags: []`` clear them; a file without front matter keeps
+    what the document had."""
+    note = tmp_path / "note.md"
+    note.write_text("---\ntitle: Secret plan\ntags: [a]\n---\nv1\n")
+    run(capsys, "kb", "put", "/p/a.md", str(note))
+    note.write_text("---\ntags: []\n---\nv2\n")
+    run(capsys, "kb", "put", "/p/a.md", str(note))
+    with Loci.open(store=f"sqlite:///{home / 'loci.db'}") as loci:
+        cleared = loci.knowledge.get("/p/a.md")
+    assert (cleared.content, cleared.tags, cleared.metadata) == ("v2\n", (), {})
+    note.write_text("---\ntitle: Plan\ntags: [b]\n---\nv3\n")
+    run(capsys, "kb", "put", "/p/a.md", str(note))
+    note.write_text("v4, no front matter\n")
+    run(capsys, "kb", "put", "/p/a.md", str(note))
+    with Loci.open(store=f"sqlite:///{home / 'loci.db'}") as loci:
+        kept = loci.knowledge.get("/p/a.md")
+    assert (kept.tags, kept.metadata) == (("b",), {"title": "Plan"})
 
 
 def test_kb_restore_a_document_and_a_folder(

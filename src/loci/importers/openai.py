@@ -97,12 +97,14 @@ def item_events(item: Mapping[str, Any], when: datetime | None,
         return [tool_result(str(item.get("tool_call_id") or ""),
                             content_text(item.get("content")), when, **metadata)]
     text = content_text(item.get("content"))
-    if role == "assistant" and item.get("tool_calls"):
+    listed = item.get("tool_calls")
+    calls = [c for c in listed if isinstance(c, Mapping)] if isinstance(listed, list) else []
+    if role == "assistant" and calls:  # the text rides with the first call
         return [tool_call(str(_mapping(c.get("function")).get("name") or ""),
                           str(c.get("id") or ""),
                           arguments(_mapping(c.get("function")).get("arguments")), when,
                           text if number == 0 else "", **metadata)
-                for number, c in enumerate(item["tool_calls"]) if isinstance(c, Mapping)]
+                for number, c in enumerate(calls)]
     if role in _ROLES:
         return [message(_ROLES[role], text, when, **metadata)] if text.strip() else []
     return [message("system", text, when, original_role=str(role), **metadata)]

@@ -94,12 +94,15 @@ class KnowledgeBase:
     def put_text(self, path: str, text: str, tags: Sequence[str] | None = None, *,
                  source: str = "<document>") -> PutResult:
         """``put`` a document written as a file: its YAML front matter (title, tags) read
-        as :meth:`import_directory` reads it; ``tags`` given replace the front matter's.
-        ``source`` names the text in errors."""
+        as :meth:`import_directory` reads it, and then what the document is (``tags:
+        []`` clears its tags, a title left out is gone); a file without front matter
+        keeps the stored ones. ``tags`` given replace the front matter's. ``source``
+        names the text in errors."""
         front, body = parse_front_matter(text, source)
+        stated = body != text  # the file has front matter
         metadata = {**front.metadata, "title": front.title} if front.title else front.metadata
-        chosen = tags if tags is not None else front.tags or None
-        return self.put(path, body, tags=chosen, metadata=metadata or None)
+        chosen = tags if tags is not None else front.tags if stated else None
+        return self.put(path, body, tags=chosen, metadata=metadata if stated else None)
 
     def import_directory(
         self, directory: str | Path, prefix: str = "/reference/",
