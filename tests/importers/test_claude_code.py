@@ -116,6 +116,24 @@ def test_a_log_that_grew_adds_only_its_new_records(loci: Loci, tmp_path: Path) -
     assert len(of_type(loci.events(MAIN), "tool_call")) == 168
 
 
+def test_half_an_emoji_is_a_replacement_character_not_a_lost_folder(
+        loci: Loci, tmp_path: Path) -> None:
+    """A record whose text ends in half a surrogate pair (an emoji cut by JavaScript)
+    is kept with U+FFFD in its place; the folder's other sessions import too."""
+    for session in ("aaa", "bbb"):
+        (tmp_path / f"{session}.jsonl").write_text(json.dumps({
+            "type": "user", "uuid": f"{session}1", "sessionId": session,
+            "timestamp": "2025-01-01T00:00:00Z",
+            "message": {"role": "user", "content": f"{session} says hi"}}) + "\n")
+    with (tmp_path / "aaa.jsonl").open("a") as log:
+        log.write('{"type":"user","uuid":"aaa2","sessionId":"aaa","message":{"role":"user",'
+                  '"content":"emoji cut \\ud83d, and \\ud83d\\ude00 whole"}}\n')
+    loci.import_log("claude-code", str(tmp_path))
+    assert [e.content for e in loci.events("claude-code/aaa")] == [
+        "aaa says hi", "emoji cut \ufffd, and \U0001f600 whole"]
+    assert [e.content for e in loci.events("claude-code/bbb")] == ["bbb says hi"]
+
+
 def test_sidechains_in_the_session_file_are_sessions_of_their_own(tmp_path: Path) -> None:
     """Older Claude Code versions log a subagent's records in the session's own file."""
     def record(uuid: str, parent: str | None, kind: str, content: object,

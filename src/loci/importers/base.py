@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -91,13 +92,33 @@ def jsonl_records(path: Path, unreadable: list[int] | None = None
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = mended(json.loads(line), line)
         except (ValueError, RecursionError):  # ValueError: also a 5,000-digit number
             if unreadable is not None:
                 unreadable.append(number)
             continue
         if isinstance(record, dict):
             yield number, record
+
+
+#: A JSON escape of half a surrogate pair: a log written by a program that cut an emoji
+#: in two (JavaScript strings are UTF-16) holds text no store accepts.
+_HALF_PAIR = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def mended(value: Any, raw: str) -> Any:
+    """``value`` (parsed from ``raw``) with each half of a surrogate pair, which cannot
+    be stored, replaced by U+FFFD; the rest of the record is kept."""
+    if not _HALF_PAIR.search(raw):
+        return value
+    if isinstance(value, str):
+        return _LONE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [mended(item, raw) for item in value]
+    if isinstance(value, dict):
+        return {mended(key, raw): mended(item, raw) for key, item in value.items()}
+    return value
 
 
 def list_name(path: Path) -> str:
@@ -112,10 +133,11 @@ def load_json(path: Path) -> Any:
     """A whole JSON file, or each line of a JSONL one as a list."""
     text = read_text(path)
     try:
-        return json.loads(text)
+        return mended(json.loads(text), text)
     except (ValueError, RecursionError):
         try:
-            return [json.loads(line) for line in jsonl_lines(text) if line.strip()]
+            return [mended(json.loads(line), line) for line in jsonl_lines(text)
+                    if line.strip()]
         except (ValueError, RecursionError) as exc:
             raise ValidationError(f"{path}: neither JSON nor JSONL: {exc}") from None
 
