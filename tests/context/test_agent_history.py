@@ -261,3 +261,33 @@ def test_a_call_whose_result_was_never_recorded_is_answered(loci: Loci) -> None:
                      ("user", None)]
     answers = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
     assert answers == {"b": "y holds 2", "a": NO_RESULT, "c": NO_RESULT}
+
+
+def test_a_call_id_used_again_is_shown_once_with_each_result_its_own(loci: Loci) -> None:
+    """Upstreams that number calls per answer say ``call_0`` every turn, and an agent
+    may send two calls of one id in one turn: providers refuse a repeated id, so each
+    id after the first is made unique, and the result that answers it follows it."""
+    loci.add_events("s", [
+        {"type": "message", "role": "user", "content": "Weather in Paris and Rome?"},
+        {"type": "tool_call", "tool_name": "weather", "tool_call_id": "call_0",
+         "args": {"city": "Paris"}},
+        {"type": "tool_call", "tool_name": "weather", "tool_call_id": "call_0",
+         "args": {"city": "Rome"}},
+        {"type": "tool_result", "tool_call_id": "call_0", "content": "Paris: sun"},
+        {"type": "tool_result", "tool_call_id": "call_0", "content": "Rome: rain"},
+        {"type": "message", "role": "user", "content": "And Oslo?"},
+        {"type": "tool_call", "tool_name": "weather", "tool_call_id": "call_0",
+         "args": {"city": "Oslo"}},
+        {"type": "tool_result", "tool_call_id": "call_0", "content": "Oslo: snow"}])
+    compiled = loci.compile("s", "Thanks.")
+    chat = compiled.to_openai()
+    calls = [(c["id"], c["function"]["arguments"]) for m in chat for c in m.get("tool_calls", ())]
+    results = {m["tool_call_id"]: m["content"] for m in chat if m["role"] == "tool"}
+    assert len({call_id for call_id, _ in calls}) == 3 == len(results)
+    assert [results[call_id] for call_id, _ in calls] == ["Paris: sun", "Rome: rain",
+                                                          "Oslo: snow"]
+    assert calls[0][0] == "call_0" and all('"city"' in arguments for _, arguments in calls)
+    uses = [b["id"] for m in compiled.to_anthropic()["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"] if b["type"] == "tool_use"]
+    assert uses == [call_id for call_id, _ in calls]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -45,9 +46,12 @@ def events_to_turn(events: Sequence[Event], *, answer_open: bool = True) -> list
     refuse it, and it is shown as the user's text. A call left without a result (a
     killed agent, a damaged log) is answered by ``NO_RESULT`` where the next message
     starts, as a provider refuses a call without its result (unless ``answer_open`` is
-    False: the messages as they were, for a replay)."""
+    False: the messages as they were, for a replay). A call whose id an earlier call
+    shown has (upstreams that number calls per answer: ``call_0`` every time) is shown
+    with the id made unique, and so is its result: providers refuse a repeated id."""
     messages: list[Message] = []
-    open_calls: dict[str, None] = {}  # in call order
+    open_calls: dict[str, str] = {}  # the id shown → the call's own id, in call order
+    shown: set[str] = set()
     for event in events:
         if open_calls and event.type != "tool_result" and not (
                 event.type == "tool_call" and messages[-1].role == "assistant"):
@@ -56,18 +60,23 @@ def events_to_turn(events: Sequence[Event], *, answer_open: bool = True) -> list
             open_calls.clear()
         message, call = _piece(event)
         if call is not None:
+            own = call.id
+            if own in shown:
+                call = replace(call, id=f"{own}_{event.id}")
+                message = Message("assistant", (*message.parts[:-1], call))
+            shown.add(call.id)
             last = messages[-1] if messages else None
             if last is not None and last.role == "assistant" and last.calls:
                 messages[-1] = Message("assistant", (*last.parts, call))
-                open_calls[call.id] = None
+                open_calls[call.id] = own
             else:
                 messages.append(message)
-                open_calls = {call.id: None}
+                open_calls = {call.id: own}
         elif event.type != "tool_result":
             messages.append(message)
-        elif event.tool_call_id is not None and event.tool_call_id in open_calls:
-            messages.append(message)
-            del open_calls[event.tool_call_id]
+        elif (answered := _answered(open_calls, event.tool_call_id)) is not None:
+            messages.append(_answering(message, answered))
+            del open_calls[answered]
         else:
             if answer_open:
                 messages += _unanswered(open_calls)
@@ -80,7 +89,20 @@ def events_to_turn(events: Sequence[Event], *, answer_open: bool = True) -> list
 NO_RESULT = "[no result was recorded for this call]"
 
 
-def _unanswered(open_calls: dict[str, None]) -> list[Message]:
+def _answered(open_calls: dict[str, str], call_id: str | None) -> str | None:
+    """The id shown for the first open call whose own id is ``call_id``, if any."""
+    return next((shown for shown, own in open_calls.items() if own == call_id), None)
+
+
+def _answering(message: Message, call_id: str) -> Message:
+    """A result's message answering the call shown as ``call_id``."""
+    result = message.result
+    assert result is not None
+    return message if result.call_id == call_id else Message(
+        "tool", (ToolResult(call_id, result.content),))
+
+
+def _unanswered(open_calls: dict[str, str]) -> list[Message]:
     """Tool messages answering the calls still open (which are then closed)."""
     answers = [Message("tool", (ToolResult(call_id, (Text(NO_RESULT),)),))
                for call_id in open_calls]
