@@ -23,6 +23,7 @@ are what gets saved. Rules:
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from loci.checks import check_state_key
@@ -79,6 +80,7 @@ class ParsedReply:
 def parse_reply(text: str) -> ParsedReply:
     """Split ``text`` into plain-text and tag segments."""
     protected = _protected_spans(text)
+    closes = _Closes(text)
     segments: list[str | Tag] = []
     position = 0
     search_from = 0
@@ -88,7 +90,7 @@ def parse_reply(text: str) -> ParsedReply:
             continue
         kind = match["kind"].lower()
         key = match["key"].strip()
-        close = _CLOSE[kind].search(text, match.end())
+        close = closes.after(kind, match.end())
         if close is None or not _valid_key(kind, key) or _inside(close.start(), protected):
             continue
         nested = _OPEN.search(text, match.end(), close.start())
@@ -103,6 +105,24 @@ def parse_reply(text: str) -> ParsedReply:
         position = search_from = close.end()
     segments.append(text[position:])
     return ParsedReply(tuple(s for s in segments if s != ""))
+
+
+class _Closes:
+    """The closing tags of a text, found once per kind: looking for the next one from
+    each opening tag made a reply of many unclosed tags quadratic (1 MB: 25 s)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.found: dict[str, tuple[list[int], list[re.Match[str]]]] = {}
+
+    def after(self, kind: str, at: int) -> re.Match[str] | None:
+        """The first closing tag of ``kind`` that starts at ``at`` or later."""
+        if kind not in self.found:
+            matches = list(_CLOSE[kind].finditer(self.text))
+            self.found[kind] = ([m.start() for m in matches], matches)
+        starts, matches = self.found[kind]
+        index = bisect_left(starts, at)
+        return matches[index] if index < len(matches) else None
 
 
 def without_memories(text: str, bodies: set[str]) -> str:
