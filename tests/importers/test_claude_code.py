@@ -116,6 +116,34 @@ def test_a_log_that_grew_adds_only_its_new_records(loci: Loci, tmp_path: Path) -
     assert len(of_type(loci.events(MAIN), "tool_call")) == 168
 
 
+def test_a_log_read_mid_reply_imports_the_rest_of_the_reply_later(
+        loci: Loci, tmp_path: Path) -> None:
+    """Claude Code logs a streamed reply a block per record, under one message id: a
+    log read after its text and before its call imports the call when it comes (it
+    was refused as another log's, for good), and a third import adds nothing."""
+    def record(uuid: str, role: str, content: object, reply: str | None = None) -> str:
+        message: dict[str, object] = {"role": role, "content": content}
+        if reply:
+            message["id"] = reply
+        return json.dumps({"type": role, "uuid": uuid, "sessionId": "s1",
+                           "timestamp": "2025-01-01T00:00:00Z", "message": message})
+    log = tmp_path / "s1.jsonl"
+    lines = [record("u1", "user", "please list files"),
+             record("a1", "assistant", [{"type": "text", "text": "Listing."}], "msg_1")]
+    log.write_text("\n".join(lines) + "\n")
+    loci.import_log("claude-code", str(log))
+    lines += [record("a2", "assistant", [{"type": "tool_use", "id": "t1", "name": "ls",
+                                          "input": {}}], "msg_1"),
+              record("u2", "user", [{"type": "tool_result", "tool_use_id": "t1",
+                                     "content": "a.txt"}])]
+    log.write_text("\n".join(lines) + "\n")
+    assert loci.import_log("claude-code", str(log)).sessions[0].added == 2
+    assert loci.import_log("claude-code", str(log)).sessions[0].added == 0
+    assert [(e.type, e.content) for e in loci.events("claude-code/s1")] == [
+        ("message", "please list files"), ("message", "Listing."), ("tool_call", ""),
+        ("tool_result", "a.txt")]
+
+
 def test_half_an_emoji_is_a_replacement_character_not_a_lost_folder(
         loci: Loci, tmp_path: Path) -> None:
     """A record whose text ends in half a surrogate pair (an emoji cut by JavaScript)

@@ -8,7 +8,7 @@ previous import stored (by their ``import_id``): importing twice changes nothing
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from loci.importers.base import ImportedCount, ImportedSession, ImportReport
 
 if TYPE_CHECKING:
     from loci.engine import ScopeView
+    from loci.models import Event
 
 Reader = Callable[[Path, "str | None"], list[ImportedSession]]
 
@@ -79,6 +80,14 @@ def import_log(loci: ScopeView, format: str, path: str | Path, session: str | No
     return ImportReport(format=format, sessions=counts)
 
 
+def _streamed_on(stored: Event, fields: Mapping[str, Any]) -> bool:
+    """Whether ``fields`` is the first call of the assistant's reply whose text alone
+    ``stored`` holds: a streamed reply's blocks are logged one record at a time."""
+    return (stored.type, stored.role, fields["type"]) == ("message", "assistant",
+                                                          "tool_call") and (
+        stored.content == (fields.get("content") or ""))
+
+
 def _new_events(loci: ScopeView, imported: ImportedSession) -> list[dict[str, Any]]:
     """The events of ``imported`` its session does not hold yet; ``ValidationError`` if
     it holds a different event under one of their ids."""
@@ -89,6 +98,13 @@ def _new_events(loci: ScopeView, imported: ImportedSession) -> list[dict[str, An
     for fields in imported.events:
         key = fields["metadata"][IMPORT_ID]
         stored = held.get(key)
+        if stored is not None and _streamed_on(stored, fields):
+            # The reply's text came in before its calls (the log was read mid-reply):
+            # its first call comes now, without the text the log holds already.
+            key = f"{key}+call"
+            fields = {**fields, "content": "", "metadata": {**fields["metadata"],
+                                                            IMPORT_ID: key}}
+            stored = held.get(key)
         if stored is not None and (stored.type, stored.content) != (
                 fields["type"], fields.get("content") or ""):
             raise ValidationError(
