@@ -149,6 +149,10 @@ def test_bad_filters_labels_and_keys_are_validation_errors(loci: Loci) -> None:
         store.batch([GetOp((1,), "k")])  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         store.batch([GetOp(("v",), 1)])  # type: ignore[arg-type]
+    for call in (lambda: store.put(("v",), "k\ud800", {"x": 1}),
+                 lambda: store.get(("v\udfff",), "k"), lambda: store.search(("v\udfff",))):
+        with pytest.raises(ValidationError, match="surrogate"):
+            call()
     with pytest.raises(ValidationError):
         store.batch([ListNamespacesOp(match_conditions=(MatchCondition("middle", ("v",)),))])  # type: ignore[arg-type]
 

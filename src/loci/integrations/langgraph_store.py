@@ -46,6 +46,7 @@ from langgraph.store.base import (
 )
 
 from loci import Document, Loci, NotFoundError, SearchFilters, ValidationError
+from loci.checks import check_text
 
 ROOT = "/langgraph/"
 #: Levels of nesting a value may have: deep enough for any real value, and far enough
@@ -149,6 +150,7 @@ def _part(text: str) -> str:
     that no segment is "." or ".."), never empty."""
     if not isinstance(text, str):
         raise ValidationError(f"namespace labels and keys are text, not {type(text).__name__}")
+    check_text("namespace label or key", text)  # a lone surrogate has no UTF-8 to quote
     return quote(text, safe="").replace(".", "%2E") or "%"
 
 
