@@ -163,6 +163,29 @@ def test_odd_items_and_limits(loci: Loci) -> None:
     assert loci.events("odd")[0].content == "5"
 
 
+def test_compiled_items_keep_calls_with_their_outputs_and_what_a_message_showed(
+        loci: Loci) -> None:
+    """The newest N compiled items never start with an output whose call was cut off
+    (the API refuses it); a message of an image alone, or a refusal, is not lost."""
+    session = LociSession("shown", loci)
+
+    async def go() -> list[list[dict[str, Any]]]:
+        await session.add_items([
+            {"role": "user", "content": "Look up c1"},
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "found"},
+            {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't."}]},
+            {"role": "user", "content": [{"type": "input_image",
+                                          "image_url": "data:image/png;base64,AAAA"}]}])
+        return [await session.get_items(limit=n) for n in (2, 3, 4)]
+    for items in asyncio.run(go()):
+        outputs = {i.get("call_id") for i in items if i.get("type") == "function_call_output"}
+        calls = {i.get("call_id") for i in items if i.get("type") == "function_call"}
+        assert outputs <= calls
+    texts = json.dumps(asyncio.run(session.get_items()))
+    assert "I can't." in texts and "[image: image/png]" in texts
+
+
 def test_items_with_no_event_of_their_own_wait_for_the_next(loci: Loci) -> None:
     """A reasoning or hosted-tool item added alone was dropped, and popping a message
     dropped the reasoning that rode with it (found by an attack); they wait now."""

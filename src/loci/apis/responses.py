@@ -103,7 +103,7 @@ def item_content(content: Any) -> tuple[Text | Media, ...]:
         if kind in ("input_text", "output_text", "text"):
             texts.append(str(part.get("text") or ""))
         elif kind in ("input_image", "input_file"):
-            media.append(Media(_media_part(part)))
+            media.append(Media(media_part(part)))
         else:
             raise ValidationError(f"content parts of type {kind!r} are not supported by "
                                   "Loci: send text, images and files")
@@ -111,7 +111,7 @@ def item_content(content: Any) -> tuple[Text | Media, ...]:
     return ((Text(text),) if text else ()) + tuple(media)
 
 
-def _media_part(part: Mapping[str, Any]) -> JSONObject:
+def media_part(part: Mapping[str, Any]) -> JSONObject:
     """An ``input_image`` or ``input_file`` part as a chat content part."""
     if part.get("type") == "input_image":
         if not isinstance(part.get("image_url"), str):

@@ -25,6 +25,8 @@ from typing import Any
 from anyio.to_thread import run_sync
 
 from loci import Loci, NotFoundError, ValidationError
+from loci.apis import responses
+from loci.apis.media import logged
 
 #: Where an event keeps the items it stands for, as they were added.
 ITEMS = "agents_items"
@@ -49,7 +51,10 @@ class LociSession:
         items = await run_sync(self._compiled if self.compiled else self._added)
         if limit is None:
             return items
-        return items[max(len(items) - limit, 0):] if limit else []  # the newest ``limit``
+        newest = items[max(len(items) - limit, 0):] if limit else []
+        # The items as added are the SDK's own sessions' (cut where they are cut); the
+        # compiled ones go to the model: an output whose call was cut off is left out.
+        return _whole_pairs(newest) if self.compiled else newest
 
     async def add_items(self, items: list[Any]) -> None:
         await run_sync(self._add, [_plain(item) for item in items])
@@ -126,6 +131,17 @@ class LociSession:
             return dict(items[-1])
 
 
+def _whole_pairs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The newest items without the outputs at their start whose calls were cut off:
+    the next request would send an output of no call, which the API refuses."""
+    called = {item.get("call_id") for item in items if item.get("type") == "function_call"}
+    start = 0
+    while start < len(items) and items[start].get("type") == "function_call_output" and (
+            items[start].get("call_id") not in called):
+        start += 1
+    return items[start:]
+
+
 def _plain(item: Any) -> dict[str, Any]:
     """An item as plain JSON (the SDK may hand over pydantic objects)."""
     dump = getattr(item, "model_dump", None)
@@ -181,10 +197,21 @@ def _event(item: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _text(content: Any) -> str:
+    """A message's text as the log keeps it: its text and refusal parts, then a line
+    per image or file it showed (``apis.media.logged``)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         return "" if content is None else str(content)
-    return "\n".join(str(part.get("text") or "") for part in content
-                     if isinstance(part, dict) and part.get("type") in (
-                         "input_text", "output_text", "text"))
+    said: list[str] = []
+    shown: list[dict[str, Any]] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("input_text", "output_text", "text", "refusal"):
+            said.append(str(part.get("refusal" if kind == "refusal" else "text") or ""))
+        elif kind in ("input_image", "input_file"):
+            try:
+                shown.append(responses.media_part(part))
+            except ValidationError:  # by file id: named by its kind alone
+                shown.append({"type": kind})
+    return logged("\n".join(said), shown)
