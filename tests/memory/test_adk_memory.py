@@ -134,3 +134,25 @@ def test_facts_are_added_searched_and_deleted(runtime: Runtime) -> None:
     with pytest.raises(NotImplementedError, match="erased with its session"):
         asyncio.run(memory.delete_memory(app_name="helper", user_id="maya",
                                          memory_id="event:1"))
+
+
+def test_a_response_without_an_id_answers_the_call_of_its_name(runtime: Runtime) -> None:
+    """Gemini pairs a function response with its call by name; ADK events may carry no
+    ids: the result is the call's, not loose text after a call left unanswered."""
+    from google.adk.events.event import Event
+    from google.adk.sessions.session import Session
+    events = [
+        Event(author="user", content=types.Content(role="user", parts=[
+            types.Part(text="What's the weather in Porto?")])),
+        Event(author="agent", content=types.Content(role="model", parts=[
+            types.Part(function_call=types.FunctionCall(name="weather",
+                                                        args={"city": "Porto"}))])),
+        Event(author="agent", content=types.Content(role="user", parts=[
+            types.Part(function_response=types.FunctionResponse(name="weather",
+                                                                response={"t": 20}))]))]
+    memory = LociMemoryService(runtime)
+    asyncio.run(memory.add_session_to_memory(Session(id="s1", app_name="app", user_id="u",
+                                                     events=events)))
+    chat = runtime.scope("u", "app").compile("s1", "And now?").to_openai()
+    [call_id] = [c["id"] for m in chat for c in m.get("tool_calls") or ()]
+    assert [m["content"] for m in chat if m.get("tool_call_id") == call_id] == ['{"t": 20}']

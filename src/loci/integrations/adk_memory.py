@@ -175,6 +175,9 @@ def _events(events: Sequence[AdkEvent]) -> list[dict[str, Any]]:
     """Loci events for ADK events: text as messages, function calls and responses as
     tool calls and results, each tagged with the ADK event's id."""
     out: list[dict[str, Any]] = []
+    # Calls without a result yet, by name: Gemini pairs a response with its call by
+    # name, and ADK events may carry no ids.
+    waiting: dict[str, list[str]] = {}
     for event in events:
         parts = event.content.parts if event.content and event.content.parts else []
         user = event.author == "user"
@@ -187,13 +190,18 @@ def _events(events: Sequence[AdkEvent]) -> list[dict[str, Any]]:
         for n, part in enumerate(parts):
             part_id = {**base, "metadata": {ADK_ID: f"{key}/{n}"}}
             if part.function_call and part.function_call.name:
+                call_id = part.function_call.id or f"{key}/{n}"
+                waiting.setdefault(part.function_call.name, []).append(call_id)
                 out.append({**part_id, "type": "tool_call", "role": "assistant",
-                            "tool_name": part.function_call.name,
-                            "tool_call_id": part.function_call.id or f"{key}/{n}",
+                            "tool_name": part.function_call.name, "tool_call_id": call_id,
                             "args": dict(part.function_call.args or {})})
             elif part.function_response and part.function_response.name:
+                named = waiting.get(part.function_response.name) or []
+                call_id = part.function_response.id or (named[0] if named else "")
+                if call_id in named:
+                    named.remove(call_id)
                 out.append({**part_id, "type": "tool_result", "role": "tool",
-                            "tool_call_id": part.function_response.id or "",
+                            "tool_call_id": call_id,
                             "content": json.dumps(part.function_response.response or {},
                                                   ensure_ascii=False, default=str)})
     return out
