@@ -124,6 +124,19 @@ def test_a_user_s_own_document_naming_the_session_is_never_written_over(loci: Lo
     assert (mine.content, mine.version) == ("My own notes.", 1)
 
 
+def test_a_full_profile_document_does_not_stop_the_rest(loci: Loci) -> None:
+    """A profile document with no room left for a line keeps what it holds; the rest of
+    the session is filed (the record, other profile documents), and ending again works."""
+    full = "# Preferences\n\n- " + "a" * (2_000_000 - 40) + "\n"  # 20 characters left
+    loci.knowledge.put("/profile/preferences.md", full)
+    converse(loci)
+    filed = loci.end_session("work")
+    assert filed.path is not None and "/profile/identity.md" in filed.profile
+    assert "/profile/preferences.md" not in filed.profile
+    assert loci.end_session("work").path == filed.path
+    assert loci.knowledge.get("/profile/preferences.md").content == full
+
+
 def test_small_talk_files_nothing(loci: Loci) -> None:
     loci.add("chat", "user", "Hi there!")
     loci.add("chat", "assistant", "Hello! How can I help?")

@@ -29,7 +29,7 @@ from loci.knowledge.extraction import (
     session_importance,
 )
 from loci.knowledge.paths import slugify
-from loci.knowledge.service import KnowledgeBase
+from loci.knowledge.service import MAX_DOCUMENT_CHARS, KnowledgeBase
 from loci.llm.base import ChatModel
 from loci.memory.dedup import DUPLICATE_OVERLAP, word_overlap
 from loci.memory.facts import in_first_person
@@ -156,6 +156,10 @@ class Librarian:
         last = content.splitlines()[-1] if content else ""
         joiner = "\n" if last.startswith("- ") else "\n\n"
         new = content + joiner + "\n".join(f"- {line}" for line in added) + "\n"
+        if len(new) > MAX_DOCUMENT_CHARS:  # a full document: the rest is still filed
+            log.warning("%s is full (%d characters): %d profile lines not added", path,
+                        len(content), len(added))
+            return []
         if document is None:
             self.kb.put(path, new, tags=("profile",), metadata={"source": "librarian"})
         else:
