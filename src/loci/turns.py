@@ -14,8 +14,8 @@ once:
   retried call records nothing twice; the assistant's calls they answer are recorded
   first if the log lacks them. A call is known by its id, name and arguments and a
   result by the newest call of its id, since upstreams reuse ids (``call_0`` in every
-  answer). Calls that bring the same messages take turns (the scope's saves lock, in
-  every process), so that each records them once.
+  answer). Calls that bring the same messages take turns (the store's saves lock,
+  ``Store.saving``, in every process), so that each records them once.
 - The user's new message is recorded with the answer (``record_answer``): a call that
   fails leaves no trace and may simply be retried.
 - The client's system messages are its own instructions: sent first, never stored.
@@ -64,8 +64,8 @@ class SessionLog(Protocol):
     @property
     def usage(self) -> UsageLedger: ...
 
-    #: Its store and scope: a turn holds the scope's saves lock between reading what
-    #: the log holds and writing what it lacks.
+    #: Its store and scope: a turn holds the store's saves lock (``Store.saving``)
+    #: between reading what the log holds and writing what it lacks.
     store: Store
     scope: Scope
 
@@ -178,8 +178,10 @@ def merge_fragments(fragments: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
         function = piece.get("function") or {}
         call["function"]["name"] = function.get("name") or call["function"]["name"]
         piece_arguments = function.get("arguments") or ""
-        call["function"]["arguments"] += piece_arguments if isinstance(
-            piece_arguments, str) else json.dumps(piece_arguments, ensure_ascii=False)
+        if isinstance(piece_arguments, str):
+            call["function"]["arguments"] += piece_arguments
+        else:  # an object is the whole arguments, not a piece of their text
+            call["function"]["arguments"] = json.dumps(piece_arguments, ensure_ascii=False)
     return [calls[i] for i in sorted(calls)]
 
 
@@ -237,11 +239,15 @@ def record_results(log: SessionLog, session: str, asked: Message,
     names = {e["tool_call_id"]: e["tool_name"] for e in calls}
     fresh = []
     for call in calls:
-        held = newest.get(call["tool_call_id"])
-        if held is None or (held.tool_name, held.args or {}) != (
-                call["tool_name"], call["args"]):
-            fresh.append(call)  # a new call, though an earlier one had its id
-            answered.discard(call["tool_call_id"])
+        call_id = call["tool_call_id"]
+        held = newest.get(call_id)
+        # The newest call of its id, of its name, is this one while it waits for its
+        # result (however a face rendered its arguments); once answered, only if its
+        # arguments are the same (a retried call), else it is a new one of a reused id.
+        if held is None or held.tool_name != call["tool_name"] or (
+                call_id in answered and (held.args or {}) != call["args"]):
+            fresh.append(call)
+            answered.discard(call_id)
     for message in results:
         call_id = message.result.call_id if message.result is not None else ""
         if call_id not in names:

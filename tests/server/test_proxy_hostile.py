@@ -178,6 +178,33 @@ def test_arguments_an_upstream_sent_as_an_object_are_relayed_as_each_api_has_the
     assert messages.json()["content"][0]["input"] == {"city": "Paris"}
 
 
+@pytest.mark.parametrize("arguments", ["null", "[1, 2]", '"text"', '{"a": 1e2}'])
+def test_a_messages_client_echoing_odd_arguments_records_its_call_once(
+        proxy: Proxy, arguments: str) -> None:
+    """Arguments that are no JSON object go to a Messages client as an object (its
+    ``input`` must be one), the one the log keeps: the call it echoes with its result
+    is the recorded call, not a second one a provider would refuse."""
+    if proxy.kind != "openai":
+        pytest.skip("an OpenAI-compatible upstream's arguments")
+    proxy.reply = [{**CALL, "function": {"name": "f", "arguments": arguments}}]
+    first = proxy.post("/v1/messages", MESSAGES)
+    assert first.status_code == 200, first.text
+    [use] = first.json()["content"]
+    assert isinstance(use["input"], dict)
+    proxy.reply = "done"
+    turn = {**MESSAGES, "messages": [*MESSAGES["messages"],
+                                     {"role": "assistant", "content": [use]},
+                                     {"role": "user", "content": [{
+                                         "type": "tool_result", "tool_use_id": use["id"],
+                                         "content": "ok"}]}]}
+    for _ in range(2):  # a retry records nothing more
+        answer = proxy.post("/v1/messages", turn)
+        assert answer.status_code == 200, answer.text
+    with sqlite3.connect(proxy.db) as db:
+        kinds = [row[0] for row in db.execute("SELECT type FROM events ORDER BY id")]
+    assert kinds.count("tool_call") == 1 and kinds.count("tool_result") == 1
+
+
 @pytest.mark.parametrize("reply", [*BROKEN_CALLS, "broken \ud800 text"],
                          ids=["no id", "no name", "surrogate"])
 @pytest.mark.parametrize(("path", "error"), [("/v1/chat/completions", '"error"'),

@@ -360,10 +360,13 @@ def tool_blocks(tool_calls: Sequence[Mapping[str, Any]] | None) -> list[JSONObje
     blocks: list[JSONObject] = []
     for call in tool_calls or ():
         function = call.get("function") or {}
+        raw = function.get("arguments") or "{}"
         try:
-            arguments = json.loads(function.get("arguments") or "{}")
+            arguments = json.loads(raw)
         except ValueError:
-            arguments = {"arguments": function.get("arguments")}
+            arguments = None
+        if not isinstance(arguments, dict):  # input is an object: "null", "[1, 2]" kept
+            arguments = {"arguments": raw}  # as the log keeps them (``turns._arguments``)
         blocks.append({"type": "tool_use", "id": call.get("id") or "",
                        "name": function.get("name") or "", "input": arguments})
     return blocks
