@@ -215,3 +215,20 @@ def test_another_program_s_database_or_a_file_of_no_database_is_left_as_it_was(
         with pytest.raises(StoreError, match=r"another program's|not a Loci store"):
             open_store(f"sqlite:///{path}")
         assert path.read_bytes() == before and stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_a_store_left_readable_by_others_has_its_journal_files_made_private(
+        tmp_path: Path) -> None:
+    """A store file made before Loci made files private (0644): opening it makes it and
+    the write-ahead log's files its owner's alone."""
+    path = tmp_path / "old.db"
+    open_store(f"sqlite:///{path}").close()
+    path.chmod(0o644)
+    store = open_store(f"sqlite:///{path}")
+    try:
+        for name in ("old.db", "old.db-wal", "old.db-shm"):
+            if (tmp_path / name).exists():
+                assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600, name
+        assert (tmp_path / "old.db-shm").exists()
+    finally:
+        store.close()

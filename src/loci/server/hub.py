@@ -114,7 +114,8 @@ class Hub:
             self._refuse_erasing(tenant)
             if principal.key_id is not None and principal.checked_at < self._erased_at.get(
                     tenant, float("-inf")):
-                raise AuthError("unknown or revoked API key")
+                raise AuthError(f"user {tenant!r} was erased after this request's key was "
+                                "checked: nothing of it was stored")
             self._busy[tenant] += 1
         try:
             yield self.engine(principal)

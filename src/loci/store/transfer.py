@@ -54,11 +54,11 @@ class Executor(Protocol):
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> object: ...
 
 
-
 class JsonValue(Protocol):
     """A value as the database takes a JSON column (None for empty, unless kept)."""
 
     def __call__(self, value: Any, *, keep_empty: bool = False) -> Any: ...
+
 
 @dataclass(frozen=True)
 class Dialect:

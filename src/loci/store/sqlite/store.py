@@ -48,6 +48,9 @@ def private_file(path: Path) -> None:
     try:
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
         os.chmod(path, 0o600)  # a file made before Loci made files private
+        for journal in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+            if journal.exists():  # made with the file's old mode
+                journal.chmod(0o600)
     except PermissionError:
         pass  # someone else's file that we may still read: SQLite will say
 
@@ -63,8 +66,12 @@ def refuse_foreign(path: Path) -> None:
                                      timeout=BUSY_TIMEOUT)) as db:
             tables = {row[0] for row in db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except (OSError, sqlite3.Error) as exc:
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError):  # locked, unreadable: not its kind
+            raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
         raise StoreError(f"{path} is not a Loci store ({exc}): choose another file") from exc
+    except OSError as exc:
+        raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
     if tables and "migrations" not in tables:
         raise StoreError(f"{path} is another program's SQLite database (tables: "
                          f"{', '.join(sorted(tables)[:5])}): Loci keeps its data in a file "
