@@ -5,7 +5,9 @@ under ``$LOCI_HOME``; other users are untouched."""
 from __future__ import annotations
 
 import io
+import json
 import stat
+import time
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 
 from loci import ConflictError, Loci, Runtime, Scope, ValidationError, load_settings
 from loci.models import SHARED_AGENT
+from loci.testing import ScriptedChatModel
 from tests.conftest import FakeClock
 
 #: Words that occur nowhere else, one set per user.
@@ -266,3 +269,21 @@ def test_a_fact_another_session_stated_again_outlives_the_first(runtime: Runtime
     assert [m.id for m in loci.memories()] == [dog.id]
     assert loci.erase_session("b").memories == (dog.id,)  # now b's alone
     assert loci.memories() == []
+
+
+def test_facts_still_being_taken_from_turns_are_not_saved_after_the_erasure(
+        runtime: Runtime) -> None:
+    """A slow chat model still deciding a turn's facts when the user is erased: the
+    erasure waits for it, so the fact is erased too, not saved after."""
+    loci = runtime.scope("alice", "helper")
+    decided = json.dumps({"memory": [{"event": "ADD", "text": "The user lives in Lisbon",
+                                      "type": "sticky"}]})
+
+    def slow(messages: object) -> str:
+        time.sleep(0.5)
+        return decided
+    loci.chat = ScriptedChatModel(responder=slow)
+    loci.add("s", "user", "I live in Lisbon.")
+    runtime.erase_user("alice")
+    assert loci.wait_extracted(10)
+    assert [s for s in runtime.store.list_scopes() if s.tenant == "alice"] == []

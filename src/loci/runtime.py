@@ -28,7 +28,7 @@ from loci.erasure import (
     erase_user,
     scopes_of,
 )
-from loci.errors import ValidationError
+from loci.errors import ConflictError, ValidationError
 from loci.indexing import Indexer, IndexStatus
 from loci.keys import OPERATOR, check_key, create_key, revoke_key
 from loci.llm.base import ChatModel
@@ -43,6 +43,8 @@ from loci.upstreams import Upstream, Upstreams
 
 #: Sessions whose live events the runtime keeps between compiles, over all scopes.
 LIVE_SESSIONS = 256
+#: Seconds an erasure of a user waits for the facts of earlier turns to be saved.
+ERASE_EXTRACTION_WAIT = 60.0
 
 
 class Runtime:
@@ -155,9 +157,15 @@ class Runtime:
     def erase_user(self, user: str) -> UserErasure:
         """Erase everything of ``user``, every agent of theirs: events, memories with their
         history and markdown files, state, documents with their versions, API keys, index
-        entries and vector files. Nothing of another user changes."""
+        entries and vector files. Nothing of another user changes. The facts still being
+        taken from turns written before are saved first, so that none is saved after it
+        (a ``ConflictError`` if that takes over ``ERASE_EXTRACTION_WAIT`` seconds)."""
+        user = check_stored_name("user", user)
+        if not self.extraction.wait(ERASE_EXTRACTION_WAIT):
+            raise ConflictError("facts are still being taken from earlier turns (a slow "
+                                "chat model?): erase again when they are saved")
         root = self.settings.memory_root if self.settings.memory_mirror else None
-        return erase_user(self.store, check_stored_name("user", user), root, self.live_events)
+        return erase_user(self.store, user, root, self.live_events)
 
     def finish_erasure(self) -> bool:
         """Finish purging what an interrupted erasure deleted from the store's files;
