@@ -74,6 +74,21 @@ def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def _held(hub: Hub, principal: Callable[[Context], Principal]
+          ) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A decorator: the tool call holds its caller's engine (``Hub.serving``), so that
+    an erasure of the caller's user waits for it."""
+    def held(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            ctx = kwargs.get("ctx", args[0] if args else None)
+            assert isinstance(ctx, Context)
+            with hub.serving(principal(ctx)):
+                return fn(*args, **kwargs)
+        return wrapper
+    return held
+
+
 def _json(value: Any) -> dict[str, Any]:
     """A dataclass result (or ``{"results": [...]}``) as a JSON object."""
     data = to_jsonable_python(value)
@@ -86,15 +101,21 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
     server: MCPServer = MCPServer(
         name="loci", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
-    def engine(ctx: Context) -> Loci:
+    def principal(ctx: Context) -> Principal:
         request = ctx.request_context.request
-        principal = getattr(request, "scope", {}).get(PRINCIPAL_KEY) or default
-        if not isinstance(principal, Principal):
+        found = getattr(request, "scope", {}).get(PRINCIPAL_KEY) or default
+        if not isinstance(found, Principal):
             raise ToolError("no caller scope: connect through /mcp with an API key")
-        return hub.engine(principal)
+        return found
+
+    def engine(ctx: Context) -> Loci:
+        return hub.engine(principal(ctx))
+
+    held = _held(hub, principal)
 
     @server.tool()
     @_tool_errors
+    @held
     def memory_search(
         ctx: Context, query: Query,
         limit: Annotated[int, Field(ge=1, le=100, description="Most results to return.")] = 5,
@@ -111,6 +132,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
 
     @server.tool()
     @_tool_errors
+    @held
     def memory_read(
         ctx: Context, id: Annotated[str, Field(description="A memory id from memory_search.")],
         offset: Offset = 0,
@@ -123,6 +145,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
 
     @server.tool()
     @_tool_errors
+    @held
     def memory_write(
         ctx: Context,
         content: Annotated[str, Field(description="The fact, one self-contained sentence.")],
@@ -141,6 +164,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
 
     @server.tool()
     @_tool_errors
+    @held
     def memory_list(
         ctx: Context,
         type: Annotated[str | None, Field(description="Only this memory type.")] = None,
@@ -152,6 +176,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
 
     @server.tool()
     @_tool_errors
+    @held
     def memory_forget(
         ctx: Context,
         id: Annotated[str, Field(description="The id of the memory to delete.")],
@@ -166,6 +191,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
 
     @server.tool()
     @_tool_errors
+    @held
     def search_conversation(
         ctx: Context, query: Query,
         session: Annotated[str | None, Field(description="Only this session.")] = None,
@@ -178,6 +204,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
 
     @server.tool()
     @_tool_errors
+    @held
     def search_knowledge(
         ctx: Context, query: Query,
         path_filter: Annotated[str | None, Field(
@@ -194,6 +221,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
 
     @server.tool()
     @_tool_errors
+    @held
     def read_document(
         ctx: Context,
         path: Annotated[str, Field(description="A document path from search_knowledge.")],
@@ -207,6 +235,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
 
     @server.tool()
     @_tool_errors
+    @held
     def state_get(
         ctx: Context, key: Annotated[str, Field(description="The state key.")],
     ) -> dict[str, Any]:
@@ -215,6 +244,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
 
     @server.tool()
     @_tool_errors
+    @held
     def state_set(
         ctx: Context, key: Annotated[str, Field(description="The state key.")],
         value: Annotated[str, Field(description="The new value (replaces the old one).")],
@@ -222,7 +252,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
         """Set a key/value state item, overwriting its previous value."""
         return _json(engine(ctx).state_set(key, value))
 
-    _memory_file_tools(server, engine)
+    _memory_file_tools(server, engine, held)
     return server
 
 
@@ -230,7 +260,8 @@ MemoryPath = Annotated[str, Field(description="A path under /memories, e.g. "
                                                "/memories/notes.md.")]
 
 
-def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci]) -> None:
+def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci],
+                       held: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """The six commands of Anthropic's memory tool as MCP tools, on the same files
     (``knowledge.memory_files``): results and errors in the same words."""
 
@@ -239,6 +270,7 @@ def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci]) -> 
 
     @server.tool()
     @_tool_errors
+    @held
     def memories_view(
         ctx: Context, path: MemoryPath = MemoryFiles.ROOT,
         view_range: Annotated[list[int] | None, Field(
@@ -250,6 +282,7 @@ def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci]) -> 
 
     @server.tool()
     @_tool_errors
+    @held
     def memories_create(
         ctx: Context, path: MemoryPath,
         file_text: Annotated[str, Field(description="The whole content of the new file.")],
@@ -259,6 +292,7 @@ def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci]) -> 
 
     @server.tool()
     @_tool_errors
+    @held
     def memories_str_replace(
         ctx: Context, path: MemoryPath,
         old_str: Annotated[str, Field(description="Text that occurs exactly once.")],
@@ -269,6 +303,7 @@ def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci]) -> 
 
     @server.tool()
     @_tool_errors
+    @held
     def memories_insert(
         ctx: Context, path: MemoryPath,
         insert_line: Annotated[int, Field(ge=0, description="Insert after this line "
@@ -280,12 +315,14 @@ def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci]) -> 
 
     @server.tool()
     @_tool_errors
+    @held
     def memories_delete(ctx: Context, path: MemoryPath) -> str:
         """Delete a /memories file or directory."""
         return files(ctx).delete(path)
 
     @server.tool()
     @_tool_errors
+    @held
     def memories_rename(
         ctx: Context, old_path: MemoryPath,
         new_path: Annotated[str, Field(description="Where it goes, under /memories.")],
