@@ -71,8 +71,13 @@ def test_a_log_without_times_imports_again_as_nothing_and_grown_as_its_new_lines
     assert [e.content for e in grown] == ["again"]
     other = loci.import_jsonl(['{"role":"user","content":"bye"}', log[0]], "s")
     assert [e.content for e in other] == ["bye", "hi"]  # another log: its own lines
+    # Another log that opens as the first one and then parts from it: all its lines.
+    parted = [*log[:2], '{"role":"user","content":"something else"}']
+    assert [e.content for e in loci.import_jsonl(parted, "s")] == [
+        "hi", "hello", "something else"]
+    assert loci.import_jsonl(parted, "s") == []
     assert [e.content for e in loci.events("s")] == [
-        "hi", "hello", "hi", "again", "bye", "hi"]
+        "hi", "hello", "hi", "again", "bye", "hi", "hi", "hello", "something else"]
 
 
 def test_memory_types_expire(loci: Loci, clock: FakeClock) -> None:

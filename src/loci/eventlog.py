@@ -9,9 +9,11 @@ One event per line::
 Optional keys: ``metadata`` (object), ``archived`` (true for what compaction archived,
 which an import keeps archived: the summary stays the summary; masks are not carried).
 Parsing validates the whole file before anything is stored, and errors name the line.
-A line without a ``timestamp`` gets an ``import_id`` in its metadata: a hash of the log
-up to that line, so importing the log again, or a longer copy of it, adds only its new
-lines (lines with a time are known by their time, kind and text).
+A line without a ``timestamp`` gets an ``import_id`` in its metadata: hashes of the log
+before and up to that line, so importing the log again, or a longer copy of it, adds
+only its new lines, while another log that opens with the same lines and then parts
+from one the session holds is imported whole (lines with a time are known by their
+time, kind and text).
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from loci.tokens import TokenCounter
 MAX_CONTENT_CHARS = 10_000_000
 #: The metadata key holding an imported event's stable id.
 IMPORT_ID = "import_id"
+#: How the id of a JSONL line without a time begins: ``jsonl:<before>><after>``, the
+#: hashes of the log before and after the line.
+_LINE = "jsonl:"
 #: Tokens of a function call's framing beyond its name, id and arguments.
 TOOL_CALL_OVERHEAD = 3
 
@@ -129,9 +134,27 @@ def not_held(events: Sequence[NewEvent], held: Sequence[Event]) -> list[NewEvent
     """``events`` but those ``held`` already says (the same time, kind, role and text,
     or the same ``import_id``): importing a log twice adds nothing the second time."""
     said = {(e.timestamp, e.type, e.role, e.content) for e in held}
-    ids = {import_id(e.metadata) for e in held} - {None}
-    return [e for e in events if (e.timestamp, e.type, e.role, e.content) not in said
-            and import_id(e.metadata) not in ids]
+    ids = {i for e in held if (i := import_id(e.metadata)) is not None}
+    if _parts_from(events, ids):
+        ids = set()
+    return [e for e in events if import_id(e.metadata) not in ids and (
+        # a line without a time has the import's: its id alone says whether it is held
+        (import_id(e.metadata) or "").startswith(_LINE)
+        or (e.timestamp, e.type, e.role, e.content) not in said)]
+
+
+def _parts_from(events: Sequence[NewEvent], ids: set[str]) -> bool:
+    """Whether the lines without a time of ``events`` open as a log the session holds
+    and then part from it (its next line held is another): another log with the same
+    opening, not that log grown."""
+    chain = [i for e in events if (i := import_id(e.metadata) or "").startswith(_LINE)]
+    opening = 0
+    while opening < len(chain) and chain[opening] in ids:
+        opening += 1
+    if opening in (0, len(chain)):
+        return False
+    last = chain[opening - 1].rpartition(">")[2]
+    return any(i.startswith(f"{_LINE}{last}>") for i in ids)
 
 
 def import_id(metadata: Mapping[str, Any]) -> str | None:
@@ -152,6 +175,7 @@ def parse_jsonl(
                                   start=1):
         if not line.strip():
             continue
+        before = log.hexdigest()[:16]
         log.update(line.strip().encode("utf-8", "surrogatepass") + b"\n")
         try:
             record = json.loads(line)
@@ -159,7 +183,8 @@ def parse_jsonl(
                 raise ValidationError("expected a JSON object")
             event = _from_record(record, counter, default_timestamp)
             if not record.get("timestamp"):
-                event.metadata.setdefault(IMPORT_ID, f"jsonl:{log.hexdigest()[:32]}")
+                event.metadata.setdefault(IMPORT_ID,
+                                          f"{_LINE}{before}>{log.hexdigest()[:16]}")
             events.append(event)
         except ValidationError as exc:
             raise ValidationError(f"line {number}: {exc}") from exc
