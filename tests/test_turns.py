@@ -136,6 +136,44 @@ def test_an_upstream_that_reuses_call_ids_has_each_loop_s_result_recorded_and_se
         "22°C, sunny", "-5°C, snow"]
 
 
+def weather_calls(*cities: str) -> list[dict[str, Any]]:
+    return [{"id": "call_0", "type": "function", "function": {
+        "name": "weather", "arguments": f'{{"city": "{city}"}}'}} for city in cities]
+
+
+def test_two_calls_of_one_id_in_one_answer_keep_both_results_once(loci: Loci) -> None:
+    messages: list[Any] = [
+        {"role": "user", "content": "Weather in Paris and Oslo?"},
+        {"role": "assistant", "content": None, "tool_calls": weather_calls("Paris", "Oslo")},
+        {"role": "tool", "tool_call_id": "call_0", "content": "Paris: sun"},
+        {"role": "tool", "tool_call_id": "call_0", "content": "Oslo: snow"}]
+    for _ in range(2):  # the retry records nothing more
+        turn = loci.turn("s1", messages, model="gpt-4o")
+    assert [(e.type, e.content) for e in loci.events("s1")][1:] == [
+        ("tool_call", ""), ("tool_call", ""), ("tool_result", "Paris: sun"),
+        ("tool_result", "Oslo: snow")]
+    sent = turn.request["messages"]
+    calls = [c["id"] for m in sent for c in m.get("tool_calls") or ()]
+    assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == calls
+    assert len(set(calls)) == 2
+
+
+def test_a_call_left_unanswered_before_a_message_is_not_the_next_of_its_id(
+        loci: Loci) -> None:
+    """The log's ``call_0`` (Paris) never got its result and the user moved on: the
+    client's later ``call_0`` (Oslo) with its result is a new call, recorded with it."""
+    loci.add_events("s1", [{"type": "message", "role": "user", "content": "Paris?"},
+                           {"type": "tool_call", "tool_name": "weather",
+                            "tool_call_id": "call_0", "args": {"city": "Paris"}},
+                           {"type": "message", "role": "user", "content": "Oslo?"}])
+    loci.turn("s1", [
+        {"role": "user", "content": "Oslo?"},
+        {"role": "assistant", "content": None, "tool_calls": weather_calls("Oslo")},
+        {"role": "tool", "tool_call_id": "call_0", "content": "Oslo: snow"}], model="gpt-4o")
+    assert [(e.type, e.args) for e in loci.events("s1")][3:] == [
+        ("tool_call", {"city": "Oslo"}), ("tool_result", None)]
+
+
 def test_an_anthropic_tool_loop_with_thinking(loci: Loci, fake: FakeProvider) -> None:
     client = anthropic.Anthropic(base_url=fake.url, api_key="x")
     tools = [{"name": "weather", "input_schema": {"type": "object"}}]

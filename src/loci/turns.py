@@ -26,6 +26,7 @@ Works on a :class:`SessionLog` (``Loci`` is one), so this module sits below the 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -233,47 +234,74 @@ def record_results(log: SessionLog, session: str, asked: Message,
         recent = log.events(session, include_archived=False)
     except NotFoundError:  # the session's first exchange
         recent = []
-    newest, answered = _exchanges(recent[-RECENT_EVENTS:])
+    log_calls = _LoggedCalls(recent[-RECENT_EVENTS:])
     blocks = [dict(block.original) for block in asked.blocks]
     calls = call_events(asked.calls, {PROVIDER_BLOCKS: blocks} if blocks else None)
-    names = {e["tool_call_id"]: e["tool_name"] for e in calls}
-    fresh = []
-    for call in calls:
-        call_id = call["tool_call_id"]
-        held = newest.get(call_id)
-        # The newest call of its id, of its name, is this one while it waits for its
-        # result (however a face rendered its arguments); once answered, only if its
-        # arguments are the same (a retried call), else it is a new one of a reused id.
-        if held is None or held.tool_name != call["tool_name"] or (
-                call_id in answered and (held.args or {}) != call["args"]):
-            fresh.append(call)
-            answered.discard(call_id)
+    held = log_calls.matching(calls)
+    fresh = [call for call, known in zip(calls, held, strict=True) if known is None]
+    # The k-th result of an id answers the k-th call of that id.
+    of_id: dict[str, list[int]] = {}
+    for at, call in enumerate(calls):
+        of_id.setdefault(call["tool_call_id"], []).append(at)
     for message in results:
         call_id = message.result.call_id if message.result is not None else ""
-        if call_id not in names:
+        if call_id not in of_id:
             raise ValidationError(f"tool result for an unknown call {call_id!r}")
-        if call_id not in answered:
-            answered.add(call_id)
+        if not of_id[call_id]:
+            continue  # a second result for one call
+        at = of_id[call_id].pop(0)
+        known = held[at]
+        if known is None or known.id not in log_calls.answered:
             fresh.append({"type": "tool_result", "role": "tool", "tool_call_id": call_id,
-                          "tool_name": names[call_id], "content": _logged(message)})
+                          "tool_name": calls[at]["tool_name"], "content": _logged(message)})
     if fresh:
         log.add_events(session, fresh)
 
 
-def _exchanges(events: Sequence[Event]) -> tuple[dict[str, Event], set[str]]:
-    """The newest call of each id among ``events``, and the ids whose newest call has
-    its result after it."""
-    newest: dict[str, Event] = {}
-    answered: set[str] = set()
-    for event in events:
-        if event.tool_call_id is None:
-            continue
-        if event.type == "tool_call":
-            newest[event.tool_call_id] = event
-            answered.discard(event.tool_call_id)
-        elif event.type == "tool_result":
-            answered.add(event.tool_call_id)
-    return newest, answered
+class _LoggedCalls:
+    """The tool calls of the log's recent events: by id in order, with the turn each
+    was made in (a message starts the next), those answered (a result answers the
+    oldest call of its id still waiting), and those still waiting for their result (a
+    call left unanswered before a message is abandoned, not waiting)."""
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self.of_id: dict[str, list[tuple[int, Event]]] = {}
+        self.answered: set[int] = set()
+        waiting: dict[str, list[Event]] = {}
+        turn = 0
+        for event in events:
+            if event.type == "message":
+                turn += 1
+                waiting.clear()
+            elif event.tool_call_id is None:
+                continue
+            elif event.type == "tool_call":
+                self.of_id.setdefault(event.tool_call_id, []).append((turn, event))
+                waiting.setdefault(event.tool_call_id, []).append(event)
+            elif event.type == "tool_result" and waiting.get(event.tool_call_id):
+                self.answered.add(waiting[event.tool_call_id].pop(0).id)
+        self.waiting = {event.id for queue in waiting.values() for event in queue}
+
+    def matching(self, calls: Sequence[dict[str, Any]]) -> list[Event | None]:
+        """For each of ``calls`` (an answer's), the logged call it is, or None for a
+        new one. An answer's calls of one id are the newest calls of that id, made in
+        one turn, position by position (upstreams that number calls per answer reuse
+        ids); one is the logged call while it waits for its result (however a face
+        rendered its arguments), once answered only with the same arguments (a retry)."""
+        count = Counter(call["tool_call_id"] for call in calls)
+        seen: Counter[str] = Counter()
+        held: list[Event | None] = []
+        for call in calls:
+            call_id = call["tool_call_id"]
+            group = self.of_id.get(call_id, [])[-count[call_id]:]
+            at, seen[call_id] = seen[call_id], seen[call_id] + 1
+            logged = group[at][1] if len(group) == count[call_id] and len(
+                {turn for turn, _ in group}) == 1 else None
+            same = logged is not None and logged.tool_name == call["tool_name"] and (
+                logged.id in self.waiting or (logged.id in self.answered and (
+                    logged.args or {}) == call["args"]))
+            held.append(logged if same else None)
+        return held
 
 
 def meter(log: SessionLog, session: str, usage: Usage, context: CompiledContext,

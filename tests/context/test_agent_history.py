@@ -3,12 +3,14 @@ task stays in every context, and the offline summary keeps the trail."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from loci import Loci, load_settings
 from loci.context.layers import DEFAULT_LAYERS
-from loci.context.render import NO_RESULT
+from loci.context.render import NO_RESULT, events_to_messages
+from loci.models import Event
 from tests.conftest import FakeClock, open_loci
 
 WINDOW = {"agent": 8_000}
@@ -291,3 +293,22 @@ def test_a_call_id_used_again_is_shown_once_with_each_result_its_own(loci: Loci)
             if isinstance(m["content"], list)
             for b in m["content"] if b["type"] == "tool_use"]
     assert uses == [call_id for call_id, _ in calls]
+
+
+def test_an_id_made_unique_is_never_one_shown_before_nor_too_long() -> None:
+    """``x_6`` made from ``x`` of event 6 must not repeat a call of its own id ``x_6``;
+    a long id made unique stays within the 40 characters OpenAI takes."""
+    def event(n: int, kind: str, call_id: str) -> Event:
+        role = "assistant" if kind == "tool_call" else "tool"
+        return Event(n, "s", kind, role, "out" if kind == "tool_result" else "",
+                     datetime(2026, 1, 1, tzinfo=UTC), 1, "f", call_id)
+    long = "toolu_" + "a" * 34
+    events = [event(2, "tool_call", "x_6"), event(3, "tool_result", "x_6"),
+              event(5, "tool_call", "x"), event(6, "tool_call", "x"),
+              event(7, "tool_result", "x"), event(8, "tool_result", "x"),
+              event(9, "tool_call", long), event(10, "tool_result", long),
+              event(11, "tool_call", long), event(12, "tool_result", long)]
+    calls = [c["id"] for m in events_to_messages(events) for c in m.get("tool_calls", ())]
+    assert len(set(calls)) == len(calls) == 5 and all(len(c) <= 40 for c in calls)
+    answered = [m["tool_call_id"] for m in events_to_messages(events) if m["role"] == "tool"]
+    assert answered == calls

@@ -11,6 +11,7 @@ first in the assistant turn, each only its own provider's.
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from collections.abc import Sequence
 from dataclasses import replace
@@ -62,7 +63,7 @@ def events_to_turn(events: Sequence[Event], *, answer_open: bool = True) -> list
         if call is not None:
             own = call.id
             if own in shown:
-                call = replace(call, id=f"{own}_{event.id}")
+                call = replace(call, id=_unique(own, event.id, shown))
                 message = Message("assistant", (*message.parts[:-1], call))
             shown.add(call.id)
             last = messages[-1] if messages else None
@@ -89,8 +90,22 @@ def events_to_turn(events: Sequence[Event], *, answer_open: bool = True) -> list
 NO_RESULT = "[no result was recorded for this call]"
 
 
+def _unique(own: str, event_id: int, shown: set[str]) -> str:
+    """An id for a call whose own id was shown before: ``<id>_<event id>``, hashed when
+    that is longer than the 40 characters OpenAI takes, never one shown before."""
+    candidate = f"{own}_{event_id}"
+    if len(candidate) > 40:
+        candidate = "call_" + hashlib.blake2b(candidate.encode("utf-8", "surrogatepass"),
+                                              digest_size=12).hexdigest()
+    while candidate in shown:
+        candidate += "_"
+    return candidate
+
+
 def _answered(open_calls: dict[str, str], call_id: str | None) -> str | None:
     """The id shown for the first open call whose own id is ``call_id``, if any."""
+    if call_id is not None and open_calls.get(call_id) == call_id:
+        return call_id  # the usual case: shown under its own id
     return next((shown for shown, own in open_calls.items() if own == call_id), None)
 
 

@@ -101,23 +101,27 @@ def jsonl_records(path: Path, unreadable: list[int] | None = None
             yield number, record
 
 
-#: A JSON escape of half a surrogate pair: a log written by a program that cut an emoji
-#: in two (JavaScript strings are UTF-16) holds text no store accepts.
-_HALF_PAIR = re.compile(r"\\u[dD][89abcdefABCDEF]")
+#: A JSON escape of half a surrogate pair without its other half: a log written by a
+#: program that cut an emoji in two (JavaScript strings are UTF-16) holds text no store
+#: accepts. (An escaped emoji, a whole pair, is not one.)
+_HALF_PAIR = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+                        r"|(?<![0-9a-fA-F]{4})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 _LONE = re.compile("[\ud800-\udfff]")
 
 
 def mended(value: Any, raw: str) -> Any:
     """``value`` (parsed from ``raw``) with each half of a surrogate pair, which cannot
     be stored, replaced by U+FFFD; the rest of the record is kept."""
-    if not _HALF_PAIR.search(raw):
-        return value
+    return _mend(value) if _HALF_PAIR.search(raw) else value
+
+
+def _mend(value: Any) -> Any:
     if isinstance(value, str):
         return _LONE.sub("\ufffd", value)
     if isinstance(value, list):
-        return [mended(item, raw) for item in value]
+        return [_mend(item) for item in value]
     if isinstance(value, dict):
-        return {mended(key, raw): mended(item, raw) for key, item in value.items()}
+        return {_mend(key): _mend(item) for key, item in value.items()}
     return value
 
 
