@@ -81,9 +81,16 @@ def test_sections_are_typed_and_every_source_reaches_them(tmp_path: Path) -> Non
     ("toml", "message"),
     [
         ("[compaction]\nsleep = 0.9", "thresholds must rise"),
-        ("[search]\nfusion = 'best'", "unknown method 'best'"),
+        ("[search]\nfusion = 'best'", "fusion must be one of ('weighted', 'rrf'): 'best'"),
         ("[search]\nvector_weight = 0\nkeyword_weight = 0", "must not both be 0"),
         ("[compaction]\nmask_chars = 10", "mask_chars must be at least 100"),
+        # A TTL of -1 made every fact of its type expired (and `purge --expired` took it).
+        ("[memory_types]\nsticky = -1", "must be a finite number, not negative"),
+        ("recall_limit = inf", "cannot convert float infinity to integer"),
+        ("[context]\nbudgets = {memories = nan}", "must be a finite number"),
+        ("[prices.m]\ninput = nan\noutput = 1", "must be a finite number"),
+        ("[server]\nport = 99999", "port must be from 0 to 65535"),
+        ("[server]\nmax_body = 0", "max_body and cache_scopes at least 1"),
     ],
 )
 def test_a_section_checks_its_knobs_together_and_names_the_file(
@@ -93,6 +100,17 @@ def test_a_section_checks_its_knobs_together_and_names_the_file(
     with pytest.raises(ConfigError, match=re.escape(message)) as caught:
         load_settings(env={"LOCI_HOME": str(tmp_path / "none")}, cwd=tmp_path)
     assert str(tmp_path / "loci.toml") in str(caught.value)
+
+
+def test_a_window_under_one_token_or_a_workspace_that_is_no_directory_is_refused(
+        tmp_path: Path) -> None:
+    env = {"LOCI_HOME": str(tmp_path / "none")}
+    for toml, message in [("[models]\nm = 0", "a context window is at least 1 token"),
+                          (f"workspace = '{tmp_path / 'loci.toml'}'", "is no directory"),
+                          ('workspace = "a\\u0000b"', "is no directory")]:
+        (tmp_path / "loci.toml").write_text(toml)
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            load_settings(env=env, cwd=tmp_path)
 
 
 def test_an_error_across_sources_names_each_of_them(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ overrides. ``[models]``, ``[memory_types]`` and ``[prices]`` are whole tables.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -76,13 +77,11 @@ class SearchSettings:
         if self.vector_memory_mb <= 0:
             raise ConfigError("[search] vector_memory_mb must be positive")
         if self.fusion not in FUSION_METHODS:
-            raise ConfigError(f"[search] fusion: unknown method {self.fusion!r}; use one of "
-                              f"{', '.join(FUSION_METHODS)}")
+            raise ConfigError(f"[search] fusion must be one of {FUSION_METHODS}: {self.fusion!r}")
         if self.vector_weight + self.keyword_weight <= 0:
             raise ConfigError("[search] vector_weight and keyword_weight must not both be 0")
         if self.recency_weight > 1 or self.recency_half_life_days <= 0:
-            raise ConfigError("[search] recency_weight must be in [0, 1] and "
-                              "recency_half_life_days positive")
+            raise ConfigError("[search] recency_weight must be in [0, 1], its half life > 0")
 
 
 @dataclass(frozen=True)
@@ -189,6 +188,10 @@ class ServerSettings:
     def __post_init__(self) -> None:
         if self.consolidate_idle < 0:
             raise ConfigError("[server] consolidate_idle must be >= 0 minutes")
+        if not 0 <= self.port <= 65535 or min(self.max_body, self.cache_scopes) < 1:
+            raise ConfigError(f"[server] port must be from 0 to 65535, max_body and "
+                              f"cache_scopes at least 1 (got {self.port}, {self.max_body}, "
+                              f"{self.cache_scopes})")
 
 
 @dataclass(frozen=True)
@@ -268,6 +271,11 @@ class Settings:
         if self.memory_scope not in MEMORY_SCOPES:
             raise ConfigError(f"[memory] scope must be one of {', '.join(MEMORY_SCOPES)} "
                               f"(got {self.memory_scope!r})")
+        if small := {name: size for name, size in self.models.items() if size < 1}:
+            raise ConfigError(f"[models] a context window is at least 1 token (got {small})")
+        if self.workspace is not None and ("\0" in str(self.workspace)
+                                           or self.workspace.is_file()):
+            raise ConfigError(f"workspace {str(self.workspace)!r} is no directory")
 
     @property
     def store_url(self) -> str:
@@ -429,17 +437,10 @@ def _coerce(key: str, value: Any, origin: str) -> Any:
         raise ConfigError(f"{origin}: unknown setting {key!r}")
     kind = _FIELDS[key][2]
     try:
-        if kind == "int":
-            if int(value) < 0:
-                raise ValueError("must not be negative")
-            return int(value)
+        if kind in ("int", "float"):
+            return _number(value, int if kind == "int" else float)
         if kind == "bool":
             return _boolean(value)
-        if kind == "float":
-            number = float(value)
-            if number < 0:
-                raise ValueError("must not be negative")
-            return number
         if kind in ("Path", "Path | None"):
             return Path(value).expanduser()
         if kind == "dict[str, Price]":
@@ -447,17 +448,25 @@ def _coerce(key: str, value: Any, origin: str) -> Any:
         if kind.startswith("dict"):
             if not isinstance(value, dict):
                 raise ValueError("must be a table")
-            if "float" in kind:
-                return {str(k): float(v) for k, v in value.items()}
-            return {str(k): int(v) for k, v in value.items()}
+            number = float if "float" in kind else int
+            return {str(k): _number(v, number) for k, v in value.items()}
         if kind.startswith("list"):
             items = value.split(",") if isinstance(value, str) else value
             if not isinstance(items, list):
                 raise ValueError("must be a list")
             return [str(v).strip() for v in items if str(v).strip()]
         return str(value)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ConfigError(f"{origin}: setting {key!r} = {value!r}: {exc}") from exc
+
+
+def _number(value: Any, kind: type[int] | type[float]) -> int | float:
+    """A number setting: finite and not negative (a TTL of -1 days made every fact of
+    its type expired, ``inf`` a crash in every command)."""
+    number = kind(value)
+    if not math.isfinite(number) or number < 0:
+        raise ValueError("must be a finite number, not negative")
+    return number
 
 
 def _prices(value: Any) -> dict[str, Price]:
@@ -474,9 +483,7 @@ def _prices(value: Any) -> dict[str, Price]:
         unknown = set(entry) - {"input", "output", "cached_input", "cache_write"}
         if unknown:
             raise ValueError(f"{model!r}: unknown price(s) {', '.join(sorted(unknown))}")
-        numbers = {k: float(v) for k, v in entry.items()}
-        if any(v < 0 for v in numbers.values()):
-            raise ValueError(f"{model!r}: prices must not be negative")
+        numbers = {k: float(_number(v, float)) for k, v in entry.items()}
         prices[str(model)] = Price(numbers["input"], numbers["output"],
                                    numbers.get("cached_input", numbers["input"]),
                                    numbers.get("cache_write", numbers["input"]))
@@ -487,8 +494,6 @@ def _boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ValueError("must be true or false")
+    if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        raise ValueError("must be true or false")
+    return text in ("1", "true", "yes", "on")
