@@ -176,6 +176,19 @@ def test_demo_runs(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "--keep" in out  # the data is gone, and the way to keep it is shown
 
 
+def test_demo_never_writes_into_a_user_s_own_data(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``loci demo --store URL`` on a store where the demo's user has data refuses
+    (it overwrote their state and wrote into their sessions); another user is fine."""
+    store = f"sqlite:///{home / 'mine.db'}"
+    run(capsys, "--store", store, "--user", "maya", "state", "set", "plan", "free")
+    code, _, err = run(capsys, "demo", "--store", store)
+    assert code == 2 and "already holds data of user 'maya'" in err
+    assert run(capsys, "--store", store, "--user", "maya", "state", "get", "plan")[1].strip() \
+        == "free"
+    assert run(capsys, "demo", "--store", store, "--user", "visitor")[0] == 0
+
+
 def test_demo_keep_leaves_a_store_to_try_commands_on(
         home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from loci import Loci
+from loci import Loci, ValidationError
 from loci.cli.app import cli, global_option, one_line
 
 QUESTION = "Why did station 9414290 fail, and what did we decide to do about it?"
@@ -51,6 +51,11 @@ def demo(store: str | None, user: str | None, keep: bool) -> None:
         (workspace / "SOUL.md").write_text(SOUL, encoding="utf-8")
         (workspace / "skills" / "api-errors.md").write_text(SKILL, encoding="utf-8")
         with Loci.open(store=url, user=user, home=tmp, workspace=str(workspace)) as loci:
+            if any(scope.tenant == user for scope in loci.store.list_scopes()):
+                # The demo writes into that user's sessions and state: never a real one's.
+                raise ValidationError(f"{url} already holds data of user {user!r}: run "
+                                      "the demo as another user (--user) or in its own "
+                                      "store (no --store)")
             _tour(loci, url)
     finally:
         if not keep:
