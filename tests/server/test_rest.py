@@ -164,6 +164,10 @@ def test_state_routes(client: TestClient) -> None:
     assert client.delete("/api/state/topic").status_code == 204
     assert client.get("/api/state/topic").status_code == 404
     assert client.delete("/api/state/topic").status_code == 404
+    # A key may hold "/" (the CLI and the library take one): every route reaches it.
+    assert client.put("/api/state/team/lead", json={"value": "Ana"}).status_code == 200
+    assert client.get("/api/state/team/lead").json()["value"] == "Ana"
+    assert client.delete("/api/state/team/lead").status_code == 204
 
 
 def test_knowledge_routes(client: TestClient) -> None:

@@ -136,17 +136,17 @@ def list_state(loci: Engine) -> list[StateItem]:
     return loci.state()
 
 
-@router.get("/state/{key}", response_model=None)
+@router.get("/state/{key:path}", response_model=None)
 def get_state(loci: Engine, key: str) -> StateItem:
     return loci.state_get(key)
 
 
-@router.put("/state/{key}", response_model=None)
+@router.put("/state/{key:path}", response_model=None)
 def set_state(loci: Engine, key: str, body: StateIn) -> StateItem:
     return loci.state_set(key, body.value)
 
 
-@router.delete("/state/{key}", status_code=204)
+@router.delete("/state/{key:path}", status_code=204)
 def delete_state(loci: Engine, key: str) -> Response:
     loci.state_delete(key)
     return Response(status_code=204)
