@@ -234,6 +234,27 @@ def test_a_sessions_events_and_compaction(site: Site, page: Page) -> None:
     shoot(page, "session")
 
 
+def test_a_session_longer_than_a_page_of_events_shows_them_all(
+        tmp_path: Path, page: Page) -> None:
+    """The API gives 10,000 events a call: a longer session's next ones come on demand
+    (they were cut off unsaid); a bad escape in the address opens the default view."""
+    with LiveServer(make_app(tmp_path)) as server, \
+            httpx.Client(base_url=server.url, timeout=60) as http:
+        events = [{"role": "user", "content": f"line {n}"} for n in range(10_050)]
+        assert http.post("/api/sessions/long/events", json=events).status_code == 201
+        page.goto(f"{server.url}/#sessions/long")
+        expect(page.locator("#events tr.event")).to_have_count(10_000)
+        page.click("#more-events")
+        expect(page.locator("#events tr.event")).to_have_count(10_050)
+        expect(page.locator("#events tr[data-id='10050']")).to_contain_text("line 10049")
+        expect(page.locator("#more-events")).to_be_hidden()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(f"{server.url}/#sessions/%E0%A4%A")
+        expect(page.locator("#view-sessions")).to_be_visible()
+        assert errors == []
+
+
 def test_context_inspector_shows_budgets_and_warnings(site: Site, page: Page) -> None:
     page.goto(f"{site.url}/#sessions/deploy")
     page.click("#inspect-context")

@@ -58,8 +58,17 @@ const VIEWS = {
   usage: (args) => showUsage(args),
 };
 
+/** A part of the address as written, or as it is when it is no valid escape. */
+function decoded(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
 async function route() {
-  const [name, ...args] = location.hash.slice(1).split('/').map(decodeURIComponent);
+  const [name, ...args] = location.hash.slice(1).split('/').map(decoded);
   const view = name in VIEWS ? name : 'memories';
   for (const section of document.querySelectorAll('.view')) {
     section.hidden = section.id !== `view-${view}`;

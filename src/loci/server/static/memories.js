@@ -103,15 +103,21 @@ async function deleteMemory(memory, app) {
   await Promise.all([showMemories(app), app.refreshOverview()]);
 }
 
+/** The most memories one listing returns (the API's limit). */
+const MEMORIES_SHOWN = 10000;
+
 export async function showMemories(app) {
   const memories = await api('/api/memories',
-    {query: {include_expired: $('#include-expired').checked, limit: 10000}});
+    {query: {include_expired: $('#include-expired').checked, limit: MEMORIES_SHOWN}});
   const groups = groupByType(memories).map(([type, items]) =>
     el('section', {class: 'group', dataset: {type}},
       el('h2', {}, star(type), el('span', {class: 'type-name'}, type.replaceAll('_', ' ')),
         el('span', {class: 'count'}, items.length)),
       el('ul', {class: 'cards'}, items.map((m) => memoryCard(m, app)))));
-  $('#memory-groups').replaceChildren(...(groups.length ? groups : [empty('No memories yet.')]));
+  const capped = memories.length === MEMORIES_SHOWN && el('p', {class: 'muted', id: 'memories-capped'},
+    `The newest ${MEMORIES_SHOWN.toLocaleString()} memories are shown: search finds the older ones.`);
+  $('#memory-groups').replaceChildren(capped || '',
+    ...(groups.length ? groups : [empty('No memories yet.')]));
 }
 
 async function search(app) {

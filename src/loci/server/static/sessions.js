@@ -67,10 +67,33 @@ async function eraseSession(id, app) {
   await app.refreshOverview();
 }
 
+/** Events are read a page at a time (the API gives at most 10,000 a call). */
+const EVENTS_PAGE = 10000;
+
+/** A button that appends the session's next page of events to ``rows``. */
+function moreEvents(id, app, rows, count, shown) {
+  let last = shown.length ? shown[shown.length - 1].id : 0;
+  let total = shown.length;
+  const button = el('button', {class: 'small', id: 'more-events',
+    hidden: shown.length < EVENTS_PAGE}, `Show the next ${EVENTS_PAGE.toLocaleString()} events`);
+  button.addEventListener('click', app.guard(async () => {
+    const next = await api(`/api/sessions/${seg(id)}/events`,
+      {query: {limit: EVENTS_PAGE, after: last}});
+    rows.append(...next.map(eventRow));
+    total += next.length;
+    count.textContent = total;
+    if (next.length) last = next[next.length - 1].id;
+    button.hidden = next.length < EVENTS_PAGE;
+  }));
+  return button;
+}
+
 async function showSession(id, app) {
   const [events, compactions] = await Promise.all([
-    api(`/api/sessions/${seg(id)}/events`, {query: {limit: 10000}}),
+    api(`/api/sessions/${seg(id)}/events`, {query: {limit: EVENTS_PAGE}}),
     api(`/api/sessions/${seg(id)}/compactions`)]);
+  const rows = el('tbody', {}, events.map(eventRow));
+  const count = el('span', {class: 'count'}, events.length);
   $('#session-detail').replaceChildren(
     el('h2', {}, 'Session ', el('code', {}, id), ' ',
       el('a', {href: `#context/${seg(id)}`, class: 'small', id: 'inspect-context'},
@@ -82,8 +105,9 @@ async function showSession(id, app) {
     el('h3', {}, 'Compactions ', el('span', {class: 'count'}, compactions.length)),
     compactions.length ? el('ol', {class: 'cards', id: 'compactions'}, compactions.map(compactionItem))
       : empty('Never compacted.'),
-    el('h3', {}, 'Events ', el('span', {class: 'count'}, events.length)),
-    el('table', {class: 'grid events', id: 'events'}, el('tbody', {}, events.map(eventRow))));
+    el('h3', {}, 'Events ', count),
+    el('table', {class: 'grid events', id: 'events'}, rows),
+    moreEvents(id, app, rows, count, events));
 }
 
 export async function showSessions(app, [selected]) {
