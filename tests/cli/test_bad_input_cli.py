@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,16 @@ def test_importing_an_export_twice_adds_nothing_the_second_time(
     with stored(home) as loci:
         assert [e.content for e in loci.events("copy")] == ["first", "second"]
         assert [e.content for e in loci.events("s")] == ["first", "second"]
+
+
+@pytest.mark.parametrize("command", [["tokens", "-"], ["import", "-"], ["kb", "put", "/a.md", "-"]])
+def test_a_command_started_with_standard_input_closed_says_what_it_read(
+        home: Path, command: list[str]) -> None:
+    """``loci … <&-`` (no standard input at all) reads nothing, as from an empty one: an
+    answer or a one-line error, never a traceback."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "loci", *command], capture_output=True,
+                          text=True, timeout=60, preexec_fn=lambda: os.close(0))
+    assert done.returncode in (0, 2) and "Traceback" not in done.stderr, done.stderr

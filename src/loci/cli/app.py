@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
@@ -98,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI and turn errors into one line and exit code 2."""
     from loci.cli import commands  # noqa: F401  (registers the commands)
 
+    if sys.stdin is None:  # started with standard input closed (`<&-`): it reads as empty
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 (the process keeps it)
     try:
         # Outside standalone mode click returns the exit code of click.exceptions.Exit.
         code = cli.main(args=argv, prog_name="loci", standalone_mode=False)
