@@ -155,6 +155,8 @@ def test_context_formats(home: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert data["window"] == 200_000 and data["layers"]
     data = json.loads(run(capsys, *args, "--window", "9000")[1])
     assert data["window"] == 9000
+    # --json, as every data command takes it, is the JSON format here too.
+    assert json.loads(run(capsys, "context", "s", "hi", "--json")[1])["layers"]
 
 
 def test_tokens_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ from loci.tokens import heuristic_count
 @click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "text", "json"]),
               default="text", show_default=True)
 @click.option("--explain", is_flag=True, help="Show each layer's tokens, budget and items.")
-@click.option("--json", "as_json", is_flag=True, help="With --explain: the explain view as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON (--format json; with --explain: the explain view only).")
 @scoped
 def context(
     loci: Loci, session: str, message: str | None, model: str | None, window: int | None,
@@ -35,7 +36,7 @@ def context(
         data = compiled.to_dict()
         print_json({k: v for k, v in data.items() if k != "messages"})
         return
-    if fmt == "json":
+    if fmt == "json" or as_json:
         print_json(compiled.to_dict())
     elif fmt == "openai":
         click.echo(json.dumps(compiled.to_openai(), ensure_ascii=False, indent=2))
