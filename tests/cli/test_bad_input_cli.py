@@ -136,3 +136,11 @@ def test_a_command_started_with_standard_input_closed_says_what_it_read(
     done = subprocess.run([sys.executable, "-m", "loci", *command], capture_output=True,
                           text=True, timeout=60, preexec_fn=lambda: os.close(0))
     assert done.returncode in (0, 2) and "Traceback" not in done.stderr, done.stderr
+
+
+def test_an_unreachable_postgresql_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """psycopg's message holds "\\n\\t": the CLI's error stays one line."""
+    code = main(["--store", "postgresql://u@127.0.0.1:1/db", "sessions"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: cannot reach PostgreSQL") and (
+        err.count("\n") == 1)

@@ -118,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     except click.Abort:
         click.echo("aborted", err=True)
         return 1
-    except LociError as exc:
-        click.echo(f"error: {exc}", err=True)
+    except LociError as exc:  # one line, whatever a driver's message holds (psycopg: \n\t)
+        click.echo(f"error: {' '.join(str(exc).split())}", err=True)
         return 2
     except OSError as exc:
         click.echo(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), err=True)
