@@ -12,10 +12,12 @@ once:
   they are ignored, because Loci holds them (compacted, summarized, searchable).
 - Tool results are recorded at once (the context must show them), each once, so a
   retried call records nothing twice; the assistant's calls they answer are recorded
-  first if the log lacks them. A call is known by its id, name and arguments and a
-  result by the newest call of its id, since upstreams reuse ids (``call_0`` in every
-  answer). Calls that bring the same messages take turns (the store's saves lock,
-  ``Store.saving``, in every process), so that each records them once.
+  first if the log lacks them. Upstreams reuse ids (``call_0`` in every answer): an
+  answer's calls of one id are the log's newest of that id, position by position, by
+  name while they wait for their results and also by arguments once answered; the
+  k-th result of an id answers the k-th call (``_LoggedCalls``). Calls that bring the
+  same messages take turns (the store's saves lock, ``Store.saving``, in every
+  process), so that each records them once.
 - The user's new message is recorded with the answer (``record_answer``): a call that
   fails leaves no trace and may simply be retried.
 - The client's system messages are its own instructions: sent first, never stored.
