@@ -17,6 +17,7 @@ Programs that are not browsers send neither header and are not affected.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Callable
 from urllib.parse import unquote_to_bytes, urlsplit
 
@@ -28,6 +29,9 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: ``Host`` values remembered as allowed (loopback or listed names, with their ports).
 HOSTS_REMEMBERED = 64
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _utf8(raw_path: bytes) -> bool:
@@ -68,9 +72,11 @@ class Guard:
                 send, 403, "CrossSiteRequest", "a web page of another site may not change "
                 "data here (add its origin to [server] allowed_origins to allow it)")
             return
-        if "\ufffd" in scope["path"] and not _utf8(scope.get("raw_path") or b""):
-            await errors.send_error(send, 400, "ValidationError",
-                                    "the request's path is not UTF-8 once decoded")
+        path = scope["path"]
+        if ("\ufffd" in path and not _utf8(scope.get("raw_path") or b"")) or (
+                _CONTROL.search(path)):  # a route's match would drop a final newline
+            await errors.send_error(send, 400, "ValidationError", "the request's path is "
+                                    "not UTF-8 once decoded, or holds a control character")
             return
         await self.app(scope, receive, send)
 
