@@ -148,3 +148,6 @@ def test_a_path_that_is_no_utf8_is_refused_not_read_as_another_name(
     replacement = httpx.post(f"{url}/api/sessions/s%EF%BF%BD/events",  # U+FFFD itself
                              json={"role": "user", "content": "x"})
     assert replacement.status_code == 201, replacement.text
+    # A route's match drops a final newline: this erased the session "s\uFFFD".
+    assert httpx.delete(f"{url}/api/sessions/s%EF%BF%BD%0A").status_code == 400
+    assert imported(home) == 1
