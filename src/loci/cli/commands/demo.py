@@ -36,7 +36,8 @@ def _step(title: str) -> None:
 
 
 @cli.command()
-@click.option("--store", metavar="URL", help="Store to load into (default: a temporary one).")
+@click.option("--store", metavar="URL", help="Store to load into (default: a temporary one); "
+              "refused if the demo's user has data there.")
 @click.option("--user", help="The user to load it for (default: maya).")
 @click.option("--keep", is_flag=True,
               help="Keep the demo's home (store and workspace) to try commands on it.")
