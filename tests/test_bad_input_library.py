@@ -14,6 +14,8 @@ def test_bad_values_are_validation_errors(loci: Loci) -> None:
         lambda: loci.search("x", kinds=["memories"]),
         lambda: loci.search("x", limit=0),
         lambda: loci.runtime.create_key("u", "label\ud800"),
+        lambda: loci.runtime.create_key("u", "\x1b[31mred"),  # printed by `keys list`
+        lambda: loci.runtime.create_key("u", "x" * 100_000),
         lambda: loci.runtime.revoke_key("k\ud800"),
         lambda: loci.maybe_compact("s\ud800"),
         lambda: loci.runtime.apply_retention(float("nan")),

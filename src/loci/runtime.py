@@ -15,7 +15,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
-from loci.checks import check_name, check_stored_name, check_text
+from loci.checks import check_label, check_name, check_stored_name, check_text
 from loci.compaction.service import chat_model_from
 from loci.context.history import LiveEvents
 from loci.embeddings import IN_PROCESS, make_embedder
@@ -132,7 +132,9 @@ class Runtime:
         user a request names (``keys.OPERATOR``): its record, and the key itself
         (shown once)."""
         tenant = OPERATOR if user is None else check_name("user", user)
-        return create_key(self.store, tenant, self.clock(), check_text("label", label))
+        # Printed by `loci keys list`: no escape characters, no megabytes.
+        return create_key(self.store, tenant, self.clock(),
+                          check_label("label", label) if label else "")
 
     def api_keys(self, user: str | None = None) -> list[ApiKey]:
         """Key records (never the keys), of one user or of all. The operator is no
