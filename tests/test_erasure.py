@@ -287,3 +287,21 @@ def test_facts_still_being_taken_from_turns_are_not_saved_after_the_erasure(
     runtime.erase_user("alice")
     assert loci.wait_extracted(10)
     assert [s for s in runtime.store.list_scopes() if s.tenant == "alice"] == []
+
+
+def test_an_erasure_waits_for_the_user_s_facts_not_for_another_user_s(
+        runtime: Runtime) -> None:
+    """Bob's slow facts in the queue do not hold up Alice's erasure; hers that wait are
+    dropped (her turns are erased with her)."""
+    def slow(messages: object) -> str:
+        time.sleep(1.0)
+        return json.dumps({"memory": [{"event": "NONE"}]})
+    bob, alice = runtime.scope("bob", "helper"), runtime.scope("alice", "helper")
+    bob.chat = ScriptedChatModel(responder=slow)
+    for n in range(3):
+        bob.add("s", "user", f"I live in city number {n}.")
+    alice.add("s", "user", "I live in Lisbon.")
+    runtime.erase_user("alice")
+    assert not runtime.extraction.wait(0)  # Bob's facts are still being taken
+    assert runtime.extraction.wait(30)
+    assert [s for s in runtime.store.list_scopes() if s.tenant == "alice"] == []

@@ -168,7 +168,8 @@ class ScopeView:
         added = self._append(session, batch)
         if self.settings.memory_extraction and (said := worth_reading(added)):
             self.runtime.extraction.submit(Job(partial(extract_turns, self._memories, said,
-                                                       self.chat), self.chat is not None))
+                                                       self.chat), self.chat is not None,
+                                               self.scope.tenant))
         return added
 
     def events(self, session: str, *, include_archived: bool = True) -> list[Event]:

@@ -159,13 +159,14 @@ class Runtime:
     def erase_user(self, user: str) -> UserErasure:
         """Erase everything of ``user``, every agent of theirs: events, memories with their
         history and markdown files, state, documents with their versions, API keys, index
-        entries and vector files. Nothing of another user changes. The facts still being
-        taken from turns written before are saved first, so that none is saved after it
-        (a ``ConflictError`` if that takes over ``ERASE_EXTRACTION_WAIT`` seconds)."""
+        entries and vector files. Nothing of another user changes. The facts of the
+        user's turns that wait to be taken are dropped, and the erasure waits for those
+        being taken, so that none is saved after it (a ``ConflictError`` if that takes
+        over ``ERASE_EXTRACTION_WAIT`` seconds)."""
         user = check_stored_name("user", user)
-        if not self.extraction.wait(ERASE_EXTRACTION_WAIT):
-            raise ConflictError("facts are still being taken from earlier turns (a slow "
-                                "chat model?): erase again when they are saved")
+        if not self.extraction.forget(user, ERASE_EXTRACTION_WAIT):
+            raise ConflictError("facts are still being taken from the user's turns (a "
+                                "slow chat model?): erase again when they are saved")
         root = self.settings.memory_root if self.settings.memory_mirror else None
         return erase_user(self.store, user, root, self.live_events)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import _thread
 import logging
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -33,10 +33,12 @@ log = logging.getLogger("loci.memory")
 
 @dataclass(frozen=True)
 class Job:
-    """Saving the facts of one write's turns; ``slow`` when it calls a chat model."""
+    """Saving the facts of one write's turns; ``slow`` when it calls a chat model;
+    ``tenant``: the user whose turns they are (an erasure of the user drops it)."""
 
     run: Callable[[], object]
     slow: bool = False
+    tenant: str | None = None
 
 
 class TurnExtraction:
@@ -53,6 +55,7 @@ class TurnExtraction:
         self._lock = lock
         self._state = threading.Condition()
         self._running = self._running_quick = 0
+        self._running_of: Counter[str | None] = Counter()  # by tenant
         self._worker = IndexWorker(self._drain)
 
     def submit(self, job: Job) -> None:
@@ -63,6 +66,14 @@ class TurnExtraction:
     def wait(self, timeout: float | None = None) -> bool:
         """Block until every job submitted so far has run; False on timeout."""
         return self._worker.wait(timeout)
+
+    def forget(self, tenant: str, timeout: float | None = None) -> bool:
+        """Drop the waiting jobs of ``tenant`` and wait for its job under way, if any
+        (an erasure of the user: no fact of theirs may be saved after it); False on
+        timeout."""
+        with self._state:
+            self._jobs = deque(job for job in self._jobs if job.tenant != tenant)
+            return self._state.wait_for(lambda: not self._running_of[tenant], timeout)
 
     def finish(self) -> None:
         """Run what waits in this thread, then wait for the job under way, if any."""
@@ -100,6 +111,7 @@ class TurnExtraction:
                 job = self._jobs.popleft()
                 self._running += 1
                 self._running_quick += not job.slow
+                self._running_of[job.tenant] += 1
             if not job.slow:
                 self._run(job)
         if job.slow:
@@ -115,6 +127,7 @@ class TurnExtraction:
             with self._state:
                 self._running -= 1
                 self._running_quick -= not job.slow
+                self._running_of[job.tenant] -= 1
                 self._state.notify_all()
 
 
