@@ -93,7 +93,6 @@ class Hub:
         """The engine for the principal's scope (created on first use, then cached)."""
         scope = principal.scope
         with self._lock:
-            self._refuse_erasing(scope.tenant)
             engine = self._engines.get(scope)
             if engine is not None:
                 self._engines.move_to_end(scope)

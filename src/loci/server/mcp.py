@@ -60,33 +60,28 @@ Query = Annotated[str, Field(description="What to look for, in natural language.
 Offset = Annotated[int, Field(ge=0, description="First character to return (for paging).")]
 
 
-def _tool_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn Loci's own errors into tool errors that keep their message; anything
-    else stays a crash, whose text the SDK keeps on the server."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return fn(*args, **kwargs)
-        except LociError as exc:
-            raise ToolError(str(exc)) from exc
-
-    return wrapper
+Tool = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
-def _held(hub: Hub, principal: Callable[[Context], Principal]
-          ) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """A decorator: the tool call holds its caller's engine (``Hub.serving``), so that
-    an erasure of the caller's user waits for it."""
-    def held(fn: Callable[P, R]) -> Callable[P, R]:
+def _registrar(server: MCPServer, hub: Hub, principal: Callable[[Context], Principal]
+               ) -> Tool:
+    """A decorator that registers a tool whose call holds its caller's engine
+    (``Hub.serving``: an erasure of the caller's user waits for it) and turns Loci's own
+    errors into tool errors that keep their message; anything else stays a crash, whose
+    text the SDK keeps on the server."""
+    def tool(fn: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(fn)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             ctx = kwargs.get("ctx", args[0] if args else None)
             assert isinstance(ctx, Context)
-            with hub.serving(principal(ctx)):
-                return fn(*args, **kwargs)
+            try:
+                with hub.serving(principal(ctx)):
+                    return fn(*args, **kwargs)
+            except LociError as exc:
+                raise ToolError(str(exc)) from exc
+        server.tool()(wrapper)
         return wrapper
-    return held
+    return tool
 
 
 def _json(value: Any) -> dict[str, Any]:
@@ -111,11 +106,9 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
     def engine(ctx: Context) -> Loci:
         return hub.engine(principal(ctx))
 
-    held = _held(hub, principal)
+    tool = _registrar(server, hub, principal)
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def memory_search(
         ctx: Context, query: Query,
         limit: Annotated[int, Field(ge=1, le=100, description="Most results to return.")] = 5,
@@ -130,9 +123,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
         filters = SearchFilters(types=tuple(types or ()), tags=tuple(tags or ()))
         return _json(engine(ctx).memory_search(query, limit, filters))
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def memory_read(
         ctx: Context, id: Annotated[str, Field(description="A memory id from memory_search.")],
         offset: Offset = 0,
@@ -143,9 +134,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
         page: when next_offset is not null, call again with offset=next_offset."""
         return _json(engine(ctx).memory_read(id, offset, limit))
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def memory_write(
         ctx: Context,
         content: Annotated[str, Field(description="The fact, one self-contained sentence.")],
@@ -162,9 +151,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
         memory = engine(ctx).memory_write(type, tags or [], content, id=id)
         return _json(memory)
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def memory_list(
         ctx: Context,
         type: Annotated[str | None, Field(description="Only this memory type.")] = None,
@@ -174,9 +161,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
         what you know before you search."""
         return _json(engine(ctx).memories(type)[:limit])
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def memory_forget(
         ctx: Context,
         id: Annotated[str, Field(description="The id of the memory to delete.")],
@@ -189,9 +174,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
         redacted = engine(ctx).forget(id, redact_source=redact_source)
         return {"forgotten": id, "redacted_replies": redacted}
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def search_conversation(
         ctx: Context, query: Query,
         session: Annotated[str | None, Field(description="Only this session.")] = None,
@@ -202,9 +185,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
         hits = engine(ctx).search_conversation(query, session, limit)
         return _json(hits)
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def search_knowledge(
         ctx: Context, query: Query,
         path_filter: Annotated[str | None, Field(
@@ -219,9 +200,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
         found = engine(ctx).search_knowledge(query, path_filter, tags, top_k)
         return _json(found)
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def read_document(
         ctx: Context,
         path: Annotated[str, Field(description="A document path from search_knowledge.")],
@@ -233,18 +212,14 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
         next_offset is not null, call again with offset=next_offset."""
         return _json(engine(ctx).read_document(path, offset, limit))
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def state_get(
         ctx: Context, key: Annotated[str, Field(description="The state key.")],
     ) -> dict[str, Any]:
         """Read a key/value state item (current values such as the active project)."""
         return _json(engine(ctx).state_get(key))
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def state_set(
         ctx: Context, key: Annotated[str, Field(description="The state key.")],
         value: Annotated[str, Field(description="The new value (replaces the old one).")],
@@ -252,7 +227,7 @@ def build_mcp(hub: Hub, default: Principal | None = None) -> MCPServer:
         """Set a key/value state item, overwriting its previous value."""
         return _json(engine(ctx).state_set(key, value))
 
-    _memory_file_tools(server, engine, held)
+    _memory_file_tools(tool, engine)
     return server
 
 
@@ -260,17 +235,14 @@ MemoryPath = Annotated[str, Field(description="A path under /memories, e.g. "
                                                "/memories/notes.md.")]
 
 
-def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci],
-                       held: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+def _memory_file_tools(tool: Tool, engine: Callable[[Context], Loci]) -> None:
     """The six commands of Anthropic's memory tool as MCP tools, on the same files
     (``knowledge.memory_files``): results and errors in the same words."""
 
     def files(ctx: Context) -> MemoryFiles:
         return MemoryFiles(engine(ctx).knowledge)
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def memories_view(
         ctx: Context, path: MemoryPath = MemoryFiles.ROOT,
         view_range: Annotated[list[int] | None, Field(
@@ -280,9 +252,7 @@ def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci],
         numbers; check your memory directory before starting a task."""
         return files(ctx).view(path, view_range)
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def memories_create(
         ctx: Context, path: MemoryPath,
         file_text: Annotated[str, Field(description="The whole content of the new file.")],
@@ -290,9 +260,7 @@ def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci],
         """Create a new file under /memories (refused if it exists)."""
         return files(ctx).create(path, file_text)
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def memories_str_replace(
         ctx: Context, path: MemoryPath,
         old_str: Annotated[str, Field(description="Text that occurs exactly once.")],
@@ -301,9 +269,7 @@ def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci],
         """Replace text that occurs exactly once in a /memories file."""
         return files(ctx).str_replace(path, old_str, new_str)
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def memories_insert(
         ctx: Context, path: MemoryPath,
         insert_line: Annotated[int, Field(ge=0, description="Insert after this line "
@@ -313,16 +279,12 @@ def _memory_file_tools(server: MCPServer, engine: Callable[[Context], Loci],
         """Insert text at a line of a /memories file."""
         return files(ctx).insert(path, insert_line, insert_text)
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def memories_delete(ctx: Context, path: MemoryPath) -> str:
         """Delete a /memories file or directory."""
         return files(ctx).delete(path)
 
-    @server.tool()
-    @_tool_errors
-    @held
+    @tool
     def memories_rename(
         ctx: Context, old_path: MemoryPath,
         new_path: Annotated[str, Field(description="Where it goes, under /memories.")],
